@@ -1,0 +1,161 @@
+-- verdict schema, SQLite flavour. Keep in step with migrations/postgres/0001_schema.sql.
+
+CREATE TABLE users (
+    id                  BLOB PRIMARY KEY NOT NULL,
+    username            TEXT NOT NULL UNIQUE,
+    password_hash       TEXT NOT NULL,
+    role                TEXT NOT NULL CHECK (role IN ('rater', 'lead', 'admin')),
+    active              BOOLEAN NOT NULL DEFAULT TRUE,
+    created_at          TEXT NOT NULL,
+    password_changed_at TEXT NOT NULL
+);
+
+-- Server-side sessions (tower-sessions records). user_id is copied out of the record so
+-- that every session of a user can be ended at once.
+CREATE TABLE sessions (
+    id         TEXT PRIMARY KEY NOT NULL,
+    user_id    BLOB REFERENCES users (id) ON DELETE CASCADE,
+    data       TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE INDEX sessions_user_id ON sessions (user_id);
+CREATE INDEX sessions_expires_at ON sessions (expires_at);
+
+-- API bearer tokens; only a SHA-256 digest of the secret is kept.
+CREATE TABLE api_tokens (
+    id           BLOB PRIMARY KEY NOT NULL,
+    user_id      BLOB NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    token_hash   TEXT NOT NULL UNIQUE,
+    created_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at   TEXT
+);
+CREATE INDEX api_tokens_user_id ON api_tokens (user_id);
+
+CREATE TABLE batches (
+    id                   BLOB PRIMARY KEY NOT NULL,
+    name                 TEXT NOT NULL UNIQUE,
+    rubric               TEXT NOT NULL,
+    overlap              INTEGER NOT NULL DEFAULT 1 CHECK (overlap >= 1),
+    randomize            BOOLEAN NOT NULL DEFAULT TRUE,
+    state                TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')),
+    lease_minutes        INTEGER NOT NULL DEFAULT 45 CHECK (lease_minutes >= 1),
+    min_explanation_len  INTEGER NOT NULL DEFAULT 20 CHECK (min_explanation_len >= 0),
+    -- Conversation-classification questions, answered once per task.
+    classifications      TEXT NOT NULL DEFAULT '[]',
+    -- FALSE: every rater (lead) may work on the batch; TRUE: only those in batch_members.
+    raters_restricted    BOOLEAN NOT NULL DEFAULT FALSE,
+    leads_restricted     BOOLEAN NOT NULL DEFAULT FALSE,
+    created_by           BLOB REFERENCES users (id) ON DELETE SET NULL,
+    created_at           TEXT NOT NULL,
+    updated_at           TEXT NOT NULL
+);
+
+CREATE TABLE batch_members (
+    batch_id BLOB NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+    user_id  BLOB NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    role     TEXT NOT NULL CHECK (role IN ('rater', 'lead')),
+    PRIMARY KEY (batch_id, user_id, role)
+);
+CREATE INDEX batch_members_user_id ON batch_members (user_id);
+
+CREATE TABLE tasks (
+    id            BLOB PRIMARY KEY NOT NULL,
+    batch_id      BLOB NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+    -- Upload order within the batch; the pool hands tasks out in this order.
+    seq           INTEGER NOT NULL,
+    external_id   TEXT NOT NULL,
+    -- A JSON string, or a conversation: a list of {role, content} messages.
+    prompt        TEXT NOT NULL,
+    response_a    TEXT NOT NULL,
+    response_b    TEXT NOT NULL,
+    model_a       TEXT,
+    model_b       TEXT,
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    -- Digest of the canonical content, so a re-upload can tell "same" from "changed".
+    content_hash  TEXT NOT NULL,
+    -- Completed ratings (rated or out of scope) plus assignments holding a live lease.
+    claimed       INTEGER NOT NULL DEFAULT 0 CHECK (claimed >= 0),
+    created_at    TEXT NOT NULL,
+    UNIQUE (batch_id, external_id),
+    UNIQUE (batch_id, seq)
+);
+CREATE INDEX tasks_pool ON tasks (batch_id, claimed, seq);
+
+CREATE TABLE assignments (
+    id               BLOB PRIMARY KEY NOT NULL,
+    task_id          BLOB NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    batch_id         BLOB NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+    rater_id         BLOB NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    -- TRUE when the rater was shown B on the left as "A".
+    swapped          BOOLEAN NOT NULL,
+    state            TEXT NOT NULL CHECK (state IN ('open', 'done', 'expired')),
+    lease_expires_at TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    UNIQUE (task_id, rater_id)
+);
+CREATE INDEX assignments_rater ON assignments (rater_id, batch_id, state);
+CREATE INDEX assignments_lease ON assignments (batch_id, state, lease_expires_at);
+
+CREATE TABLE ratings (
+    id             BLOB PRIMARY KEY NOT NULL,
+    assignment_id  BLOB NOT NULL UNIQUE REFERENCES assignments (id) ON DELETE CASCADE,
+    task_id        BLOB NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    batch_id       BLOB NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+    rater_id       BLOB NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    outcome        TEXT NOT NULL CHECK (outcome IN ('rated', 'skipped', 'out_of_scope')),
+    status         TEXT NOT NULL CHECK (status IN ('draft', 'submitted', 'returned', 'accepted', 'rejected')),
+    -- The answers in the task's canonical orientation.
+    answers        TEXT NOT NULL DEFAULT '{}',
+    skip_reason    TEXT CHECK (skip_reason IN ('unfamiliar', 'too_long', 'other')),
+    note           TEXT,
+    time_spent_s   INTEGER NOT NULL DEFAULT 0 CHECK (time_spent_s >= 0),
+    -- Optimistic concurrency: bumped on every change.
+    version        INTEGER NOT NULL DEFAULT 1,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL,
+    submitted_at   TEXT,
+    reviewed_at    TEXT,
+    reviewed_by    BLOB REFERENCES users (id) ON DELETE SET NULL,
+    review_comment TEXT
+);
+CREATE INDEX ratings_batch ON ratings (batch_id, status, outcome);
+CREATE INDEX ratings_task ON ratings (task_id);
+CREATE INDEX ratings_rater ON ratings (rater_id, updated_at);
+
+-- Every change to a rating: who, when, what it was before and after.
+CREATE TABLE rating_history (
+    id         BLOB PRIMARY KEY NOT NULL,
+    rating_id  BLOB NOT NULL REFERENCES ratings (id) ON DELETE CASCADE,
+    actor_id   BLOB REFERENCES users (id) ON DELETE SET NULL,
+    action     TEXT NOT NULL,
+    before     TEXT,
+    after      TEXT NOT NULL,
+    at         TEXT NOT NULL
+);
+CREATE INDEX rating_history_rating ON rating_history (rating_id, at);
+
+CREATE TABLE reviews (
+    id          BLOB PRIMARY KEY NOT NULL,
+    rating_id   BLOB NOT NULL REFERENCES ratings (id) ON DELETE CASCADE,
+    reviewer_id BLOB REFERENCES users (id) ON DELETE SET NULL,
+    decision    TEXT NOT NULL CHECK (decision IN ('accept', 'return', 'reject')),
+    comment     TEXT,
+    -- The rating version the reviewer saw.
+    version     INTEGER NOT NULL,
+    at          TEXT NOT NULL
+);
+CREATE INDEX reviews_rating ON reviews (rating_id, at);
+
+-- Admin and lead actions (user changes, uploads, reviews, exports).
+CREATE TABLE audit_log (
+    id       BLOB PRIMARY KEY NOT NULL,
+    actor_id BLOB REFERENCES users (id) ON DELETE SET NULL,
+    action   TEXT NOT NULL,
+    target   TEXT,
+    detail   TEXT NOT NULL DEFAULT '{}',
+    at       TEXT NOT NULL
+);
+CREATE INDEX audit_log_at ON audit_log (at);

@@ -1,0 +1,215 @@
+//! Who is asking, and what they may do: roles, passwords, tokens, sessions, CSRF and the
+//! extractors every handler uses to name the role it needs.
+
+use std::fmt;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{Method, header};
+use serde::{Deserialize, Serialize};
+use tower_sessions::Session;
+
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::store::sessions::USER_ID_KEY;
+use crate::store::users::User;
+
+pub mod csrf;
+pub mod limits;
+pub mod pages;
+pub mod password;
+pub mod tokens;
+
+/// A person's role. The order matters: each role can do everything the ones before it can.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Rater,
+    Lead,
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Rater, Role::Lead, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Rater => "rater",
+            Role::Lead => "lead",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<String> for Role {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(&s).ok_or_else(|| format!("unknown role {s:?}"))
+    }
+}
+
+/// Session key: when the session signed in (unix seconds), for the absolute lifetime.
+pub const LOGIN_AT_KEY: &str = "login_at";
+
+/// How a request proved who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Session,
+    Token,
+}
+
+/// The signed-in, active user making the request. Rejects with 401 otherwise.
+///
+/// A request is signed in by `Authorization: Bearer <token>` or by the session cookie.
+/// A cookie-authenticated API call that changes state must also carry the session's CSRF
+/// token in `X-CSRF-Token` (HTML forms carry it in a field, checked by `CsrfForm`).
+#[derive(Debug, Clone)]
+pub struct CurrentUser {
+    pub user: User,
+    pub via: Via,
+}
+
+impl FromRequestParts<AppState> for CurrentUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        if let Some(cached) = parts.extensions.get::<CurrentUser>() {
+            return Ok(cached.clone());
+        }
+        let current = if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let secret = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .ok_or(AppError::Unauthorized)?;
+            let user = state
+                .store()
+                .user_by_token_hash(&tokens::digest(secret.trim()))
+                .await?
+                .filter(|u| u.active)
+                .ok_or(AppError::Unauthorized)?;
+            CurrentUser {
+                user,
+                via: Via::Token,
+            }
+        } else {
+            let session = Session::from_request_parts(parts, state)
+                .await
+                .map_err(|_| AppError::internal("session layer missing"))?;
+            let user = session_user(&session, state)
+                .await?
+                .ok_or(AppError::Unauthorized)?;
+            let unsafe_method =
+                !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+            if unsafe_method && parts.uri.path().starts_with("/api/") {
+                let sent = parts
+                    .headers
+                    .get(csrf::HEADER)
+                    .and_then(|v| v.to_str().ok());
+                csrf::verify(&session, sent).await?;
+            }
+            CurrentUser {
+                user,
+                via: Via::Session,
+            }
+        };
+        parts.extensions.insert(current.clone());
+        Ok(current)
+    }
+}
+
+/// The active user signed in on this session, ending the session if it has outlived its
+/// absolute lifetime or its user was deactivated.
+pub async fn session_user(session: &Session, state: &AppState) -> Result<Option<User>, AppError> {
+    let session_err = |e: tower_sessions::session::Error| AppError::internal(e);
+    let Some(user_id) = session
+        .get::<uuid::Uuid>(USER_ID_KEY)
+        .await
+        .map_err(session_err)?
+    else {
+        return Ok(None);
+    };
+    let login_at = session
+        .get::<i64>(LOGIN_AT_KEY)
+        .await
+        .map_err(session_err)?
+        .unwrap_or(0);
+    let age = chrono::Utc::now().timestamp().saturating_sub(login_at);
+    let too_old = age < 0 || age as u64 > state.config().session_absolute.as_secs();
+    let user = state
+        .store()
+        .user_by_id(user_id)
+        .await?
+        .filter(|u| u.active);
+    if too_old || user.is_none() {
+        session.flush().await.map_err(session_err)?;
+        return Ok(None);
+    }
+    Ok(user)
+}
+
+/// A signed-in lead or admin; 403 for a rater.
+#[derive(Debug, Clone)]
+pub struct RequireLead(pub User);
+
+/// A signed-in admin; 403 for anyone else.
+#[derive(Debug, Clone)]
+pub struct RequireAdmin(pub User);
+
+impl FromRequestParts<AppState> for RequireLead {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
+        if user.role >= Role::Lead {
+            Ok(Self(user))
+        } else {
+            Err(AppError::Forbidden)
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for RequireAdmin {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
+        if user.role >= Role::Admin {
+            Ok(Self(user))
+        } else {
+            Err(AppError::Forbidden)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_are_ordered_rater_lead_admin() {
+        assert!(Role::Rater < Role::Lead && Role::Lead < Role::Admin);
+    }
+
+    #[test]
+    fn role_parses_only_known_names() {
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+        assert_eq!(Role::parse("Admin"), None);
+        assert_eq!(Role::parse("superuser"), None);
+    }
+}

@@ -1,0 +1,152 @@
+//! The login and logout pages.
+
+use std::net::SocketAddr;
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use super::csrf::{self, CsrfForm};
+use super::{LOGIN_AT_KEY, password, session_user};
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::store::sessions::USER_ID_KEY;
+use crate::web::{Layout, render};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
+}
+
+#[derive(Template)]
+#[template(path = "auth/login.html")]
+struct LoginPage {
+    layout: Layout,
+    next: String,
+    username: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NextQuery {
+    next: Option<String>,
+}
+
+/// Only a path on this site (`/x`, not `//host` or `/\host`) may be a redirect target.
+pub fn local_path(next: Option<&str>) -> String {
+    match next {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.starts_with("/\\") => {
+            p.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+fn session_err(e: tower_sessions::session::Error) -> AppError {
+    AppError::internal(e)
+}
+
+async fn login_page(
+    State(state): State<AppState>,
+    session: Session,
+    Query(query): Query<NextQuery>,
+) -> Result<Response, AppError> {
+    let next = local_path(query.next.as_deref());
+    if session_user(&session, &state).await?.is_some() {
+        return Ok(Redirect::to(&next).into_response());
+    }
+    let page = LoginPage {
+        layout: Layout {
+            user: None,
+            csrf_token: csrf::token(&session).await?,
+        },
+        next,
+        username: String::new(),
+        error: None,
+    };
+    Ok(render(&page)?.into_response())
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    username: String,
+    password: String,
+    next: Option<String>,
+}
+
+async fn login(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    session: Session,
+    CsrfForm(form): CsrfForm<LoginForm>,
+) -> Result<Response, AppError> {
+    let username = form.username.trim();
+    state.login_limiter().check(username, peer.ip())?;
+    let found = state.store().credentials(username).await?;
+    let (user, hash) = match found {
+        Some((user, hash)) => (Some(user), Some(hash)),
+        None => (None, None),
+    };
+    let verified = password::verify(hash, form.password).await?;
+    let next = local_path(form.next.as_deref());
+    let Some(user) = user.filter(|u| verified && u.active) else {
+        // One answer for an unknown user, a wrong password and a deactivated account.
+        let page = LoginPage {
+            layout: Layout {
+                user: None,
+                csrf_token: csrf::token(&session).await?,
+            },
+            next,
+            username: username.to_owned(),
+            error: Some("Wrong username or password.".into()),
+        };
+        return Ok((StatusCode::UNAUTHORIZED, render(&page)?).into_response());
+    };
+    // A new session id at login, so an id planted before login is worthless after it.
+    session.cycle_id().await.map_err(session_err)?;
+    session
+        .insert(USER_ID_KEY, user.id)
+        .await
+        .map_err(session_err)?;
+    session
+        .insert(LOGIN_AT_KEY, chrono::Utc::now().timestamp())
+        .await
+        .map_err(session_err)?;
+    csrf::rotate(&session).await?;
+    tracing::info!(username = %user.username, "signed in");
+    Ok(Redirect::to(&next).into_response())
+}
+
+#[derive(Deserialize)]
+struct LogoutForm {}
+
+async fn logout(session: Session, CsrfForm(_): CsrfForm<LogoutForm>) -> Result<Redirect, AppError> {
+    session.flush().await.map_err(session_err)?;
+    Ok(Redirect::to("/login"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_path;
+
+    #[test]
+    fn redirects_stay_on_this_site() {
+        assert_eq!(local_path(Some("/ratings?page=2")), "/ratings?page=2");
+        for hostile in [
+            "//evil.example",
+            "/\\evil.example",
+            "https://evil.example",
+            "evil",
+            "",
+        ] {
+            assert_eq!(local_path(Some(hostile)), "/", "{hostile}");
+        }
+        assert_eq!(local_path(None), "/");
+    }
+}

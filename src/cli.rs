@@ -1,0 +1,314 @@
+//! The `verdict` command line: serve, migrate, and account administration.
+
+use std::io::{BufRead, IsTerminal};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use crate::auth::Role;
+use crate::users::{NewUser, username_violation};
+use crate::{AppState, Config, Store, auth, users};
+
+const DEFAULT_DATABASE_URL: &str = "sqlite://verdict.db";
+
+/// verdict: human rating of AI answers to coding prompts.
+#[derive(Debug, Parser)]
+#[command(name = "verdict", version, about, long_about = None)]
+pub struct Cli {
+    /// Database: sqlite://FILE (created if missing) or postgres://USER@HOST/DB.
+    #[arg(long, global = true, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    database_url: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the web server (migrates the database first).
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage accounts.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "VERDICT_BIND", default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// Largest request body (uploads included), in MiB.
+    #[arg(long, env = "VERDICT_MAX_UPLOAD_MB", default_value_t = 256)]
+    max_upload_mb: u64,
+    /// Mark the session cookie Secure; turn on when verdict is served over HTTPS.
+    #[arg(long, env = "VERDICT_COOKIE_SECURE")]
+    cookie_secure: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Create an account (asks for the password, or reads it with --password-stdin).
+    Add {
+        #[arg(long)]
+        username: String,
+        /// rater, lead or admin.
+        #[arg(long, default_value = "rater")]
+        role: String,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List accounts.
+    List,
+    /// Set a new password (ends the user's sessions).
+    SetPassword {
+        #[arg(long)]
+        username: String,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Deactivate an account (ends its sessions; its tokens stop working).
+    Deactivate {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Create an API token for a user and print it (only the token, once).
+    Create {
+        #[arg(long)]
+        username: String,
+        /// What the token is for.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+}
+
+/// Parses the command line and runs it.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn open_store(url: &str) -> anyhow::Result<Store> {
+    let store = Store::connect(url)
+        .await
+        .with_context(|| "cannot open the database")?;
+    store
+        .migrate()
+        .await
+        .context("cannot migrate the database")?;
+    Ok(store)
+}
+
+async fn execute(cli: Cli) -> anyhow::Result<()> {
+    let store = open_store(&cli.database_url).await?;
+    let result = match cli.command {
+        Command::Serve(args) => serve(store.clone(), args, &cli.database_url).await,
+        Command::Migrate => {
+            println!("database is up to date");
+            Ok(())
+        }
+        Command::User(cmd) => user(&store, cmd).await,
+        Command::Token(cmd) => token(&store, cmd).await,
+    };
+    store.close().await;
+    result
+}
+
+async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Result<()> {
+    if store.count_active_admins().await? == 0 {
+        let database = if database_url == DEFAULT_DATABASE_URL {
+            String::new()
+        } else {
+            " (with the same DATABASE_URL or --database-url)".to_owned()
+        };
+        tracing::warn!("no admin account exists yet");
+        eprintln!(
+            "\nNo admin account exists yet. Create the first one{database} with:\n\n    \
+             verdict user add --username admin --role admin\n"
+        );
+    }
+    let config = Config {
+        max_upload_bytes: args.max_upload_mb.saturating_mul(1024 * 1024),
+        cookie_secure: args.cookie_secure,
+        ..Config::default()
+    };
+    let listener = TcpListener::bind(&args.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(backend = ?store.backend(), "listening on http://{addr}");
+    crate::serve(listener, AppState::new(store, config), shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests under way");
+}
+
+/// Reads a password without it ever touching argv: the first line of standard input
+/// with `--password-stdin`, otherwise asked twice on the terminal without echo.
+fn read_password(from_stdin: bool) -> anyhow::Result<String> {
+    if from_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .context("cannot read standard input")?;
+        return Ok(line.trim_end_matches(['\r', '\n']).to_owned());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("no terminal to ask for the password on; pipe it in with --password-stdin");
+    }
+    let first = rpassword::prompt_password("Password: ")?;
+    let second = rpassword::prompt_password("Password again: ")?;
+    if first != second {
+        bail!("the passwords differ");
+    }
+    Ok(first)
+}
+
+async fn find_user(store: &Store, username: &str) -> anyhow::Result<crate::store::users::User> {
+    store
+        .user_by_name(username)
+        .await?
+        .with_context(|| format!("no user named {username:?}"))
+}
+
+async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
+    match cmd {
+        UserCommand::Add {
+            username,
+            role,
+            password_stdin,
+        } => {
+            if let Some(why) = username_violation(username.trim()) {
+                bail!("username {why}");
+            }
+            if Role::parse(&role).is_none() {
+                bail!("unknown role {role:?}: use rater, lead or admin");
+            }
+            let password = read_password(password_stdin)?;
+            let new = NewUser::parse(Some(&username), Some(&role), Some(&password)).map_err(
+                |fields| {
+                    let reasons: Vec<String> =
+                        fields.iter().map(|(f, why)| format!("{f} {why}")).collect();
+                    anyhow::anyhow!(reasons.join("; "))
+                },
+            )?;
+            let state = AppState::new(store.clone(), Config::default());
+            let user = users::create(&state, new)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("created {} ({})", user.username, user.role);
+        }
+        UserCommand::List => {
+            println!("{:<32} {:<6} {:<8} created", "username", "role", "active");
+            for u in store.list_users().await? {
+                let active = if u.active { "yes" } else { "no" };
+                let created = u.created_at.format("%Y-%m-%d %H:%M");
+                println!(
+                    "{:<32} {:<6} {:<8} {created}",
+                    u.username,
+                    u.role.as_str(),
+                    active
+                );
+            }
+        }
+        UserCommand::SetPassword {
+            username,
+            password_stdin,
+        } => {
+            let user = find_user(store, &username).await?;
+            let password = read_password(password_stdin)?;
+            if let Some(why) = auth::password::policy_violation(&password) {
+                bail!("password {why}");
+            }
+            let hash = auth::password::hash(password)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            store.set_password_hash(user.id, &hash).await?;
+            println!("password changed for {username}; their sessions have ended");
+        }
+        UserCommand::Deactivate { username } => {
+            let user = find_user(store, &username).await?;
+            store.set_active(user.id, false).await?;
+            println!("deactivated {username}; their sessions have ended");
+        }
+    }
+    Ok(())
+}
+
+async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
+    match cmd {
+        TokenCommand::Create { username, name } => {
+            let user = find_user(store, &username).await?;
+            if !user.active {
+                bail!("{username} is deactivated");
+            }
+            let state = AppState::new(store.clone(), Config::default());
+            let (_, secret) = users::tokens::issue(&state, &user, &name)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("{secret}");
+        }
+    }
+    Ok(())
+}

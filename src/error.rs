@@ -1,0 +1,158 @@
+//! The one application error, rendered as JSON for `/api` and as a page for the web.
+//!
+//! `IntoResponse` writes the JSON body `{ "error": ..., "fields": {...} }` and attaches an
+//! [`ErrorInfo`] extension; `web::html_errors` turns marked responses on page routes into
+//! HTML (or a redirect to the login page), and `web::log_internal_errors` logs internal
+//! errors with the request id, so neither concern lives in the conversion.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::store::StoreError;
+
+/// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
+pub type FieldErrors = BTreeMap<String, String>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("sign in first")]
+    Unauthorized,
+    #[error("your role does not allow this")]
+    Forbidden,
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("request body is larger than the limit of {limit_mb} MiB")]
+    TooLarge { limit_mb: u64 },
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{message}")]
+    Validation {
+        message: String,
+        fields: FieldErrors,
+    },
+    #[error("too many attempts; try again in {retry_after_s} s")]
+    TooManyRequests { retry_after_s: u64 },
+    #[error("the database is unavailable; try again shortly")]
+    Unavailable,
+    /// Anything the client cannot fix; reaches the client as a fixed message.
+    #[error("internal error")]
+    Internal(String),
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    /// A 422 naming one field.
+    pub fn field(path: &str, why: impl Into<String>) -> Self {
+        let mut fields = FieldErrors::new();
+        fields.insert(path.to_owned(), why.into());
+        Self::invalid(fields)
+    }
+
+    /// A 422 naming every broken field.
+    pub fn invalid(fields: FieldErrors) -> Self {
+        let message = match fields.len() {
+            1 => "1 field is invalid".to_owned(),
+            n => format!("{n} fields are invalid"),
+        };
+        Self::Validation { message, fields }
+    }
+
+    pub fn internal(err: impl std::fmt::Display) -> Self {
+        Self::Internal(err.to_string())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// The JSON error body of every API error.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, in words for a person.
+    pub error: String,
+    /// Field path to the reason it was refused (validation errors only).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: FieldErrors,
+    /// Quote this when reporting an internal error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Attached to every error response so middleware can re-render or log it.
+#[derive(Debug, Clone)]
+pub struct ErrorInfo {
+    pub status: StatusCode,
+    pub message: String,
+    /// The internal cause, for the log only.
+    pub internal: Option<String>,
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = self.to_string();
+        let internal = match &self {
+            Self::Internal(cause) => Some(cause.clone()),
+            _ => None,
+        };
+        let retry_after = match &self {
+            Self::TooManyRequests { retry_after_s } => Some(*retry_after_s),
+            _ => None,
+        };
+        let fields = match self {
+            Self::Validation { fields, .. } => fields,
+            _ => FieldErrors::new(),
+        };
+        let body = ErrorBody {
+            error: message.clone(),
+            fields,
+            request_id: None,
+        };
+        let mut response = (status, Json(body)).into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response.extensions_mut().insert(ErrorInfo {
+            status,
+            message,
+            internal,
+        });
+        response
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Duplicate(what) => Self::Conflict(format!("{what} is already taken")),
+            StoreError::Db(
+                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+            ) => Self::Unavailable,
+            other => Self::internal(other),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! verdict: a self-hosted web app for human rating of AI answers to coding prompts.
+//!
+//! `router` builds the whole app from the feature routers; `serve` runs it on a listener
+//! the caller has already bound (tests bind port 0 and read the port back).
+#![forbid(unsafe_code)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tower_http::compression::CompressionLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+use tracing::Level;
+
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod home;
+pub mod state;
+pub mod store;
+pub mod users;
+pub mod web;
+
+pub use config::Config;
+pub use state::AppState;
+pub use store::Store;
+
+/// The name of the session cookie.
+pub const SESSION_COOKIE: &str = "verdict_session";
+
+/// The whole application: feature routers merged, then the layers every request passes.
+pub fn router(state: AppState) -> Router {
+    let config = state.config().clone();
+    let sessions = SessionManagerLayer::new(state.store().clone())
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(config.cookie_secure)
+        .with_expiry(Expiry::OnInactivity(
+            time::Duration::try_from(config.session_idle).unwrap_or(time::Duration::HOUR),
+        ));
+    let limit = usize::try_from(config.max_upload_bytes).unwrap_or(usize::MAX);
+    let app = Router::new()
+        .merge(auth::pages::router())
+        .merge(home::router())
+        .merge(users::page_router())
+        .merge(users::api_router())
+        .merge(api::router())
+        .route("/static/{*path}", get(web::assets::serve))
+        .route("/healthz", get(web::healthz))
+        .fallback(web::not_found)
+        .layer(axum::middleware::from_fn(web::finish_errors))
+        .layer(sessions)
+        // Body extractors stop reading at the configured limit and answer 413 in the
+        // app's error format, without buffering the rest of an oversized body.
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(CompressionLayer::new())
+        .with_state(state);
+    web::headers::apply(app)
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
+        )
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves, then finishes requests under
+/// way. Also runs the housekeeping task (expired sessions, rate-limiter memory).
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let housekeeping = tokio::spawn(housekeeping(state.clone()));
+    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    housekeeping.abort();
+    state.store().close().await;
+    result
+}
+
+async fn housekeeping(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        state.login_limiter().shrink();
+        if let Err(err) = state.store().delete_expired_sessions().await {
+            tracing::warn!(%err, "could not delete expired sessions");
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The database seam: one `Store` over SQLite or PostgreSQL, chosen from the URL scheme.
+//!
+//! Query text is written once in the common SQL dialect (`$1` placeholders work on both
+//! backends) and run against whichever pool is configured; the `read!`, `write!` and
+//! `transaction!` macros expand the same code once per backend so that the types stay
+//! concrete (sqlx's `Any` driver does not carry uuid and chrono types).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+
+pub mod batches;
+pub mod sessions;
+pub mod tokens;
+pub mod users;
+
+/// Which database a store talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone)]
+enum Pools {
+    /// SQLite allows one writer at a time; a single write connection serialises writers in
+    /// the process instead of letting them fight over the file lock, and readers run
+    /// concurrently beside it thanks to WAL.
+    Sqlite {
+        write: SqlitePool,
+        read: SqlitePool,
+    },
+    Postgres(PgPool),
+}
+
+/// A handle on the database, cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pools: Pools,
+}
+
+/// Errors from the data layer that callers branch on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} already exists")]
+    Duplicate(&'static str),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Runs `$body` with `$pool` bound to a pool that may serve reads.
+macro_rules! read {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match $store.pools() {
+            $crate::store::PoolRef::Sqlite { read: $pool, .. } => $body,
+            $crate::store::PoolRef::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$pool` bound to the pool that takes writes.
+macro_rules! write {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match $store.pools() {
+            $crate::store::PoolRef::Sqlite { write: $pool, .. } => $body,
+            $crate::store::PoolRef::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` inside one write transaction, bound to `$tx`; commits when the body
+/// finishes, rolls back if it returns early with `?`.
+macro_rules! transaction {
+    ($store:expr, |$tx:ident| $body:expr) => {
+        match $store.pools() {
+            $crate::store::PoolRef::Sqlite { write, .. } => {
+                let mut $tx = write.begin_with("BEGIN IMMEDIATE").await?;
+                let out = $body;
+                $tx.commit().await?;
+                out
+            }
+            $crate::store::PoolRef::Postgres(pool) => {
+                let mut $tx = pool.begin().await?;
+                let out = $body;
+                $tx.commit().await?;
+                out
+            }
+        }
+    };
+}
+
+pub(crate) use {read, transaction, write};
+
+/// Borrowed pools, so the macros can match without cloning.
+pub(crate) enum PoolRef<'a> {
+    Sqlite {
+        write: &'a SqlitePool,
+        read: &'a SqlitePool,
+    },
+    Postgres(&'a PgPool),
+}
+
+impl Store {
+    /// Connects to `url` (`sqlite://file.db` or `postgres://...`), creating a SQLite file
+    /// if it does not exist yet. Does not migrate.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        let pools = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let options = PgConnectOptions::from_str(url)?;
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options)
+                .await?;
+            Pools::Postgres(pool)
+        } else if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                // FULL syncs the WAL on every commit: an acknowledged write survives a
+                // power cut, not only a process crash.
+                .synchronous(SqliteSynchronous::Full)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10));
+            let write = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options.clone())
+                .await?;
+            let read = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options.read_only(true))
+                .await?;
+            Pools::Sqlite { write, read }
+        } else {
+            return Err(StoreError::Db(sqlx::Error::Configuration(
+                format!(
+                    "unsupported database URL {url:?}: use sqlite://FILE or postgres://USER@HOST/DB"
+                )
+                .into(),
+            )));
+        };
+        Ok(Self { pools })
+    }
+
+    /// Applies the embedded migrations of this backend.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        match &self.pools {
+            Pools::Sqlite { write, .. } => sqlx::migrate!("migrations/sqlite").run(write).await?,
+            Pools::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+        }
+        Ok(())
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.pools {
+            Pools::Sqlite { .. } => Backend::Sqlite,
+            Pools::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Answers whether the database takes queries (for `/healthz`).
+    pub async fn ping(&self) -> StoreResult<()> {
+        read!(self, |pool| sqlx::query("SELECT 1")
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Closes every connection, waiting for queries under way.
+    pub async fn close(&self) {
+        match &self.pools {
+            Pools::Sqlite { write, read } => {
+                read.close().await;
+                write.close().await;
+            }
+            Pools::Postgres(pool) => pool.close().await,
+        }
+    }
+
+    pub(crate) fn pools(&self) -> PoolRef<'_> {
+        match &self.pools {
+            Pools::Sqlite { write, read } => PoolRef::Sqlite { write, read },
+            Pools::Postgres(pool) => PoolRef::Postgres(pool),
+        }
+    }
+}
+
+/// Maps a unique-constraint violation to `Duplicate(what)`, anything else to `Db`.
+pub(crate) fn on_unique(err: sqlx::Error, what: &'static str) -> StoreError {
+    match &err {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(what),
+        _ => StoreError::Db(err),
+    }
+}

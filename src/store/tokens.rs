@@ -1,0 +1,88 @@
+//! API bearer tokens. Only a digest of each secret is stored.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::users::User;
+use super::{StoreResult, read, write};
+
+/// A token as listed (never with its secret).
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+pub struct ApiToken {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl super::Store {
+    pub async fn create_token(
+        &self,
+        user_id: Uuid,
+        name: &str,
+        token_hash: &str,
+    ) -> StoreResult<ApiToken> {
+        let token = ApiToken {
+            id: Uuid::now_v7(),
+            name: name.to_owned(),
+            created_at: Utc::now(),
+        };
+        write!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO api_tokens (id, user_id, name, token_hash, created_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(token.id)
+            .bind(user_id)
+            .bind(name)
+            .bind(token_hash)
+            .bind(token.created_at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(token)
+    }
+
+    /// The owner of an unrevoked token with this digest.
+    pub async fn user_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<User>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, User>(
+                "SELECT u.id, u.username, u.role, u.active, u.created_at, u.password_changed_at
+                 FROM api_tokens t JOIN users u ON u.id = t.user_id
+                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
+            )
+            .bind(token_hash)
+            .fetch_optional(pool)
+            .await
+        })?)
+    }
+
+    pub async fn list_tokens(&self, user_id: Uuid) -> StoreResult<Vec<ApiToken>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, ApiToken>(
+                "SELECT id, name, created_at FROM api_tokens
+                 WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at",
+            )
+            .bind(user_id)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
+    /// Revokes one of a user's tokens; false if the user has no such live token.
+    pub async fn revoke_token(&self, user_id: Uuid, token_id: Uuid) -> StoreResult<bool> {
+        let done = write!(self, |pool| {
+            sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $3
+                 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
+            )
+            .bind(token_id)
+            .bind(user_id)
+            .bind(Utc::now())
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(done == 1)
+    }
+}

@@ -1,0 +1,165 @@
+//! Users: accounts, roles and activation.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{StoreResult, on_unique, read, transaction, write};
+use crate::auth::Role;
+
+/// An account as stored. The password hash never leaves the auth module's checks.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct User {
+    pub id: Uuid,
+    pub username: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
+    pub active: bool,
+    pub created_at: DateTime<Utc>,
+    pub password_changed_at: DateTime<Utc>,
+}
+
+const USER_COLUMNS: &str = "id, username, role, active, created_at, password_changed_at";
+
+impl super::Store {
+    /// Creates an account; `Duplicate("username")` when the name is taken.
+    pub async fn create_user(
+        &self,
+        username: &str,
+        role: Role,
+        password_hash: &str,
+    ) -> StoreResult<User> {
+        let now = Utc::now();
+        let user = User {
+            id: Uuid::now_v7(),
+            username: username.to_owned(),
+            role,
+            active: true,
+            created_at: now,
+            password_changed_at: now,
+        };
+        write!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO users (id, username, password_hash, role, active, created_at, password_changed_at)
+                 VALUES ($1, $2, $3, $4, TRUE, $5, $5)",
+            )
+            .bind(user.id)
+            .bind(&user.username)
+            .bind(password_hash)
+            .bind(role.as_str())
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(|e| on_unique(e, "username"))?;
+        Ok(user)
+    }
+
+    pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, User>(&sql)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?)
+    }
+
+    pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1");
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, User>(&sql)
+                .bind(username)
+                .fetch_optional(pool)
+                .await
+        })?)
+    }
+
+    /// The user and their password hash, for a login attempt.
+    pub async fn credentials(&self, username: &str) -> StoreResult<Option<(User, String)>> {
+        #[derive(sqlx::FromRow)]
+        struct Credentials {
+            #[sqlx(flatten)]
+            user: User,
+            password_hash: String,
+        }
+        let sql = format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE username = $1");
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, Credentials>(&sql)
+                .bind(username)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|c| (c.user, c.password_hash)))
+    }
+
+    pub async fn list_users(&self) -> StoreResult<Vec<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY username");
+        Ok(read!(self, |pool| sqlx::query_as::<_, User>(&sql)
+            .fetch_all(pool)
+            .await)?)
+    }
+
+    /// How many active admins exist (an empty database has none).
+    pub async fn count_active_admins(&self) -> StoreResult<i64> {
+        let (n,): (i64,) = read!(self, |pool| {
+            sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin' AND active = TRUE")
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(n)
+    }
+
+    /// Changes a user's role. Returns the updated user, `None` if there is no such user.
+    pub async fn set_role(&self, id: Uuid, role: Role) -> StoreResult<Option<User>> {
+        write!(self, |pool| {
+            sqlx::query("UPDATE users SET role = $2 WHERE id = $1")
+                .bind(id)
+                .bind(role.as_str())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        self.user_by_id(id).await
+    }
+
+    /// Activates or deactivates a user. Deactivation ends every session of the user in
+    /// the same transaction; tokens are refused by the active check at each request.
+    pub async fn set_active(&self, id: Uuid, active: bool) -> StoreResult<Option<User>> {
+        transaction!(self, |tx| {
+            sqlx::query("UPDATE users SET active = $2 WHERE id = $1")
+                .bind(id)
+                .bind(active)
+                .execute(&mut *tx)
+                .await?;
+            if !active {
+                sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        });
+        self.user_by_id(id).await
+    }
+
+    /// Replaces a password hash and ends every session of the user, so a stolen
+    /// session does not outlive a password change.
+    pub async fn set_password_hash(&self, id: Uuid, password_hash: &str) -> StoreResult<bool> {
+        let changed = transaction!(self, |tx| {
+            let done = sqlx::query(
+                "UPDATE users SET password_hash = $2, password_changed_at = $3 WHERE id = $1",
+            )
+            .bind(id)
+            .bind(password_hash)
+            .bind(Utc::now())
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            done.rows_affected() == 1
+        });
+        Ok(changed)
+    }
+}

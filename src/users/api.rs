@@ -1,0 +1,101 @@
+//! `/api/v1/me` and `/api/v1/users`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, patch};
+use axum::{Json, Router};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::{Changes, NewUser, UserView};
+use crate::auth::{CurrentUser, RequireAdmin};
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::state::AppState;
+use crate::web::ApiJson;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/me", get(me))
+        .route("/api/v1/users", get(list).post(create))
+        .route("/api/v1/users/{id}", patch(update))
+}
+
+/// The signed-in user.
+#[utoipa::path(get, path = "/api/v1/me", tag = "users",
+    responses((status = 200, body = UserView), (status = 401, body = ErrorBody)))]
+pub async fn me(CurrentUser { user, .. }: CurrentUser) -> Json<UserView> {
+    Json(user.into())
+}
+
+/// Every account (admin).
+#[utoipa::path(get, path = "/api/v1/users", tag = "users",
+    responses((status = 200, body = [UserView]), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn list(
+    _: RequireAdmin,
+    State(state): State<AppState>,
+) -> AppResult<Json<Vec<UserView>>> {
+    let users = state.store().list_users().await?;
+    Ok(Json(users.into_iter().map(UserView::from).collect()))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateUser {
+    /// Letters, digits and `. _ - @`, at most 64 characters.
+    username: Option<String>,
+    /// `rater`, `lead` or `admin`.
+    role: Option<String>,
+    /// At least 10 characters.
+    password: Option<String>,
+}
+
+/// Creates an account (admin).
+#[utoipa::path(post, path = "/api/v1/users", tag = "users", request_body = CreateUser,
+    responses((status = 201, body = UserView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 415, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn create(
+    _: RequireAdmin,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateUser>,
+) -> AppResult<(StatusCode, Json<UserView>)> {
+    let new = NewUser::parse(
+        body.username.as_deref(),
+        body.role.as_deref(),
+        body.password.as_deref(),
+    )
+    .map_err(AppError::invalid)?;
+    let user = super::create(&state, new).await?;
+    Ok((StatusCode::CREATED, Json(user.into())))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateUser {
+    role: Option<String>,
+    /// `false` deactivates the account and ends its sessions.
+    active: Option<bool>,
+    /// A new password; ends every session of the account.
+    password: Option<String>,
+}
+
+/// Changes an account's role, activation or password (admin).
+#[utoipa::path(patch, path = "/api/v1/users/{id}", tag = "users", request_body = UpdateUser,
+    params(("id" = Uuid, Path, description = "user id")),
+    responses((status = 200, body = UserView), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn update(
+    RequireAdmin(admin): RequireAdmin,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    ApiJson(body): ApiJson<UpdateUser>,
+) -> AppResult<Json<UserView>> {
+    let changes = Changes {
+        role: body.role,
+        active: body.active,
+        password: body.password,
+    };
+    Ok(Json(
+        super::update(&state, &admin, id, changes).await?.into(),
+    ))
+}

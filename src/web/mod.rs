@@ -1,0 +1,193 @@
+//! What every route shares: the page layout, JSON bodies, error rendering, security
+//! headers and static files.
+
+use askama::Template;
+use axum::Json;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::de::DeserializeOwned;
+use tower_sessions::Session;
+
+use crate::auth::{CurrentUser, csrf};
+use crate::error::{AppError, ErrorBody, ErrorInfo};
+use crate::state::AppState;
+use crate::store::users::User;
+
+pub mod assets;
+pub mod headers;
+
+/// What the base layout needs: who is signed in and the token for its logout form.
+pub struct Layout {
+    pub user: Option<User>,
+    pub csrf_token: String,
+}
+
+/// A signed-in user visiting a page, with the layout filled in. Pages that need a higher
+/// role also sit behind a `RequireLead`/`RequireAdmin` route layer.
+pub struct PageUser {
+    pub user: User,
+    pub layout: Layout,
+}
+
+impl FromRequestParts<AppState> for PageUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
+        let session = session_of(parts)?;
+        let csrf_token = csrf::token(&session).await?;
+        Ok(Self {
+            user: user.clone(),
+            layout: Layout {
+                user: Some(user),
+                csrf_token,
+            },
+        })
+    }
+}
+
+/// The request's session (the session layer wraps every route).
+pub fn session_of(parts: &Parts) -> Result<Session, AppError> {
+    parts
+        .extensions
+        .get::<Session>()
+        .cloned()
+        .ok_or_else(|| AppError::internal("session layer missing"))
+}
+
+/// Renders a page template into a response.
+pub fn render(page: &impl Template) -> Result<Html<String>, AppError> {
+    page.render().map(Html).map_err(AppError::internal)
+}
+
+/// A JSON request body whose rejections use the app's error format: 415 without a JSON
+/// content type, 400 for malformed JSON, 422 for JSON of the wrong shape, 413 over the
+/// size limit.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, AppError> {
+        use axum::extract::rejection::JsonRejection;
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(Self(value)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(AppError::UnsupportedMediaType(
+                "send the body as JSON with Content-Type: application/json".into(),
+            )),
+            Err(JsonRejection::JsonSyntaxError(e)) => Err(AppError::BadRequest(format!(
+                "malformed JSON: {}",
+                e.body_text()
+            ))),
+            Err(JsonRejection::JsonDataError(e)) => Err(AppError::Validation {
+                message: e.body_text(),
+                fields: Default::default(),
+            }),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large(state)),
+            Err(e) => Err(AppError::BadRequest(e.body_text())),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    layout: Layout,
+    status: u16,
+    reason: String,
+    message: String,
+    request_id: Option<String>,
+}
+
+/// Finishes error responses: logs internal errors with the request id and puts that id in
+/// the answer; on page routes turns a 401 into a trip to the login page and any other
+/// error into an HTML page.
+pub async fn finish_errors(req: Request, next: Next) -> Response {
+    let is_api = req.uri().path().starts_with("/api/");
+    let is_get = req.method() == axum::http::Method::GET;
+    let target = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let response = next.run(req).await;
+    let Some(info) = response.extensions().get::<ErrorInfo>().cloned() else {
+        return response;
+    };
+    let request_id = info.internal.as_ref().and(request_id);
+    if let Some(cause) = &info.internal {
+        tracing::error!(request_id = request_id.as_deref().unwrap_or("-"), %cause, "internal error");
+    }
+    if is_api {
+        if request_id.is_none() {
+            return response;
+        }
+        let body = ErrorBody {
+            error: info.message.clone(),
+            fields: Default::default(),
+            request_id,
+        };
+        let mut fresh = (info.status, Json(body)).into_response();
+        fresh.extensions_mut().insert(info);
+        return fresh;
+    }
+    if info.status == StatusCode::UNAUTHORIZED {
+        let next_path = if is_get { target } else { "/".to_owned() };
+        let query = serde_urlencoded::to_string([("next", next_path)]).unwrap_or_default();
+        return Redirect::to(&format!("/login?{query}")).into_response();
+    }
+    let page = ErrorPage {
+        layout: Layout {
+            user: None,
+            csrf_token: String::new(),
+        },
+        status: info.status.as_u16(),
+        reason: info.status.canonical_reason().unwrap_or("Error").to_owned(),
+        message: info.message.clone(),
+        request_id,
+    };
+    let mut fresh = match render(&page) {
+        Ok(html) => (info.status, html).into_response(),
+        Err(_) => (info.status, info.message.clone()).into_response(),
+    };
+    if let Some(retry) = response.headers().get(header::RETRY_AFTER) {
+        fresh
+            .headers_mut()
+            .insert(header::RETRY_AFTER, retry.clone());
+    }
+    fresh.extensions_mut().insert(info);
+    fresh
+}
+
+/// The 413 for a body over the configured limit.
+pub fn too_large(state: &AppState) -> AppError {
+    AppError::TooLarge {
+        limit_mb: state.config().max_upload_bytes / (1024 * 1024),
+    }
+}
+
+/// The answer for a path no route matches.
+pub async fn not_found() -> AppError {
+    AppError::NotFound
+}
+
+/// Liveness and readiness: 200 when the database answers, 503 otherwise.
+pub async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    match state.store().ping().await {
+        Ok(()) => (
+            StatusCode::OK,
+            [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+            "ok",
+        )
+            .into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable").into_response(),
+    }
+}
