@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use askama::Template;
 use axum::Router;
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -16,7 +16,7 @@ use super::{LOGIN_AT_KEY, password, session_user};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
-use crate::web::{Layout, render};
+use crate::web::{ApiQuery, Layout, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -55,7 +55,7 @@ fn session_err(e: tower_sessions::session::Error) -> AppError {
 async fn login_page(
     State(state): State<AppState>,
     session: Session,
-    Query(query): Query<NextQuery>,
+    ApiQuery(query): ApiQuery<NextQuery>,
 ) -> Result<Response, AppError> {
     let next = local_path(query.next.as_deref());
     if session_user(&session, &state).await?.is_some() {

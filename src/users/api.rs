@@ -1,6 +1,6 @@
 //! `/api/v1/me` and `/api/v1/users`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, patch};
 use axum::{Json, Router};
@@ -11,7 +11,7 @@ use super::{Changes, NewUser, UserView};
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
-use crate::web::ApiJson;
+use crate::web::{ApiJson, ApiPath};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -87,7 +87,7 @@ pub struct UpdateUser {
 pub async fn update(
     RequireAdmin(admin): RequireAdmin,
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<UpdateUser>,
 ) -> AppResult<Json<UserView>> {
     let changes = Changes {

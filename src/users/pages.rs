@@ -2,7 +2,7 @@
 
 use askama::Template;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -14,7 +14,7 @@ use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::web::{Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -116,7 +116,7 @@ async fn update(
     _: RequireAdmin,
     page_user: PageUser,
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    ApiPath(id): ApiPath<Uuid>,
     CsrfForm(form): CsrfForm<UpdateForm>,
 ) -> AppResult<Redirect> {
     let changes = Changes {

@@ -1,6 +1,6 @@
 //! `/api/v1/tokens`: bearer tokens for scripts. The secret is shown once, at creation.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
@@ -12,7 +12,7 @@ use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::store::tokens::ApiToken;
 use crate::store::users::User;
-use crate::web::ApiJson;
+use crate::web::{ApiJson, ApiPath};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -109,7 +109,7 @@ pub async fn list(
 pub async fn revoke(
     CurrentUser { user, .. }: CurrentUser,
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<StatusCode> {
     if state.store().revoke_token(user.id, id).await? {
         Ok(StatusCode::NO_CONTENT)

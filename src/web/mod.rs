@@ -92,6 +92,28 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     }
 }
 
+/// Path parameters whose rejection (e.g. an id that is not a UUID) is an app error.
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(AppError))]
+pub struct ApiPath<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for AppError {
+    fn from(rejection: axum::extract::rejection::PathRejection) -> Self {
+        AppError::BadRequest(rejection.body_text())
+    }
+}
+
+/// Query parameters whose rejection is an app error.
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(AppError))]
+pub struct ApiQuery<T>(pub T);
+
+impl From<axum::extract::rejection::QueryRejection> for AppError {
+    fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {
+        AppError::BadRequest(rejection.body_text())
+    }
+}
+
 #[derive(Template)]
 #[template(path = "error.html")]
 struct ErrorPage {

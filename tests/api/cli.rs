@@ -1,0 +1,263 @@
+//! The `verdict` command itself, run as a process.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+
+use crate::helpers::{TestDb, bearer, csrf_token, db_test};
+
+const BIN: &str = env!("CARGO_BIN_EXE_verdict");
+
+fn verdict(db: &TestDb, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("DATABASE_URL", &db.url)
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run verdict");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().expect("verdict finished")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_lists_only_commands_that_work() {
+    let help = text(&Command::new(BIN).arg("--help").output().unwrap().stdout);
+    for command in ["serve", "migrate", "user", "token"] {
+        assert!(help.contains(command), "{command} in:\n{help}");
+    }
+    for later in ["import", "export", "demo"] {
+        assert!(
+            !help.contains(later),
+            "{later} is not offered before it works:\n{help}"
+        );
+    }
+    let user = text(
+        &Command::new(BIN)
+            .args(["user", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    for sub in ["add", "list", "set-password", "deactivate"] {
+        assert!(user.contains(sub), "user {sub}");
+    }
+    assert!(
+        !user.contains("--password "),
+        "a password is never taken from argv"
+    );
+}
+
+async fn serve_guides_the_operator_and_never_logs_the_password(db: &TestDb) {
+    let secret = "operator-Secret-9d2e";
+    let mut server = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &db.url)
+        .env("RUST_LOG", "debug")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let (port_tx, port_rx) = mpsc::channel();
+    let reader = BufReader::new(server.stderr.take().unwrap());
+    let sink = log.clone();
+    let pump = std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            if let Some(addr) = line.split("listening on http://").nth(1) {
+                let _ = port_tx.send(addr.split_whitespace().next().unwrap().to_owned());
+            }
+            sink.lock().unwrap().push_str(&line);
+            sink.lock().unwrap().push('\n');
+        }
+    });
+    let addr = port_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("server reports its address");
+    assert!(
+        log.lock()
+            .unwrap()
+            .contains("verdict user add --username admin --role admin"),
+        "an empty database names the command that makes the first admin:\n{}",
+        log.lock().unwrap()
+    );
+
+    let added = verdict(
+        db,
+        &[
+            "user",
+            "add",
+            "--username",
+            "root",
+            "--role",
+            "admin",
+            "--password-stdin",
+        ],
+        Some(&format!("{secret}\n")),
+    );
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    assert_eq!(text(&added.stdout), "created root (admin)\n");
+
+    let url = |path: &str| format!("http://{addr}{path}");
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for (password, status) in [
+        ("not the secret!", StatusCode::UNAUTHORIZED),
+        (secret, StatusCode::SEE_OTHER),
+    ] {
+        let page = browser
+            .get(url("/login"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let token = csrf_token(&page);
+        let response = browser
+            .post(url("/login"))
+            .form(&[
+                ("csrf_token", token.as_str()),
+                ("username", "root"),
+                ("password", password),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status);
+    }
+
+    let token = verdict(db, &["token", "create", "--username", "root"], None);
+    let printed = text(&token.stdout);
+    assert!(
+        token.status.success() && printed.starts_with("vdt_") && printed.lines().count() == 1,
+        "only the token: {printed:?}"
+    );
+    let me = bearer(printed.trim())
+        .get(url("/api/v1/me"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), StatusCode::OK);
+
+    let stopped = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let status = server.wait().unwrap();
+    pump.join().unwrap();
+    assert!(
+        status.success(),
+        "SIGTERM is a clean shutdown, got {status}"
+    );
+    let log = log.lock().unwrap().clone();
+    assert!(log.contains("shutting down"), "{log}");
+    let everything = format!(
+        "{log}{}{}{}",
+        text(&added.stderr),
+        text(&token.stderr),
+        printed
+    );
+    assert!(
+        everything.contains("signed in"),
+        "the debug log covers the login"
+    );
+    assert!(
+        !everything.contains(secret),
+        "the password is not in any output"
+    );
+}
+db_test!(serve_guides_the_operator_and_never_logs_the_password: TestDb);
+
+async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
+    let ok = verdict(
+        db,
+        &["user", "add", "--username", "ana", "--password-stdin"],
+        Some("ana's password\n"),
+    );
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert_eq!(
+        text(&ok.stdout),
+        "created ana (rater)\n",
+        "rater is the default role"
+    );
+
+    let cases: [(&[&str], Option<&str>, &str); 5] = [
+        (
+            &["user", "add", "--username", "ana", "--password-stdin"],
+            Some("another password\n"),
+            "username is already taken",
+        ),
+        (
+            &["user", "add", "--username", "bo", "--password-stdin"],
+            Some("short\n"),
+            "password must be at least 10 characters",
+        ),
+        (
+            &[
+                "user",
+                "add",
+                "--username",
+                "bo",
+                "--role",
+                "owner",
+                "--password-stdin",
+            ],
+            Some("long enough pw\n"),
+            "unknown role \"owner\"",
+        ),
+        (
+            &["user", "add", "--username", "bo"],
+            None,
+            "no terminal to ask for the password on",
+        ),
+        (
+            &["user", "deactivate", "--username", "nobody"],
+            None,
+            "no user named \"nobody\"",
+        ),
+    ];
+    for (args, stdin, message) in cases {
+        let out = verdict(db, args, stdin);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let list = text(&verdict(db, &["user", "list"], None).stdout);
+    assert_eq!(list.lines().count(), 2, "a header and ana only:\n{list}");
+
+    let deactivated = verdict(db, &["user", "deactivate", "--username", "ana"], None);
+    assert!(deactivated.status.success());
+    let list = text(&verdict(db, &["user", "list"], None).stdout);
+    assert!(
+        list.lines().nth(1).unwrap().split_whitespace().nth(2) == Some("no"),
+        "{list}"
+    );
+    let token = verdict(db, &["token", "create", "--username", "ana"], None);
+    assert!(!token.status.success() && text(&token.stderr).contains("ana is deactivated"));
+}
+db_test!(user_commands_refuse_bad_input_and_change_nothing: TestDb);

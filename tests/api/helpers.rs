@@ -1,0 +1,359 @@
+//! The test harness: a fresh database per test, the real app on a random port, and
+//! persona clients that talk HTTP to it.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Once;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Client, StatusCode, Url, redirect};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use verdict::auth::Role;
+use verdict::store::Backend;
+use verdict::users::NewUser;
+use verdict::{AppState, Config, Store};
+
+/// Runs the test function `$name(&fixture)` once on SQLite and once on PostgreSQL (when
+/// `TEST_DATABASE_URL` names a server), each time against a fresh database. The function
+/// stays a plain `async fn` beside the macro call, so rustfmt and clippy see it.
+macro_rules! db_test {
+    ($name:ident: $ty:ty) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let fixture =
+                    <$ty as $crate::helpers::Fixture>::setup(verdict::store::Backend::Sqlite)
+                        .await
+                        .expect("SQLite");
+                super::$name(&fixture).await;
+                $crate::helpers::Fixture::teardown(fixture).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if let Some(fixture) =
+                    <$ty as $crate::helpers::Fixture>::setup(verdict::store::Backend::Postgres)
+                        .await
+                {
+                    super::$name(&fixture).await;
+                    $crate::helpers::Fixture::teardown(fixture).await;
+                }
+            }
+        }
+    };
+}
+pub(crate) use db_test;
+
+/// Something a test needs built before it and torn down after it.
+pub trait Fixture: Sized {
+    /// `None` when the backend is not configured (PostgreSQL without `TEST_DATABASE_URL`).
+    async fn setup(backend: Backend) -> Option<Self>;
+    async fn teardown(self);
+}
+
+/// A fresh, empty database.
+pub struct TestDb {
+    pub url: String,
+    pub backend: Backend,
+    /// SQLite: the folder holding the file (removed on drop).
+    dir: Option<tempfile::TempDir>,
+    /// PostgreSQL: the server to drop the database on, and its name.
+    postgres: Option<(String, String)>,
+}
+
+static PG_NOT_RUN: Once = Once::new();
+
+impl TestDb {
+    pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
+        self.dir.as_ref().map(|d| d.path().join("verdict.db"))
+    }
+
+    pub async fn store(&self) -> Store {
+        let store = Store::connect(&self.url).await.expect("connect");
+        store.migrate().await.expect("migrate");
+        store
+    }
+}
+
+impl Fixture for TestDb {
+    async fn setup(backend: Backend) -> Option<Self> {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}", dir.path().join("verdict.db").display());
+                Some(Self {
+                    url,
+                    backend,
+                    dir: Some(dir),
+                    postgres: None,
+                })
+            }
+            Backend::Postgres => {
+                let Ok(server) = std::env::var("TEST_DATABASE_URL") else {
+                    PG_NOT_RUN.call_once(|| {
+                        // Written past the test harness's capture, so it shows in the summary.
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "note: PostgreSQL tests were not run: set TEST_DATABASE_URL \
+                             (e.g. postgres://postgres@127.0.0.1:5432/postgres) to run them"
+                        );
+                    });
+                    return None;
+                };
+                let name = format!("verdict_test_{}", uuid::Uuid::new_v4().simple());
+                let admin = sqlx::PgPool::connect(&server)
+                    .await
+                    .expect("connect to TEST_DATABASE_URL");
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&admin)
+                    .await
+                    .expect("create test database");
+                admin.close().await;
+                let mut url = Url::parse(&server).expect("TEST_DATABASE_URL is a URL");
+                url.set_path(&name);
+                Some(Self {
+                    url: url.to_string(),
+                    backend,
+                    dir: None,
+                    postgres: Some((server, name)),
+                })
+            }
+        }
+    }
+
+    async fn teardown(self) {
+        if let Some((server, name)) = &self.postgres {
+            let admin = sqlx::PgPool::connect(server).await.expect("connect");
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&admin)
+                .await
+                .expect("drop test database");
+            admin.close().await;
+        }
+    }
+}
+
+/// The real app, served on a random port of 127.0.0.1.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub db: TestDb,
+    /// A second handle on the app's database, for setting up and inspecting.
+    pub store: Store,
+    state: AppState,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Fixture for TestApp {
+    async fn setup(backend: Backend) -> Option<Self> {
+        Self::with_config(backend, Config::default()).await
+    }
+
+    async fn teardown(mut self) {
+        self.stop().await;
+        self.store.close().await;
+        self.db.teardown().await;
+    }
+}
+
+/// A person using the app, with their own cookie jar and an API token.
+pub struct Persona {
+    pub username: String,
+    pub id: uuid::Uuid,
+    /// Sends `Authorization: Bearer <token>` on every request.
+    pub api: Client,
+}
+
+pub const PASSWORD: &str = "correct horse battery";
+
+impl TestApp {
+    pub async fn with_config(backend: Backend, config: Config) -> Option<Self> {
+        let db = TestDb::setup(backend).await?;
+        let store = db.store().await;
+        let app_store = Store::connect(&db.url).await.expect("connect");
+        let state = AppState::new(app_store, config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = oneshot::channel();
+        let server = tokio::spawn(verdict::serve(listener, state.clone(), async {
+            let _ = rx.await;
+        }));
+        Some(Self {
+            addr,
+            db,
+            store,
+            state,
+            shutdown: Some(tx),
+            server: Some(server),
+        })
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server
+                .await
+                .expect("server task")
+                .expect("server stopped cleanly");
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// A browser-like client: keeps cookies, does not follow redirects.
+    pub fn browser(&self) -> Client {
+        Client::builder()
+            .cookie_store(true)
+            .redirect(redirect::Policy::none())
+            .build()
+            .expect("client")
+    }
+
+    /// Creates an account the way `verdict user add` does, with a token for the API.
+    pub async fn persona(&self, username: &str, role: Role) -> Persona {
+        let new = NewUser::parse(Some(username), Some(role.as_str()), Some(PASSWORD))
+            .expect("valid user");
+        let user = verdict::users::create(&self.state, new)
+            .await
+            .expect("create user");
+        let (_, token) = verdict::users::tokens::issue(&self.state, &user, "tests")
+            .await
+            .expect("token");
+        Persona {
+            username: username.into(),
+            id: user.id,
+            api: bearer(&token),
+        }
+    }
+
+    pub async fn admin(&self) -> Persona {
+        self.persona("admin", Role::Admin).await
+    }
+
+    pub async fn lead(&self) -> Persona {
+        self.persona("lead", Role::Lead).await
+    }
+
+    pub async fn rater(&self) -> Persona {
+        self.persona("rater", Role::Rater).await
+    }
+
+    /// Signs in through the login form; returns the browser holding the session.
+    pub async fn login(&self, username: &str, password: &str) -> Client {
+        let browser = self.browser();
+        let response = self.submit_login(&browser, username, password, "/").await;
+        assert_eq!(
+            response.status(),
+            StatusCode::SEE_OTHER,
+            "login of {username} failed"
+        );
+        browser
+    }
+
+    /// Loads the login page, then posts the form with its CSRF token.
+    pub async fn submit_login(
+        &self,
+        browser: &Client,
+        username: &str,
+        password: &str,
+        next: &str,
+    ) -> reqwest::Response {
+        let page = browser
+            .get(self.url("/login"))
+            .send()
+            .await
+            .expect("GET /login")
+            .text()
+            .await
+            .expect("body");
+        let token = csrf_token(&page);
+        browser
+            .post(self.url("/login"))
+            .form(&[
+                ("csrf_token", token.as_str()),
+                ("username", username),
+                ("password", password),
+                ("next", next),
+            ])
+            .send()
+            .await
+            .expect("POST /login")
+    }
+}
+
+/// A client that authenticates every request with a bearer token.
+pub fn bearer(token: &str) -> Client {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).expect("header"),
+    );
+    Client::builder()
+        .default_headers(headers)
+        .redirect(redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// The value of the first `csrf_token` hidden field in a page.
+pub fn csrf_token(html: &str) -> String {
+    let marker = "name=\"csrf_token\" value=\"";
+    let start = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("no CSRF field in page:\n{html}"))
+        + marker.len();
+    let end = html[start..].find('"').expect("closing quote") + start;
+    html[start..end].to_owned()
+}
+
+/// The JSON body of a response, with its status checked first.
+pub async fn json_with(response: reqwest::Response, status: StatusCode) -> serde_json::Value {
+    let got = response.status();
+    let text = response.text().await.expect("body");
+    assert_eq!(got, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Every row of every table as text (SQLite: the raw bytes of the database file and its
+/// write-ahead log, so nothing hides in free pages either).
+pub async fn dump_database(app: &TestApp) -> String {
+    match app.db.backend {
+        Backend::Sqlite => {
+            let path = app.db.sqlite_path().expect("SQLite path");
+            let mut bytes = std::fs::read(&path).expect("database file");
+            if let Ok(wal) = std::fs::read(path.with_extension("db-wal")) {
+                bytes.extend(wal);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connect");
+            let tables: Vec<(String,)> =
+                sqlx::query_as("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
+                    .fetch_all(&pool)
+                    .await
+                    .expect("tables");
+            let mut dump = String::new();
+            for (table,) in tables {
+                let rows: Vec<(String,)> =
+                    sqlx::query_as(&format!("SELECT t::text FROM \"{table}\" t"))
+                        .fetch_all(&pool)
+                        .await
+                        .expect("rows");
+                rows.into_iter().for_each(|(row,)| dump.push_str(&row));
+            }
+            pool.close().await;
+            dump
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The behaviour suite: every test talks HTTP to the real app, and runs on SQLite and on
+//! PostgreSQL (when `TEST_DATABASE_URL` is set).
+
+mod helpers;
+
+mod auth;
+mod cli;
+mod pages;
+mod schema;
+mod users;

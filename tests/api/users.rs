@@ -1,0 +1,269 @@
+//! The users API: creation rules, error formats, updates, and where passwords end up.
+
+use reqwest::StatusCode;
+use serde_json::json;
+use verdict::Config;
+use verdict::store::Backend;
+
+use crate::helpers::{Fixture, PASSWORD, TestApp, db_test, json_with};
+
+async fn admin_creates_a_user_who_can_then_sign_in(app: &TestApp) {
+    let admin = app.admin().await;
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "mira", "role": "lead", "password": "mira's long password"}))
+        .send()
+        .await
+        .unwrap();
+    let created = json_with(response, StatusCode::CREATED).await;
+    assert_eq!(created["username"], "mira");
+    assert_eq!(created["role"], "lead");
+    assert_eq!(created["active"], true);
+    assert!(created.get("password").is_none() && created.get("password_hash").is_none());
+
+    let list = json_with(
+        admin
+            .api
+            .get(app.url("/api/v1/users"))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::OK,
+    )
+    .await;
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["username"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["admin", "mira"]);
+    app.login("mira", "mira's long password").await;
+}
+db_test!(admin_creates_a_user_who_can_then_sign_in: TestApp);
+
+async fn a_duplicate_username_gets_409(app: &TestApp) {
+    let admin = app.admin().await;
+    app.rater().await;
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "rater", "role": "lead", "password": "another password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        json_with(response, StatusCode::CONFLICT).await["error"],
+        "username is already taken"
+    );
+    assert_eq!(
+        app.store.user_by_name("rater").await.unwrap().unwrap().role,
+        verdict::auth::Role::Rater
+    );
+}
+db_test!(a_duplicate_username_gets_409: TestApp);
+
+async fn an_unknown_role_gets_422_naming_the_field(app: &TestApp) {
+    let admin = app.admin().await;
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "zed", "role": "superuser", "password": "long enough pw"}))
+        .send()
+        .await
+        .unwrap();
+    let body = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(
+        body["fields"]["role"],
+        "unknown role \"superuser\": use rater, lead or admin"
+    );
+    assert!(app.store.user_by_name("zed").await.unwrap().is_none());
+}
+db_test!(an_unknown_role_gets_422_naming_the_field: TestApp);
+
+async fn every_broken_field_is_reported_at_once(app: &TestApp) {
+    let admin = app.admin().await;
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "<script>", "password": "short"}))
+        .send()
+        .await
+        .unwrap();
+    let body = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(body["error"], "3 fields are invalid");
+    assert_eq!(
+        body["fields"]["username"],
+        "may contain only letters, digits and . _ - @"
+    );
+    assert_eq!(body["fields"]["role"], "is required (rater, lead or admin)");
+    assert_eq!(body["fields"]["password"], "must be at least 10 characters");
+}
+db_test!(every_broken_field_is_reported_at_once: TestApp);
+
+async fn malformed_json_gets_400_with_a_json_error(app: &TestApp) {
+    let admin = app.admin().await;
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .header("content-type", "application/json")
+        .body("{\"username\": \"x\",")
+        .send()
+        .await
+        .unwrap();
+    let body = json_with(response, StatusCode::BAD_REQUEST).await;
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed JSON"),
+        "{body}"
+    );
+}
+db_test!(malformed_json_gets_400_with_a_json_error: TestApp);
+
+async fn json_of_the_wrong_shape_or_type_is_refused(app: &TestApp) {
+    let admin = app.admin().await;
+    let wrong_type = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": 7}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_type.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // Fields the API does not offer are refused, not ignored (no mass assignment).
+    let extra = admin.api.post(app.url("/api/v1/users"))
+        .json(&json!({"username": "eve", "role": "rater", "password": "long enough pw", "active": false, "id": "x"}))
+        .send().await.unwrap();
+    let body = json_with(extra, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        body["error"].as_str().unwrap().contains("unknown field"),
+        "{body}"
+    );
+    assert!(app.store.user_by_name("eve").await.unwrap().is_none());
+}
+db_test!(json_of_the_wrong_shape_or_type_is_refused: TestApp);
+
+async fn a_body_that_is_not_json_gets_415(app: &TestApp) {
+    let admin = app.admin().await;
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .header("content-type", "text/plain")
+        .body("username=x")
+        .send()
+        .await
+        .unwrap();
+    let body = json_with(response, StatusCode::UNSUPPORTED_MEDIA_TYPE).await;
+    assert!(body["error"].as_str().unwrap().contains("application/json"));
+}
+db_test!(a_body_that_is_not_json_gets_415: TestApp);
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413() {
+    let config = Config {
+        max_upload_bytes: 1024 * 1024,
+        ..Config::default()
+    };
+    let app = TestApp::with_config(Backend::Sqlite, config).await.unwrap();
+    let admin = app.admin().await;
+    let huge = json!({"username": "big", "role": "rater", "password": "x".repeat(2 * 1024 * 1024)});
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&huge)
+        .send()
+        .await
+        .unwrap();
+    let body = json_with(response, StatusCode::PAYLOAD_TOO_LARGE).await;
+    assert_eq!(
+        body["error"],
+        "request body is larger than the limit of 1 MiB"
+    );
+    assert!(app.store.user_by_name("big").await.unwrap().is_none());
+    app.teardown().await;
+}
+
+async fn admin_changes_role_and_cannot_lock_themselves_out(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let promote = admin
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", rater.id)))
+        .json(&json!({"role": "lead"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_with(promote, StatusCode::OK).await["role"], "lead");
+    let lead_view = rater.api.get(app.url("/api/v1/me")).send().await.unwrap();
+    assert_eq!(json_with(lead_view, StatusCode::OK).await["role"], "lead");
+
+    let own = format!("/api/v1/users/{}", admin.id);
+    let demote = admin
+        .api
+        .patch(app.url(&own))
+        .json(&json!({"role": "rater", "active": false}))
+        .send()
+        .await
+        .unwrap();
+    let body = json_with(demote, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(
+        body["fields"]["role"],
+        "an admin cannot demote their own account"
+    );
+    assert_eq!(
+        body["fields"]["active"],
+        "an admin cannot deactivate their own account"
+    );
+    let me = app.store.user_by_id(admin.id).await.unwrap().unwrap();
+    assert!(
+        me.active && me.role == verdict::auth::Role::Admin,
+        "nothing changed"
+    );
+
+    let unknown = admin
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", uuid::Uuid::now_v7())))
+        .json(&json!({"role": "lead"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        json_with(unknown, StatusCode::NOT_FOUND).await["error"],
+        "not found"
+    );
+    let bad_id = admin
+        .api
+        .patch(app.url("/api/v1/users/not-a-uuid"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_id.status(), StatusCode::BAD_REQUEST);
+}
+db_test!(admin_changes_role_and_cannot_lock_themselves_out: TestApp);
+
+async fn the_password_is_nowhere_in_the_database(app: &TestApp) {
+    let admin = app.admin().await;
+    let secret = "unmistakable-Pa55word-7f3c";
+    let response = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "kai", "role": "rater", "password": secret}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    app.login("kai", secret).await;
+    let dump = crate::helpers::dump_database(app).await;
+    assert!(dump.contains("kai"), "the dump covers the users table");
+    assert!(
+        dump.contains("$argon2id$"),
+        "passwords are stored as argon2id hashes"
+    );
+    assert!(!dump.contains(secret), "the password itself is not stored");
+    assert!(!dump.contains(PASSWORD));
+}
+db_test!(the_password_is_nowhere_in_the_database: TestApp);
