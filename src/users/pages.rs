@@ -26,6 +26,8 @@ pub fn router() -> Router<AppState> {
 #[template(path = "users/admin_users.html")]
 struct UsersPage {
     layout: Layout,
+    /// The admin looking at the page, who may not demote or deactivate themselves.
+    me: Uuid,
     users: Vec<UserView>,
     roles: [Role; 3],
     form: CreateForm,
@@ -44,7 +46,7 @@ struct CreateForm {
 
 async fn page(
     state: &AppState,
-    layout: Layout,
+    page_user: PageUser,
     form: CreateForm,
     errors: FieldErrors,
 ) -> AppResult<UsersPage> {
@@ -56,7 +58,8 @@ async fn page(
         .map(UserView::from)
         .collect();
     Ok(UsersPage {
-        layout,
+        layout: page_user.layout,
+        me: page_user.user.id,
         users,
         roles: Role::ALL,
         form,
@@ -73,7 +76,7 @@ async fn users_page(
         role: "rater".into(),
         ..Default::default()
     };
-    Ok(render(&page(&state, page_user.layout, form, FieldErrors::new()).await?)?.into_response())
+    Ok(render(&page(&state, page_user, form, FieldErrors::new()).await?)?.into_response())
 }
 
 async fn create(
@@ -101,7 +104,7 @@ async fn create(
     };
     Ok((
         status,
-        render(&page(&state, page_user.layout, form, errors).await?)?,
+        render(&page(&state, page_user, form, errors).await?)?,
     )
         .into_response())
 }

@@ -102,6 +102,15 @@ async fn admin_manages_users_from_the_users_page(app: &TestApp) {
         .await
         .unwrap();
     let token = csrf_token(&page);
+    assert!(
+        page.contains("admin (you)"),
+        "an admin's own row offers no demotion"
+    );
+    assert_eq!(
+        page.matches(">Deactivate</button>").count(),
+        0,
+        "nor deactivation"
+    );
     let form = |username: &'static str, password: &'static str| {
         vec![
             ("csrf_token", token.clone()),

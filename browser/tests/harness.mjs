@@ -1,0 +1,85 @@
+// Starts verdict on a fresh SQLite database and drives it with Debian's Chromium.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const BIN = process.env.VERDICT_BIN ?? new URL("../../target/debug/verdict", import.meta.url).pathname;
+export const PASSWORD = "browser test password";
+
+/** A running verdict server with its own database, and the accounts it was given. */
+export async function startVerdict(users = [["admin", "admin"], ["rater", "rater"]]) {
+  const dir = mkdtempSync(join(tmpdir(), "verdict-browser-"));
+  const env = { ...process.env, DATABASE_URL: `sqlite://${join(dir, "verdict.db")}`, RUST_LOG: "info" };
+  for (const [username, role] of users) {
+    const made = spawnSync(BIN, ["user", "add", "--username", username, "--role", role, "--password-stdin"], {
+      env,
+      input: `${PASSWORD}\n`,
+    });
+    if (made.status !== 0) throw new Error(`user add ${username}: ${made.stderr}`);
+  }
+  const server = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], { env, stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  const base = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`verdict did not start:\n${log}`)), 30_000);
+    server.stderr.on("data", (chunk) => {
+      log += chunk;
+      const found = /listening on (http:\/\/[\d.:]+)/.exec(log);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]);
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`verdict exited with ${code}:\n${log}`)));
+  });
+  return {
+    base,
+    async stop() {
+      server.kill("SIGTERM");
+      await new Promise((resolve) => server.once("exit", resolve));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Headless Chromium, as this machine allows it (no sandbox, no background traffic). */
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+  });
+}
+
+/**
+ * A fresh page that records every CSP violation, console error and uncaught exception,
+ * so a test can assert that none happened.
+ */
+export async function watchedPage(browser) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems = [];
+  await page.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) => {
+      window.__cspViolations = (window.__cspViolations ?? []).concat(`${e.violatedDirective} ${e.blockedURI}`);
+    });
+  });
+  page.on("console", (msg) => {
+    if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
+  });
+  page.on("pageerror", (err) => problems.push(`exception: ${err.message}`));
+  page.problems = async () => {
+    const csp = await page.evaluate(() => window.__cspViolations ?? []).catch(() => []);
+    return problems.concat(csp.map((v) => `csp: ${v}`));
+  };
+  return page;
+}
+
+/** Signs in through the login form. */
+export async function login(page, base, username) {
+  await page.goto(`${base}/login`);
+  await page.fill('input[name="username"]', username);
+  await page.fill('input[name="password"]', PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
+}
