@@ -6,7 +6,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::state::AppState;
-use crate::{error, store, users};
+use crate::{assign, batches, error, ratings, store, users};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -19,6 +19,17 @@ use crate::{error, store, users};
         users::tokens::create,
         users::tokens::list,
         users::tokens::revoke,
+        batches::api::upload,
+        batches::api::list,
+        batches::api::one,
+        batches::api::update,
+        assign::api::next,
+        assign::api::draft,
+        assign::api::submit,
+        assign::api::skip,
+        assign::api::out_of_scope,
+        ratings::api::read,
+        ratings::api::revise,
     ),
     components(schemas(error::ErrorBody, users::UserView, store::tokens::ApiToken)),
     modifiers(&Security),

@@ -36,6 +36,38 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Import tasks from a file into a new or existing batch.
+    Import(ImportArgs),
+    /// Run a demo: a fresh database with demo accounts and a demo batch.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    /// The batch to create, or to add tasks to if it exists.
+    #[arg(long)]
+    name: String,
+    /// The rubric of a new batch.
+    #[arg(long, default_value = "blackhat")]
+    rubric: String,
+    /// Raters per task in a new batch.
+    #[arg(long, default_value_t = 1)]
+    overlap: i32,
+    /// Show A and B in a fixed order (a new batch randomises by default).
+    #[arg(long)]
+    no_randomize: bool,
+    /// jsonl, json or csv (default: from the file name).
+    #[arg(long)]
+    format: Option<String>,
+    /// The file to import.
+    file: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "VERDICT_BIND", default_value = "127.0.0.1:8080")]
+    bind: String,
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +170,9 @@ async fn open_store(url: &str) -> anyhow::Result<Store> {
 }
 
 async fn execute(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Demo(args) = cli.command {
+        return crate::demo::run(&args.bind).await;
+    }
     let store = open_store(&cli.database_url).await?;
     let result = match cli.command {
         Command::Serve(args) => serve(store.clone(), args, &cli.database_url).await,
@@ -147,6 +182,8 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(cmd) => user(&store, cmd).await,
         Command::Token(cmd) => token(&store, cmd).await,
+        Command::Import(args) => import(&store, args).await,
+        Command::Demo(_) => unreachable!("handled above"),
     };
     store.close().await;
     result
@@ -181,7 +218,7 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -311,4 +348,86 @@ async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
+    use crate::batches::import::Format;
+    let format = match args.format.as_deref() {
+        Some("jsonl" | "ndjson") => Format::Jsonl,
+        Some("json") => Format::JsonArray,
+        Some("csv") => Format::Csv,
+        Some(other) => bail!("unknown format {other:?}: use jsonl, json or csv"),
+        None => Format::from_file_name(&args.file.to_string_lossy()).context(
+            "cannot tell the format from the file name; pass --format jsonl, json or csv",
+        )?,
+    };
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let params = crate::batches::UploadParams {
+        name: Some(args.name),
+        rubric: Some(args.rubric),
+        overlap: Some(args.overlap),
+        randomize: Some(!args.no_randomize),
+    };
+    let new = crate::batches::new_batch(&params, None).map_err(describe)?;
+    let bar = indicatif::ProgressBar::new(bytes.len() as u64);
+    if std::io::stderr().is_terminal() {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "checking {bar:40} {bytes}/{total_bytes} ({bytes_per_sec})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let state = AppState::new(store.clone(), Config::default());
+    let ticker = bar.clone();
+    let started = std::time::Instant::now();
+    let size = bytes.len();
+    let result = crate::batches::import(&state, new, format, bytes.into(), move |done| {
+        ticker.set_position(done)
+    })
+    .await;
+    bar.finish_and_clear();
+    let imported = result.map_err(describe)?;
+    let seconds = started.elapsed().as_secs_f64().max(1e-6);
+    println!(
+        "{}: {} tasks added, {} unchanged ({:.1} MB in {:.2} s, {:.1} MB/s)",
+        imported.batch.name,
+        imported.created,
+        imported.unchanged,
+        size as f64 / 1e6,
+        seconds,
+        size as f64 / 1e6 / seconds
+    );
+    Ok(())
+}
+
+/// An application error as command-line text, with every bad field or record.
+fn describe(err: crate::error::AppError) -> anyhow::Error {
+    use crate::error::AppError;
+    match err {
+        AppError::Validation { message, fields } => {
+            let lines: Vec<String> = fields
+                .iter()
+                .map(|(f, why)| format!("  {f}: {why}"))
+                .collect();
+            anyhow::anyhow!("{message}\n{}", lines.join("\n"))
+        }
+        AppError::BadRecords { count, errors } => {
+            let mut lines: Vec<String> = errors
+                .iter()
+                .map(|e| format!("  line {}: {}", e.line, e.message))
+                .collect();
+            if count > errors.len() as u64 {
+                lines.push(format!("  ... and {} more", count - errors.len() as u64));
+            }
+            anyhow::anyhow!(
+                "{count} records are invalid; nothing was imported\n{}",
+                lines.join("\n")
+            )
+        }
+        other => anyhow::anyhow!("{other}"),
+    }
 }

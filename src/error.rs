@@ -38,6 +38,12 @@ pub enum AppError {
         message: String,
         fields: FieldErrors,
     },
+    /// An upload with bad records: nothing was stored.
+    #[error("{count} of the records are invalid; nothing was stored")]
+    BadRecords {
+        count: u64,
+        errors: Vec<crate::batches::import::RecordError>,
+    },
     #[error("too many attempts; try again in {retry_after_s} s")]
     TooManyRequests { retry_after_s: u64 },
     #[error("the database is unavailable; try again shortly")]
@@ -79,7 +85,7 @@ impl AppError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Validation { .. } | Self::BadRecords { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -95,6 +101,12 @@ pub struct ErrorBody {
     /// Field path to the reason it was refused (validation errors only).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub fields: FieldErrors,
+    /// Bad records of an upload, by line (the first 100).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<crate::batches::import::RecordError>,
+    /// How many records were bad in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_count: Option<u64>,
     /// Quote this when reporting an internal error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -121,13 +133,16 @@ impl IntoResponse for AppError {
             Self::TooManyRequests { retry_after_s } => Some(*retry_after_s),
             _ => None,
         };
-        let fields = match self {
-            Self::Validation { fields, .. } => fields,
-            _ => FieldErrors::new(),
+        let (fields, errors, error_count) = match self {
+            Self::Validation { fields, .. } => (fields, vec![], None),
+            Self::BadRecords { count, errors } => (FieldErrors::new(), errors, Some(count)),
+            _ => (FieldErrors::new(), vec![], None),
         };
         let body = ErrorBody {
             error: message.clone(),
             fields,
+            errors,
+            error_count,
             request_id: None,
         };
         let mut response = (status, Json(body)).into_response();

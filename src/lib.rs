@@ -20,11 +20,17 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tracing::Level;
 
 pub mod api;
+pub mod assign;
 pub mod auth;
+pub mod batches;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod home;
+pub mod ratings;
+pub mod render;
+pub mod rubric;
 pub mod state;
 pub mod store;
 pub mod users;
@@ -54,6 +60,12 @@ pub fn router(state: AppState) -> Router {
         .merge(home::router())
         .merge(users::page_router())
         .merge(users::api_router())
+        .merge(batches::page_router())
+        .merge(batches::api_router())
+        .merge(assign::page_router())
+        .merge(assign::api_router())
+        .merge(ratings::page_router())
+        .merge(ratings::api_router())
         .merge(api::router())
         .route("/static/{*path}", get(web::assets::serve))
         .route("/healthz", get(web::healthz))

@@ -43,6 +43,43 @@ export async function startVerdict(users = [["admin", "admin"], ["rater", "rater
   };
 }
 
+/**
+ * `verdict demo` on a random port: demo accounts and a demo batch on a fresh database.
+ * Resolves with the address and each account's password, as the demo prints them.
+ */
+export async function startDemo() {
+  const server = spawn(BIN, ["demo", "--bind", "127.0.0.1:0"], {
+    env: { ...process.env, RUST_LOG: "warn" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  server.stderr.on("data", (chunk) => { err += chunk; });
+  const started = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`verdict demo did not start:\n${out}\n${err}`)), 30_000);
+    server.stdout.on("data", (chunk) => {
+      out += chunk;
+      const base = /running at (http:\/\/[\d.:]+)/.exec(out);
+      const dir = /database lives in (\S+) and/.exec(out);
+      if (base && dir) {
+        clearTimeout(timer);
+        const passwords = {};
+        for (const [, name, password] of out.matchAll(/^\s+(\w+)\s+(?:admin|lead|rater)\s+(\S+)$/gm)) passwords[name] = password;
+        resolve({ base: base[1], dir: dir[1], passwords });
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`verdict demo exited with ${code}:\n${out}\n${err}`)));
+  });
+  return {
+    ...started,
+    async stop() {
+      server.kill("SIGTERM");
+      await new Promise((resolve) => server.once("exit", resolve));
+      rmSync(started.dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Headless Chromium, as this machine allows it (no sandbox, no background traffic). */
 export async function launchBrowser() {
   return chromium.launch({
@@ -77,9 +114,9 @@ export async function watchedPage(browser) {
 }
 
 /** Signs in through the login form. */
-export async function login(page, base, username) {
+export async function login(page, base, username, password = PASSWORD) {
   await page.goto(`${base}/login`);
   await page.fill('input[name="username"]', username);
-  await page.fill('input[name="password"]', PASSWORD);
+  await page.fill('input[name="password"]', password);
   await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
 }

@@ -75,13 +75,18 @@ CREATE TABLE tasks (
     metadata      JSONB NOT NULL DEFAULT '{}'::jsonb,
     -- Digest of the canonical content, so a re-upload can tell "same" from "changed".
     content_hash  TEXT NOT NULL,
-    -- Completed ratings (rated or out of scope) plus assignments holding a live lease.
+    -- Completed ratings (rated or out of scope) plus open assignments.
     claimed       INTEGER NOT NULL DEFAULT 0 CHECK (claimed >= 0),
+    -- claimed >= the batch's overlap: nothing left to hand out. Kept beside claimed so
+    -- that picking the next task is one ordered index lookup, whatever the overlap.
+    is_full       BOOLEAN NOT NULL DEFAULT FALSE,
+    -- The prompt and responses rendered to sanitised HTML, made on first view.
+    rendered      JSONB,
     created_at    TIMESTAMPTZ NOT NULL,
     UNIQUE (batch_id, external_id),
     UNIQUE (batch_id, seq)
 );
-CREATE INDEX tasks_pool ON tasks (batch_id, claimed, seq);
+CREATE INDEX tasks_pool ON tasks (batch_id, is_full, seq);
 
 CREATE TABLE assignments (
     id               UUID PRIMARY KEY NOT NULL,
@@ -90,13 +95,15 @@ CREATE TABLE assignments (
     rater_id         UUID NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     -- TRUE when the rater was shown B on the left as "A".
     swapped          BOOLEAN NOT NULL,
-    state            TEXT NOT NULL CHECK (state IN ('open', 'done', 'expired')),
+    state            TEXT NOT NULL CHECK (state IN ('open', 'done', 'skipped', 'expired')),
     lease_expires_at TIMESTAMPTZ NOT NULL,
     created_at       TIMESTAMPTZ NOT NULL,
     updated_at       TIMESTAMPTZ NOT NULL,
     UNIQUE (task_id, rater_id)
 );
 CREATE INDEX assignments_rater ON assignments (rater_id, batch_id, state);
+-- A rater holds at most one open assignment per batch, even under concurrent requests.
+CREATE UNIQUE INDEX assignments_one_open ON assignments (rater_id, batch_id) WHERE state = 'open';
 CREATE INDEX assignments_lease ON assignments (batch_id, state, lease_expires_at);
 
 CREATE TABLE ratings (

@@ -1,52 +1,424 @@
-//! Batches: what each person may see of them.
+//! Batches and their tasks: creation by import, settings, who may work on them, and
+//! what each person may see of them.
 
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::{StoreResult, read};
+use super::{Backend, StoreResult, read, transaction, write};
 use crate::auth::Role;
+use crate::batches::import::NewTask;
+use crate::rubric::Question;
 
-/// A batch as listed on a landing page.
+/// A batch and its settings.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct BatchSummary {
+pub struct Batch {
     pub id: Uuid,
     pub name: String,
+    pub rubric: String,
+    pub overlap: i32,
+    pub randomize: bool,
     pub state: String,
+    pub lease_minutes: i32,
+    pub min_explanation_len: i32,
+    pub classifications: Json<Vec<Question>>,
+    pub raters_restricted: bool,
+    pub leads_restricted: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.overlap, b.randomize, b.state, b.lease_minutes, \
+     b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at";
+
+/// How far a batch has come. Skips and drafts are counted apart from completed work.
+#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct Progress {
     pub tasks: i64,
+    /// Tasks with as many completed ratings as the overlap asks for.
+    pub tasks_done: i64,
+    /// Ratings submitted with outcome `rated` (any review status but draft).
+    pub rated: i64,
+    pub out_of_scope: i64,
+    pub skipped: i64,
+    /// Assignments being worked on now.
+    pub in_progress: i64,
+}
+
+/// A batch as listed, with its progress and, for a rater, their own share.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct BatchSummary {
+    #[sqlx(flatten)]
+    pub batch: Batch,
+    #[sqlx(flatten)]
+    pub progress: Progress,
+    /// Tasks the asking rater completed or skipped.
+    pub mine: i64,
+}
+
+/// The settings a new batch starts with.
+#[derive(Debug, Clone)]
+pub struct NewBatch {
+    pub name: String,
+    pub rubric: String,
+    pub overlap: i32,
+    pub randomize: bool,
+    /// The admin who uploaded it (`None` from the command line).
+    pub created_by: Option<Uuid>,
+}
+
+/// What an import stored.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub batch: Batch,
+    pub batch_created: bool,
+    pub created: u64,
+    pub unchanged: u64,
+}
+
+/// Settings to change; `None` leaves one as it is. For `raters`/`leads`, `Some(None)`
+/// opens the batch to everyone of that role and `Some(Some(ids))` to those users only.
+#[derive(Debug, Clone, Default)]
+pub struct BatchChanges {
+    pub state: Option<String>,
+    pub overlap: Option<i32>,
+    pub randomize: Option<bool>,
+    pub lease_minutes: Option<i32>,
+    pub min_explanation_len: Option<i32>,
+    pub classifications: Option<Vec<Question>>,
+    pub raters: Option<Option<Vec<Uuid>>>,
+    pub leads: Option<Option<Vec<Uuid>>>,
+}
+
+/// Rows a multi-row INSERT carries: 11 columns each, well under both backends' limits.
+const INSERT_CHUNK: usize = 500;
+
+fn progress_sql(rater: &str) -> String {
+    format!(
+        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id) AS tasks,
+         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.claimed >= b.overlap
+              AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.state = 'open')) AS tasks_done,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.outcome = 'rated' AND r.status <> 'draft') AS rated,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.outcome = 'out_of_scope') AS out_of_scope,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.outcome = 'skipped') AS skipped,
+         (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open') AS in_progress,
+         (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.rater_id = {rater}
+              AND a.state IN ('done', 'skipped')) AS mine"
+    )
 }
 
 impl super::Store {
-    /// Batches this person may work on: as a rater the open ones opened to them, as a lead
-    /// the ones they lead, as an admin all of them.
+    pub async fn batch(&self, id: Uuid) -> StoreResult<Option<Batch>> {
+        let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.id = $1");
+        Ok(read!(self, |pool| sqlx::query_as::<_, Batch>(&sql)
+            .bind(id)
+            .fetch_optional(pool)
+            .await)?)
+    }
+
+    pub async fn batch_by_name(&self, name: &str) -> StoreResult<Option<Batch>> {
+        let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1");
+        Ok(read!(self, |pool| sqlx::query_as::<_, Batch>(&sql)
+            .bind(name)
+            .fetch_optional(pool)
+            .await)?)
+    }
+
+    /// Batches this person may see, with progress: as a rater the open ones opened to
+    /// them, as a lead the ones they lead, as an admin all of them.
     pub async fn visible_batches(
         &self,
         user_id: Uuid,
         role: Role,
     ) -> StoreResult<Vec<BatchSummary>> {
-        let filter = match role {
-            Role::Rater => {
-                "WHERE b.state = 'open' AND (NOT b.raters_restricted OR EXISTS (
-                     SELECT 1 FROM batch_members m
-                     WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'rater'))"
-            }
-            Role::Lead => {
-                "WHERE NOT b.leads_restricted OR EXISTS (
-                     SELECT 1 FROM batch_members m
-                     WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead')"
-            }
-            Role::Admin => "",
-        };
         let sql = format!(
-            "SELECT b.id, b.name, b.state, (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id) AS tasks
-             FROM batches b {filter} ORDER BY b.created_at DESC"
+            "SELECT {BATCH_COLUMNS}, {} FROM batches b WHERE {} ORDER BY b.created_at DESC",
+            progress_sql("$1"),
+            visibility(role)
+        );
+        Ok(read!(self, |pool| sqlx::query_as::<_, BatchSummary>(&sql)
+            .bind(user_id)
+            .fetch_all(pool)
+            .await)?)
+    }
+
+    /// One batch with its progress, if this person may see it.
+    pub async fn visible_batch(
+        &self,
+        id: Uuid,
+        user_id: Uuid,
+        role: Role,
+    ) -> StoreResult<Option<BatchSummary>> {
+        let sql = format!(
+            "SELECT {BATCH_COLUMNS}, {} FROM batches b WHERE b.id = $2 AND {}",
+            progress_sql("$1"),
+            visibility(role)
         );
         Ok(read!(self, |pool| {
-            let query = sqlx::query_as::<_, BatchSummary>(&sql);
-            let query = if role == Role::Admin {
-                query
-            } else {
-                query.bind(user_id)
-            };
-            query.fetch_all(pool).await
+            sqlx::query_as::<_, BatchSummary>(&sql)
+                .bind(user_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
         })?)
+    }
+
+    /// Whether this user may rate in this batch (open, and opened to them).
+    pub async fn may_rate(&self, batch_id: Uuid, user_id: Uuid) -> StoreResult<bool> {
+        let sql = format!(
+            "SELECT b.id FROM batches b WHERE b.id = $2 AND {}",
+            visibility(Role::Rater)
+        );
+        let row: Option<(Uuid,)> = read!(self, |pool| {
+            sqlx::query_as(&sql)
+                .bind(user_id)
+                .bind(batch_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.is_some())
+    }
+
+    /// Content hashes of a batch's tasks by external id (for checking a re-upload).
+    pub async fn task_hashes(&self, batch_id: Uuid) -> StoreResult<HashMap<String, String>> {
+        let rows: Vec<(String, String)> = read!(self, |pool| {
+            sqlx::query_as("SELECT external_id, content_hash FROM tasks WHERE batch_id = $1")
+                .bind(batch_id)
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// Stores the tasks of an upload in one transaction: the batch named in `new` is
+    /// created if it does not exist, tasks whose id it already holds are left alone, the
+    /// rest are appended in file order. Either all of it is stored or none.
+    pub async fn import_tasks(
+        &self,
+        new: &NewBatch,
+        tasks: impl Iterator<Item = NewTask>,
+    ) -> StoreResult<Imported> {
+        let now = Utc::now();
+        let mut created = 0u64;
+        let mut unchanged = 0u64;
+        let batch_sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1");
+        let (batch, batch_created) = transaction!(self, |tx| {
+            let existing = sqlx::query_as::<_, Batch>(&batch_sql)
+                .bind(&new.name)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let batch_created = existing.is_none();
+            if batch_created {
+                sqlx::query(
+                    "INSERT INTO batches (id, name, rubric, overlap, randomize, created_by, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+                )
+                .bind(Uuid::now_v7())
+                .bind(&new.name)
+                .bind(&new.rubric)
+                .bind(new.overlap)
+                .bind(new.randomize)
+                .bind(new.created_by)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            }
+            let batch = sqlx::query_as::<_, Batch>(&batch_sql)
+                .bind(&new.name)
+                .fetch_one(&mut *tx)
+                .await?;
+            let known: std::collections::HashSet<String> =
+                sqlx::query_as::<_, (String,)>("SELECT external_id FROM tasks WHERE batch_id = $1")
+                    .bind(batch.id)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .into_iter()
+                    .map(|(id,)| id)
+                    .collect();
+            let (mut seq,): (i64,) =
+                sqlx::query_as("SELECT COALESCE(MAX(seq), 0) FROM tasks WHERE batch_id = $1")
+                    .bind(batch.id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let mut chunk: Vec<NewTask> = Vec::with_capacity(INSERT_CHUNK);
+            let mut tasks = tasks.peekable();
+            while let Some(task) = tasks.next() {
+                if known.contains(&task.external_id) {
+                    unchanged += 1;
+                } else {
+                    chunk.push(task);
+                }
+                if chunk.len() == INSERT_CHUNK || (tasks.peek().is_none() && !chunk.is_empty()) {
+                    let mut insert = sqlx::QueryBuilder::new(
+                        "INSERT INTO tasks (id, batch_id, seq, external_id, prompt, response_a, response_b, \
+                         model_a, model_b, metadata, content_hash, created_at) ",
+                    );
+                    insert.push_values(chunk.drain(..), |mut row, task| {
+                        seq += 1;
+                        created += 1;
+                        row.push_bind(Uuid::now_v7())
+                            .push_bind(batch.id)
+                            .push_bind(seq)
+                            .push_bind(task.external_id)
+                            .push_bind(Json(task.prompt))
+                            .push_bind(task.response_a)
+                            .push_bind(task.response_b)
+                            .push_bind(task.model_a)
+                            .push_bind(task.model_b)
+                            .push_bind(Json(task.metadata))
+                            .push_bind(task.content_hash)
+                            .push_bind(now);
+                    });
+                    insert.build().execute(&mut *tx).await?;
+                }
+            }
+            if created > 0 && !batch_created {
+                sqlx::query("UPDATE batches SET updated_at = $2 WHERE id = $1")
+                    .bind(batch.id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            (batch, batch_created)
+        });
+        Ok(Imported {
+            batch,
+            batch_created,
+            created,
+            unchanged,
+        })
+    }
+
+    /// Applies settings changes in one transaction. Changing the overlap re-marks which
+    /// tasks still have room.
+    pub async fn update_batch(
+        &self,
+        id: Uuid,
+        changes: &BatchChanges,
+    ) -> StoreResult<Option<Batch>> {
+        let now = Utc::now();
+        let found = transaction!(self, |tx| {
+            let done = sqlx::query(
+                "UPDATE batches SET
+                    state = COALESCE($2, state),
+                    overlap = COALESCE($3, overlap),
+                    randomize = COALESCE($4, randomize),
+                    lease_minutes = COALESCE($5, lease_minutes),
+                    min_explanation_len = COALESCE($6, min_explanation_len),
+                    classifications = COALESCE($7, classifications),
+                    updated_at = $8
+                 WHERE id = $1",
+            )
+            .bind(id)
+            .bind(changes.state.as_deref())
+            .bind(changes.overlap)
+            .bind(changes.randomize)
+            .bind(changes.lease_minutes)
+            .bind(changes.min_explanation_len)
+            .bind(changes.classifications.as_ref().map(Json))
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 1 {
+                if let Some(overlap) = changes.overlap {
+                    sqlx::query("UPDATE tasks SET is_full = (claimed >= $2) WHERE batch_id = $1")
+                        .bind(id)
+                        .bind(overlap)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                for (role, members) in [("rater", &changes.raters), ("lead", &changes.leads)] {
+                    let Some(members) = members else { continue };
+                    let column = if role == "rater" {
+                        "raters_restricted"
+                    } else {
+                        "leads_restricted"
+                    };
+                    sqlx::query(&format!("UPDATE batches SET {column} = $2 WHERE id = $1"))
+                        .bind(id)
+                        .bind(members.is_some())
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query("DELETE FROM batch_members WHERE batch_id = $1 AND role = $2")
+                        .bind(id)
+                        .bind(role)
+                        .execute(&mut *tx)
+                        .await?;
+                    for user in members.iter().flatten() {
+                        sqlx::query("INSERT INTO batch_members (batch_id, user_id, role) VALUES ($1, $2, $3)")
+                            .bind(id)
+                            .bind(user)
+                            .bind(role)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                }
+            }
+            done.rows_affected() == 1
+        });
+        if found {
+            self.batch(id).await
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The usernames a batch is restricted to, per role.
+    pub async fn batch_members(&self, id: Uuid) -> StoreResult<Vec<(String, String)>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT m.role, u.username FROM batch_members m JOIN users u ON u.id = m.user_id
+                 WHERE m.batch_id = $1 ORDER BY m.role, u.username",
+            )
+            .bind(id)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
+    /// Caches a task's rendered HTML.
+    pub async fn set_rendered(
+        &self,
+        task_id: Uuid,
+        rendered: &serde_json::Value,
+    ) -> StoreResult<()> {
+        write!(self, |pool| {
+            sqlx::query("UPDATE tasks SET rendered = $2 WHERE id = $1")
+                .bind(task_id)
+                .bind(Json(rendered))
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    pub(crate) fn lock_clause(&self) -> &'static str {
+        match self.backend() {
+            // PostgreSQL: concurrent pickers skip rows another transaction is taking.
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            // SQLite: a write transaction already excludes every other writer.
+            Backend::Sqlite => "",
+        }
+    }
+}
+
+/// The SQL condition (on `b`, with the user's id as `$1`) for batches a role may see.
+fn visibility(role: Role) -> &'static str {
+    match role {
+        Role::Rater => {
+            "(b.state = 'open' AND (NOT b.raters_restricted OR EXISTS (
+                 SELECT 1 FROM batch_members m
+                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'rater')))"
+        }
+        Role::Lead => {
+            "(NOT b.leads_restricted OR EXISTS (
+                 SELECT 1 FROM batch_members m
+                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead'))"
+        }
+        // Still names $1, so every role binds the same arguments.
+        Role::Admin => "(b.id IS NOT NULL OR $1 IS NULL)",
     }
 }

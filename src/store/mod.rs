@@ -12,7 +12,9 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
+pub mod assignments;
 pub mod batches;
+pub mod ratings;
 pub mod sessions;
 pub mod tokens;
 pub mod users;

@@ -44,6 +44,26 @@ impl Store {
         Ok(done)
     }
 
+    /// Inserts a session record; `on_conflict` says what to do when the id exists.
+    /// Returns how many rows were written.
+    async fn put_session(&self, record: &Record, on_conflict: &str) -> session_store::Result<u64> {
+        let sql = format!(
+            "INSERT INTO sessions (id, user_id, data, expires_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (id) {on_conflict}"
+        );
+        write!(self, |pool| {
+            sqlx::query(&sql)
+                .bind(record.id.to_string())
+                .bind(user_of(record))
+                .bind(Json(&record.data))
+                .bind(expiry(record))
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })
+        .map_err(backend)
+    }
+
     /// How many live sessions a user has (used by tests and the admin page).
     pub async fn count_sessions(&self, user_id: Uuid) -> super::StoreResult<i64> {
         let (n,): (i64,) = read!(self, |pool| {
@@ -62,21 +82,7 @@ impl SessionStore for Store {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         // A collision of 128 random bits is next to impossible, but cheap to handle.
         loop {
-            let inserted = write!(self, |pool| {
-                sqlx::query(
-                    "INSERT INTO sessions (id, user_id, data, expires_at) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (id) DO NOTHING",
-                )
-                .bind(record.id.to_string())
-                .bind(user_of(record))
-                .bind(Json(&record.data))
-                .bind(expiry(record))
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-            })
-            .map_err(backend)?;
-            if inserted == 1 {
+            if self.put_session(record, "DO NOTHING").await? == 1 {
                 return Ok(());
             }
             record.id = Id::default();
@@ -84,21 +90,9 @@ impl SessionStore for Store {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        write!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO sessions (id, user_id, data, expires_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (id) DO UPDATE
-                 SET user_id = excluded.user_id, data = excluded.data, expires_at = excluded.expires_at",
-            )
-            .bind(record.id.to_string())
-            .bind(user_of(record))
-            .bind(Json(&record.data))
-            .bind(expiry(record))
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })
-        .map_err(backend)?;
+        let update = "DO UPDATE SET user_id = excluded.user_id, data = excluded.data, \
+                      expires_at = excluded.expires_at";
+        self.put_session(record, update).await?;
         Ok(())
     }
 

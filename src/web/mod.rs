@@ -155,6 +155,8 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
         let body = ErrorBody {
             error: info.message.clone(),
             fields: Default::default(),
+            errors: vec![],
+            error_count: None,
             request_id,
         };
         let mut fresh = (info.status, Json(body)).into_response();

@@ -5,24 +5,19 @@ use reqwest::header::{LOCATION, RETRY_AFTER, SET_COOKIE};
 use serde_json::json;
 use verdict::Config;
 
-use crate::helpers::{Fixture, PASSWORD, TestApp, bearer, csrf_token, db_test, json_with};
+use crate::helpers::{Fixture, Go, PASSWORD, TestApp, bearer, csrf_token, db_test, json_with};
 
 async fn anonymous_api_calls_get_401_json(app: &TestApp) {
     let anon = app.browser();
     for path in ["/api/v1/me", "/api/v1/users", "/api/v1/tokens"] {
-        let body = json_with(
-            anon.get(app.url(path)).send().await.unwrap(),
-            StatusCode::UNAUTHORIZED,
-        )
-        .await;
+        let body = json_with(anon.get(app.url(path)).go().await, StatusCode::UNAUTHORIZED).await;
         assert_eq!(body["error"], "sign in first", "{path}");
     }
     let post = anon
         .post(app.url("/api/v1/users"))
         .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(
         json_with(post, StatusCode::UNAUTHORIZED).await["error"],
         "sign in first"
@@ -33,7 +28,7 @@ db_test!(anonymous_api_calls_get_401_json: TestApp);
 async fn anonymous_page_visits_redirect_to_login(app: &TestApp) {
     let anon = app.browser();
     for (path, next) in [("/", "%2F"), ("/admin/users", "%2Fadmin%2Fusers")] {
-        let response = anon.get(app.url(path)).send().await.unwrap();
+        let response = anon.get(app.url(path)).go().await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER, "{path}");
         assert_eq!(response.headers()[LOCATION], format!("/login?next={next}"));
     }
@@ -52,9 +47,8 @@ async fn bad_or_malformed_tokens_get_401(app: &TestApp) {
             .browser()
             .get(app.url("/api/v1/me"))
             .header("authorization", header)
-            .send()
-            .await
-            .unwrap();
+            .go()
+            .await;
         assert_eq!(
             json_with(response, StatusCode::UNAUTHORIZED).await["error"],
             "sign in first",
@@ -67,7 +61,7 @@ db_test!(bad_or_malformed_tokens_get_401: TestApp);
 async fn a_valid_token_identifies_its_owner(app: &TestApp) {
     let rater = app.rater().await;
     let me = json_with(
-        rater.api.get(app.url("/api/v1/me")).send().await.unwrap(),
+        rater.api.get(app.url("/api/v1/me")).go().await,
         StatusCode::OK,
     )
     .await;
@@ -80,12 +74,7 @@ db_test!(a_valid_token_identifies_its_owner: TestApp);
 async fn raters_and_leads_get_403_on_admin_routes(app: &TestApp) {
     let admin = app.admin().await;
     for persona in [app.rater().await, app.lead().await] {
-        let list = persona
-            .api
-            .get(app.url("/api/v1/users"))
-            .send()
-            .await
-            .unwrap();
+        let list = persona.api.get(app.url("/api/v1/users")).go().await;
         assert_eq!(
             json_with(list, StatusCode::FORBIDDEN).await["error"],
             "your role does not allow this"
@@ -94,20 +83,18 @@ async fn raters_and_leads_get_403_on_admin_routes(app: &TestApp) {
             .api
             .post(app.url("/api/v1/users"))
             .json(&json!({"username": "sneaky", "role": "admin", "password": "0123456789ab"}))
-            .send()
-            .await
-            .unwrap();
+            .go()
+            .await;
         assert_eq!(create.status(), StatusCode::FORBIDDEN);
         let patch = persona
             .api
             .patch(app.url(&format!("/api/v1/users/{}", admin.id)))
             .json(&json!({"active": false}))
-            .send()
-            .await
-            .unwrap();
+            .go()
+            .await;
         assert_eq!(patch.status(), StatusCode::FORBIDDEN);
         let browser = app.login(&persona.username, PASSWORD).await;
-        let page = browser.get(app.url("/admin/users")).send().await.unwrap();
+        let page = browser.get(app.url("/admin/users")).go().await;
         assert_eq!(page.status(), StatusCode::FORBIDDEN);
         assert!(
             page.text().await.unwrap().contains("<h1>403"),
@@ -133,7 +120,7 @@ db_test!(raters_and_leads_get_403_on_admin_routes: TestApp);
 async fn login_renews_the_session_id_and_logout_kills_it(app: &TestApp) {
     app.rater().await;
     let browser = app.browser();
-    let page = browser.get(app.url("/login")).send().await.unwrap();
+    let page = browser.get(app.url("/login")).go().await;
     let before = page.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     let token = csrf_token(&page.text().await.unwrap());
     let login = browser
@@ -144,9 +131,8 @@ async fn login_renews_the_session_id_and_logout_kills_it(app: &TestApp) {
             ("password", PASSWORD),
             ("next", "/"),
         ])
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(login.status(), StatusCode::SEE_OTHER);
     let after = login.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     let session_id = |cookie: &str| cookie.split(';').next().unwrap().to_owned();
@@ -160,32 +146,23 @@ async fn login_renews_the_session_id_and_logout_kills_it(app: &TestApp) {
         "{after}"
     );
 
-    let me = browser.get(app.url("/api/v1/me")).send().await.unwrap();
+    let me = browser.get(app.url("/api/v1/me")).go().await;
     assert_eq!(json_with(me, StatusCode::OK).await["username"], "rater");
 
     // Keep the old cookie, log out, then replay it from another client.
-    let home = browser
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let home = browser.get(app.url("/")).go().await.text().await.unwrap();
     let logout = browser
         .post(app.url("/logout"))
         .form(&[("csrf_token", csrf_token(&home))])
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(logout.headers()[LOCATION], "/login");
     let replay = app
         .browser()
         .get(app.url("/api/v1/me"))
         .header("cookie", session_id(&after))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(
         replay.status(),
         StatusCode::UNAUTHORIZED,
@@ -291,25 +268,19 @@ async fn login_attempts_are_limited_per_address() {
 async fn forms_without_a_valid_csrf_token_are_refused(app: &TestApp) {
     app.rater().await;
     let browser = app.browser();
-    browser.get(app.url("/login")).send().await.unwrap();
+    browser.get(app.url("/login")).go().await;
     for form in [vec![], vec![("csrf_token", "forged")]] {
         let mut fields = form.clone();
         fields.extend([("username", "rater"), ("password", PASSWORD)]);
-        let response = browser
-            .post(app.url("/login"))
-            .form(&fields)
-            .send()
-            .await
-            .unwrap();
+        let response = browser.post(app.url("/login")).form(&fields).go().await;
         assert_eq!(response.status(), StatusCode::FORBIDDEN, "{form:?}");
     }
     // The right token from a cross-site page is refused too.
     let token = csrf_token(
         &browser
             .get(app.url("/login"))
-            .send()
+            .go()
             .await
-            .unwrap()
             .text()
             .await
             .unwrap(),
@@ -323,24 +294,17 @@ async fn forms_without_a_valid_csrf_token_are_refused(app: &TestApp) {
         .post(app.url("/login"))
         .header("origin", "http://evil.example")
         .form(&fields)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(cross.status(), StatusCode::FORBIDDEN);
     let fetch = browser
         .post(app.url("/login"))
         .header("sec-fetch-site", "cross-site")
         .form(&fields)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(fetch.status(), StatusCode::FORBIDDEN);
-    let ok = browser
-        .post(app.url("/login"))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
+    let ok = browser.post(app.url("/login")).form(&fields).go().await;
     assert_eq!(
         ok.status(),
         StatusCode::SEE_OTHER,
@@ -356,25 +320,16 @@ async fn cookie_authenticated_api_writes_need_the_csrf_header(app: &TestApp) {
     let refused = browser
         .post(app.url("/api/v1/tokens"))
         .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    let page = browser
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = browser.get(app.url("/")).go().await.text().await.unwrap();
     let accepted = browser
         .post(app.url("/api/v1/tokens"))
         .header("x-csrf-token", csrf_token(&page))
         .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(
         json_with(accepted, StatusCode::CREATED).await["name"],
         "from the browser"
@@ -391,9 +346,8 @@ async fn deactivated_users_are_refused_everywhere(app: &TestApp) {
         .api
         .patch(app.url(&format!("/api/v1/users/{}", rater.id)))
         .json(&json!({"active": false}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(json_with(patch, StatusCode::OK).await["active"], false);
 
     assert_eq!(
@@ -401,9 +355,9 @@ async fn deactivated_users_are_refused_everywhere(app: &TestApp) {
         0,
         "sessions ended"
     );
-    let by_token = rater.api.get(app.url("/api/v1/me")).send().await.unwrap();
+    let by_token = rater.api.get(app.url("/api/v1/me")).go().await;
     assert_eq!(by_token.status(), StatusCode::UNAUTHORIZED);
-    let by_cookie = browser.get(app.url("/")).send().await.unwrap();
+    let by_cookie = browser.get(app.url("/")).go().await;
     assert_eq!(by_cookie.status(), StatusCode::SEE_OTHER);
     let login = app
         .submit_login(&app.browser(), "rater", PASSWORD, "/")
@@ -422,18 +376,11 @@ async fn deactivated_users_are_refused_everywhere(app: &TestApp) {
         .api
         .patch(app.url(&format!("/api/v1/users/{}", rater.id)))
         .json(&json!({"active": true}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(patch.status(), StatusCode::OK);
     assert_eq!(
-        rater
-            .api
-            .get(app.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        rater.api.get(app.url("/api/v1/me")).go().await.status(),
         StatusCode::OK,
         "reactivated"
     );
@@ -448,17 +395,11 @@ async fn a_password_change_ends_the_users_sessions(app: &TestApp) {
         .api
         .patch(app.url(&format!("/api/v1/users/{}", rater.id)))
         .json(&json!({"password": "a brand new password"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(patch.status(), StatusCode::OK);
     assert_eq!(
-        browser
-            .get(app.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        browser.get(app.url("/api/v1/me")).go().await.status(),
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(
@@ -479,21 +420,15 @@ async fn tokens_are_shown_once_listed_without_secret_and_revocable(app: &TestApp
             .api
             .post(app.url("/api/v1/tokens"))
             .json(&json!({"name": "nightly"}))
-            .send()
-            .await
-            .unwrap(),
+            .go()
+            .await,
         StatusCode::CREATED,
     )
     .await;
     let secret = created["token"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("vdt_"));
     let list = json_with(
-        rater
-            .api
-            .get(app.url("/api/v1/tokens"))
-            .send()
-            .await
-            .unwrap(),
+        rater.api.get(app.url("/api/v1/tokens")).go().await,
         StatusCode::OK,
     )
     .await;
@@ -506,11 +441,7 @@ async fn tokens_are_shown_once_listed_without_secret_and_revocable(app: &TestApp
 
     let own = bearer(&secret);
     assert_eq!(
-        own.get(app.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        own.get(app.url("/api/v1/me")).go().await.status(),
         StatusCode::OK
     );
     let id = created["id"].as_str().unwrap();
@@ -519,9 +450,8 @@ async fn tokens_are_shown_once_listed_without_secret_and_revocable(app: &TestApp
         admin
             .api
             .delete(app.url(&format!("/api/v1/tokens/{id}")))
-            .send()
+            .go()
             .await
-            .unwrap()
             .status(),
         StatusCode::NOT_FOUND
     );
@@ -529,18 +459,13 @@ async fn tokens_are_shown_once_listed_without_secret_and_revocable(app: &TestApp
         rater
             .api
             .delete(app.url(&format!("/api/v1/tokens/{id}")))
-            .send()
+            .go()
             .await
-            .unwrap()
             .status(),
         StatusCode::NO_CONTENT
     );
     assert_eq!(
-        own.get(app.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        own.get(app.url("/api/v1/me")).go().await.status(),
         StatusCode::UNAUTHORIZED
     );
 }
@@ -555,35 +480,31 @@ async fn only_admins_make_tokens_for_others(app: &TestApp) {
         .api
         .post(app.url("/api/v1/tokens"))
         .json(&for_lead)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     let made = json_with(
         admin
             .api
             .post(app.url("/api/v1/tokens"))
             .json(&for_lead)
-            .send()
-            .await
-            .unwrap(),
+            .go()
+            .await,
         StatusCode::CREATED,
     )
     .await;
     assert_eq!(made["username"], "lead");
     let me = bearer(made["token"].as_str().unwrap())
         .get(app.url("/api/v1/me"))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(json_with(me, StatusCode::OK).await["username"], "lead");
     let nameless = rater
         .api
         .post(app.url("/api/v1/tokens"))
         .json(&json!({"name": "  "}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert!(
         json_with(nameless, StatusCode::UNPROCESSABLE_ENTITY).await["fields"]["name"].is_string()
     );

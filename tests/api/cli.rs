@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
-use crate::helpers::{TestDb, bearer, csrf_token, db_test};
+use crate::helpers::{Go, TestDb, bearer, csrf_token, db_test};
 
 const BIN: &str = env!("CARGO_BIN_EXE_verdict");
 
@@ -40,10 +40,10 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn help_lists_only_commands_that_work() {
     let help = text(&Command::new(BIN).arg("--help").output().unwrap().stdout);
-    for command in ["serve", "migrate", "user", "token"] {
+    for command in ["serve", "migrate", "user", "token", "import", "demo"] {
         assert!(help.contains(command), "{command} in:\n{help}");
     }
-    for later in ["import", "export", "demo"] {
+    for later in ["export"] {
         assert!(
             !help.contains(later),
             "{later} is not offered before it works:\n{help}"
@@ -125,14 +125,7 @@ async fn serve_guides_the_operator_and_never_logs_the_password(db: &TestDb) {
         ("not the secret!", StatusCode::UNAUTHORIZED),
         (secret, StatusCode::SEE_OTHER),
     ] {
-        let page = browser
-            .get(url("/login"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let page = browser.get(url("/login")).go().await.text().await.unwrap();
         let token = csrf_token(&page);
         let response = browser
             .post(url("/login"))
@@ -141,9 +134,8 @@ async fn serve_guides_the_operator_and_never_logs_the_password(db: &TestDb) {
                 ("username", "root"),
                 ("password", password),
             ])
-            .send()
-            .await
-            .unwrap();
+            .go()
+            .await;
         assert_eq!(response.status(), status);
     }
 
@@ -153,11 +145,7 @@ async fn serve_guides_the_operator_and_never_logs_the_password(db: &TestDb) {
         token.status.success() && printed.starts_with("vdt_") && printed.lines().count() == 1,
         "only the token: {printed:?}"
     );
-    let me = bearer(printed.trim())
-        .get(url("/api/v1/me"))
-        .send()
-        .await
-        .unwrap();
+    let me = bearer(printed.trim()).get(url("/api/v1/me")).go().await;
     assert_eq!(me.status(), StatusCode::OK);
 
     let stopped = Command::new("kill")

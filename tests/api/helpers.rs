@@ -291,6 +291,17 @@ impl TestApp {
     }
 }
 
+/// Sends a request and fails the test if it could not be sent at all.
+pub trait Go {
+    async fn go(self) -> reqwest::Response;
+}
+
+impl Go for reqwest::RequestBuilder {
+    async fn go(self) -> reqwest::Response {
+        self.send().await.expect("request sent")
+    }
+}
+
 /// A client that authenticates every request with a bearer token.
 pub fn bearer(token: &str) -> Client {
     let mut headers = HeaderMap::new();

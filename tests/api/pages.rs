@@ -5,7 +5,7 @@ use reqwest::header::{
     CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION,
 };
 
-use crate::helpers::{PASSWORD, TestApp, csrf_token, db_test, json_with};
+use crate::helpers::{Go, PASSWORD, TestApp, csrf_token, db_test, json_with};
 
 const SECURITY_HEADERS: [(&str, &str); 4] = [
     ("x-content-type-options", "nosniff"),
@@ -28,7 +28,7 @@ async fn every_kind_of_response_carries_the_security_headers(app: &TestApp) {
         "/no-such-page",
         "/api/v1/openapi.json",
     ] {
-        let response = anon.get(app.url(path)).send().await.unwrap();
+        let response = anon.get(app.url(path)).go().await;
         for (name, value) in SECURITY_HEADERS {
             assert_eq!(
                 response.headers().get(name).map(|v| v.to_str().unwrap()),
@@ -64,7 +64,7 @@ async fn each_role_lands_on_its_own_page(app: &TestApp) {
         (app.admin().await, "<h1>Administration</h1>"),
     ] {
         let browser = app.login(&persona.username, PASSWORD).await;
-        let page = browser.get(app.url("/")).send().await.unwrap();
+        let page = browser.get(app.url("/")).go().await;
         assert_eq!(page.status(), StatusCode::OK);
         let html = page.text().await.unwrap();
         assert!(
@@ -85,7 +85,7 @@ db_test!(each_role_lands_on_its_own_page: TestApp);
 async fn a_signed_in_visit_to_login_goes_home(app: &TestApp) {
     app.rater().await;
     let browser = app.login("rater", PASSWORD).await;
-    let response = browser.get(app.url("/login")).send().await.unwrap();
+    let response = browser.get(app.url("/login")).go().await;
     assert_eq!(response.headers()[LOCATION], "/");
 }
 db_test!(a_signed_in_visit_to_login_goes_home: TestApp);
@@ -95,9 +95,8 @@ async fn admin_manages_users_from_the_users_page(app: &TestApp) {
     let browser = app.login("admin", PASSWORD).await;
     let page = browser
         .get(app.url("/admin/users"))
-        .send()
+        .go()
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -122,9 +121,8 @@ async fn admin_manages_users_from_the_users_page(app: &TestApp) {
     let created = browser
         .post(app.url("/admin/users"))
         .form(&form("noor", "noor's password!"))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(created.headers()[LOCATION], "/admin/users");
     let noor = app
         .store
@@ -137,9 +135,8 @@ async fn admin_manages_users_from_the_users_page(app: &TestApp) {
     let short = browser
         .post(app.url("/admin/users"))
         .form(&form("omar", "short"))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(short.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = short.text().await.unwrap();
     assert!(
@@ -155,9 +152,8 @@ async fn admin_manages_users_from_the_users_page(app: &TestApp) {
     let duplicate = browser
         .post(app.url("/admin/users"))
         .form(&form("noor", "noor's password!"))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(duplicate.status(), StatusCode::CONFLICT);
     assert!(
         duplicate
@@ -170,17 +166,15 @@ async fn admin_manages_users_from_the_users_page(app: &TestApp) {
     let deactivate = browser
         .post(app.url(&format!("/admin/users/{}", noor.id)))
         .form(&[("csrf_token", token.as_str()), ("active", "false")])
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(deactivate.status(), StatusCode::SEE_OTHER);
     assert!(!app.store.user_by_id(noor.id).await.unwrap().unwrap().active);
     let forged = browser
         .post(app.url(&format!("/admin/users/{}", noor.id)))
         .form(&[("csrf_token", "forged"), ("active", "true")])
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
     assert!(
         !app.store.user_by_id(noor.id).await.unwrap().unwrap().active,
@@ -191,18 +185,13 @@ db_test!(admin_manages_users_from_the_users_page: TestApp);
 
 async fn unknown_paths_get_404_in_the_callers_format(app: &TestApp) {
     let rater = app.rater().await;
-    let api = rater
-        .api
-        .get(app.url("/api/v1/nothing-here"))
-        .send()
-        .await
-        .unwrap();
+    let api = rater.api.get(app.url("/api/v1/nothing-here")).go().await;
     assert_eq!(
         json_with(api, StatusCode::NOT_FOUND).await["error"],
         "not found"
     );
     let browser = app.login("rater", PASSWORD).await;
-    let page = browser.get(app.url("/nothing-here")).send().await.unwrap();
+    let page = browser.get(app.url("/nothing-here")).go().await;
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
     assert!(
         page.headers()[CONTENT_TYPE]
@@ -216,7 +205,7 @@ db_test!(unknown_paths_get_404_in_the_callers_format: TestApp);
 
 async fn static_files_are_cached_revalidated_and_compressed(app: &TestApp) {
     let anon = app.browser();
-    let css = anon.get(app.url("/static/app.css")).send().await.unwrap();
+    let css = anon.get(app.url("/static/app.css")).go().await;
     assert_eq!(css.status(), StatusCode::OK);
     assert_eq!(css.headers()[CONTENT_TYPE], "text/css");
     assert_eq!(css.headers()[CACHE_CONTROL], "public, max-age=3600");
@@ -224,30 +213,23 @@ async fn static_files_are_cached_revalidated_and_compressed(app: &TestApp) {
     let again = anon
         .get(app.url("/static/app.css"))
         .header(IF_NONE_MATCH, etag)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     let gzip = anon
         .get(app.url("/static/app.css"))
         .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(gzip.headers()[CONTENT_ENCODING], "gzip");
     assert_eq!(
-        anon.get(app.url("/static/nope.css"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        anon.get(app.url("/static/nope.css")).go().await.status(),
         StatusCode::NOT_FOUND
     );
     assert_eq!(
         anon.get(app.url("/static/../Cargo.toml"))
-            .send()
+            .go()
             .await
-            .unwrap()
             .status(),
         StatusCode::NOT_FOUND
     );
@@ -255,7 +237,7 @@ async fn static_files_are_cached_revalidated_and_compressed(app: &TestApp) {
 db_test!(static_files_are_cached_revalidated_and_compressed: TestApp);
 
 async fn healthz_answers_when_the_database_does(app: &TestApp) {
-    let response = app.browser().get(app.url("/healthz")).send().await.unwrap();
+    let response = app.browser().get(app.url("/healthz")).go().await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.text().await.unwrap(), "ok");
 }
@@ -265,9 +247,8 @@ async fn the_openapi_document_describes_the_api(app: &TestApp) {
     let doc = json_with(
         app.browser()
             .get(app.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
+            .go()
+            .await,
         StatusCode::OK,
     )
     .await;

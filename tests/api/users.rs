@@ -5,7 +5,7 @@ use serde_json::json;
 use verdict::Config;
 use verdict::store::Backend;
 
-use crate::helpers::{Fixture, PASSWORD, TestApp, db_test, json_with};
+use crate::helpers::{Fixture, Go, PASSWORD, TestApp, db_test, json_with};
 
 async fn admin_creates_a_user_who_can_then_sign_in(app: &TestApp) {
     let admin = app.admin().await;
@@ -13,9 +13,8 @@ async fn admin_creates_a_user_who_can_then_sign_in(app: &TestApp) {
         .api
         .post(app.url("/api/v1/users"))
         .json(&json!({"username": "mira", "role": "lead", "password": "mira's long password"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let created = json_with(response, StatusCode::CREATED).await;
     assert_eq!(created["username"], "mira");
     assert_eq!(created["role"], "lead");
@@ -23,12 +22,7 @@ async fn admin_creates_a_user_who_can_then_sign_in(app: &TestApp) {
     assert!(created.get("password").is_none() && created.get("password_hash").is_none());
 
     let list = json_with(
-        admin
-            .api
-            .get(app.url("/api/v1/users"))
-            .send()
-            .await
-            .unwrap(),
+        admin.api.get(app.url("/api/v1/users")).go().await,
         StatusCode::OK,
     )
     .await;
@@ -50,9 +44,8 @@ async fn a_duplicate_username_gets_409(app: &TestApp) {
         .api
         .post(app.url("/api/v1/users"))
         .json(&json!({"username": "rater", "role": "lead", "password": "another password"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(
         json_with(response, StatusCode::CONFLICT).await["error"],
         "username is already taken"
@@ -70,9 +63,8 @@ async fn an_unknown_role_gets_422_naming_the_field(app: &TestApp) {
         .api
         .post(app.url("/api/v1/users"))
         .json(&json!({"username": "zed", "role": "superuser", "password": "long enough pw"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let body = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(
         body["fields"]["role"],
@@ -88,9 +80,8 @@ async fn every_broken_field_is_reported_at_once(app: &TestApp) {
         .api
         .post(app.url("/api/v1/users"))
         .json(&json!({"username": "<script>", "password": "short"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let body = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(body["error"], "3 fields are invalid");
     assert_eq!(
@@ -109,9 +100,8 @@ async fn malformed_json_gets_400_with_a_json_error(app: &TestApp) {
         .post(app.url("/api/v1/users"))
         .header("content-type", "application/json")
         .body("{\"username\": \"x\",")
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let body = json_with(response, StatusCode::BAD_REQUEST).await;
     assert!(
         body["error"]
@@ -129,14 +119,13 @@ async fn json_of_the_wrong_shape_or_type_is_refused(app: &TestApp) {
         .api
         .post(app.url("/api/v1/users"))
         .json(&json!({"username": 7}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(wrong_type.status(), StatusCode::UNPROCESSABLE_ENTITY);
     // Fields the API does not offer are refused, not ignored (no mass assignment).
     let extra = admin.api.post(app.url("/api/v1/users"))
         .json(&json!({"username": "eve", "role": "rater", "password": "long enough pw", "active": false, "id": "x"}))
-        .send().await.unwrap();
+        .go().await;
     let body = json_with(extra, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert!(
         body["error"].as_str().unwrap().contains("unknown field"),
@@ -153,9 +142,8 @@ async fn a_body_that_is_not_json_gets_415(app: &TestApp) {
         .post(app.url("/api/v1/users"))
         .header("content-type", "text/plain")
         .body("username=x")
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let body = json_with(response, StatusCode::UNSUPPORTED_MEDIA_TYPE).await;
     assert!(body["error"].as_str().unwrap().contains("application/json"));
 }
@@ -174,9 +162,8 @@ async fn a_body_over_the_limit_gets_413() {
         .api
         .post(app.url("/api/v1/users"))
         .json(&huge)
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let body = json_with(response, StatusCode::PAYLOAD_TOO_LARGE).await;
     assert_eq!(
         body["error"],
@@ -193,11 +180,10 @@ async fn admin_changes_role_and_cannot_lock_themselves_out(app: &TestApp) {
         .api
         .patch(app.url(&format!("/api/v1/users/{}", rater.id)))
         .json(&json!({"role": "lead"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(json_with(promote, StatusCode::OK).await["role"], "lead");
-    let lead_view = rater.api.get(app.url("/api/v1/me")).send().await.unwrap();
+    let lead_view = rater.api.get(app.url("/api/v1/me")).go().await;
     assert_eq!(json_with(lead_view, StatusCode::OK).await["role"], "lead");
 
     let own = format!("/api/v1/users/{}", admin.id);
@@ -205,9 +191,8 @@ async fn admin_changes_role_and_cannot_lock_themselves_out(app: &TestApp) {
         .api
         .patch(app.url(&own))
         .json(&json!({"role": "rater", "active": false}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     let body = json_with(demote, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(
         body["fields"]["role"],
@@ -227,9 +212,8 @@ async fn admin_changes_role_and_cannot_lock_themselves_out(app: &TestApp) {
         .api
         .patch(app.url(&format!("/api/v1/users/{}", uuid::Uuid::now_v7())))
         .json(&json!({"role": "lead"}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(
         json_with(unknown, StatusCode::NOT_FOUND).await["error"],
         "not found"
@@ -238,9 +222,8 @@ async fn admin_changes_role_and_cannot_lock_themselves_out(app: &TestApp) {
         .api
         .patch(app.url("/api/v1/users/not-a-uuid"))
         .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(bad_id.status(), StatusCode::BAD_REQUEST);
 }
 db_test!(admin_changes_role_and_cannot_lock_themselves_out: TestApp);
@@ -252,9 +235,8 @@ async fn the_password_is_nowhere_in_the_database(app: &TestApp) {
         .api
         .post(app.url("/api/v1/users"))
         .json(&json!({"username": "kai", "role": "rater", "password": secret}))
-        .send()
-        .await
-        .unwrap();
+        .go()
+        .await;
     assert_eq!(response.status(), StatusCode::CREATED);
     app.login("kai", secret).await;
     let dump = crate::helpers::dump_database(app).await;

@@ -1,0 +1,206 @@
+//! `/api/v1/batches/{id}/next` and `/api/v1/assignments/{id}/...`: a rater's work.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{post, put};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{TaskView, owned};
+use crate::auth::CurrentUser;
+use crate::error::{AppResult, ErrorBody};
+use crate::rubric::{Question, Rubric};
+use crate::state::AppState;
+use crate::store::ratings::Rating;
+use crate::web::{ApiJson, ApiPath};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/batches/{id}/next", post(next))
+        .route("/api/v1/assignments/{id}/draft", put(draft))
+        .route("/api/v1/assignments/{id}/submit", post(submit))
+        .route("/api/v1/assignments/{id}/skip", post(skip))
+        .route("/api/v1/assignments/{id}/out-of-scope", post(out_of_scope))
+}
+
+/// An assignment as handed to its rater.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct NextTask {
+    pub assignment_id: Uuid,
+    pub task: TaskView,
+    /// The rubric's questions and rules.
+    #[schema(value_type = Object)]
+    pub rubric: &'static Rubric,
+    /// The batch's conversation-classification questions.
+    pub classifications: Vec<Question>,
+    /// The saved draft, in the orientation shown, or `null`.
+    #[schema(value_type = Option<Object>)]
+    pub draft: Option<Value>,
+    /// The active time already spent, in seconds.
+    pub time_spent_s: i32,
+    pub lease_expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The caller's open assignment in the batch, or a new one (200); 204 when nothing is
+/// left for them. Calling again before finishing returns the same assignment.
+#[utoipa::path(post, path = "/api/v1/batches/{id}/next", tag = "rating",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = NextTask), (status = 204, description = "nothing left for you"),
+        (status = 404, body = ErrorBody)))]
+pub async fn next(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(batch_id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    let Some(assignment) = super::next(&state, batch_id, &user).await? else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    let owned = owned(&state, assignment.id, &user).await?;
+    let task = state
+        .store()
+        .task(assignment.task_id)
+        .await?
+        .ok_or(crate::error::AppError::NotFound)?;
+    let draft = super::draft(&state, &owned).await?;
+    let (time_spent_s, draft) = match draft {
+        Some((rating, answers)) => (rating.time_spent_s, Some(Value::Object(answers))),
+        None => (0, None),
+    };
+    Ok(Json(NextTask {
+        assignment_id: assignment.id,
+        task: TaskView::shown(&task, assignment.swapped),
+        rubric: owned.rubric,
+        classifications: owned.batch.classifications.0.clone(),
+        draft,
+        time_spent_s,
+        lease_expires_at: assignment.lease_expires_at,
+    })
+    .into_response())
+}
+
+/// What an assignment's change produced.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RatingRef {
+    pub rating_id: Uuid,
+    /// `rated`, `skipped` or `out_of_scope`.
+    pub outcome: String,
+    /// `draft` or `submitted`.
+    pub status: String,
+    pub version: i32,
+}
+
+impl From<Rating> for RatingRef {
+    fn from(r: Rating) -> Self {
+        Self {
+            rating_id: r.id,
+            outcome: r.outcome,
+            status: r.status,
+            version: r.version,
+        }
+    }
+}
+
+/// Saves a draft (answers in the orientation shown; only types are checked).
+#[utoipa::path(put, path = "/api/v1/assignments/{id}/draft", tag = "rating",
+    params(("id" = Uuid, Path, description = "assignment id")), request_body = Object,
+    responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn draft(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(answers): ApiJson<Value>,
+) -> AppResult<Json<RatingRef>> {
+    let owned = owned(&state, id, &user).await?;
+    Ok(Json(
+        super::save_draft(&state, &owned, &answers).await?.into(),
+    ))
+}
+
+/// Submits the rating; 422 with `fields` naming every broken rule.
+#[utoipa::path(post, path = "/api/v1/assignments/{id}/submit", tag = "rating",
+    params(("id" = Uuid, Path, description = "assignment id")), request_body = Object,
+    responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn submit(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(answers): ApiJson<Value>,
+) -> AppResult<Json<RatingRef>> {
+    let owned = owned(&state, id, &user).await?;
+    Ok(Json(
+        super::submit(&state, &owned, &user, &answers).await?.into(),
+    ))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkipRequest {
+    /// `unfamiliar`, `too_long` or `other`.
+    reason: String,
+    note: Option<String>,
+}
+
+/// Skips the task: it goes back to the pool for others and is never offered to the
+/// caller again.
+#[utoipa::path(post, path = "/api/v1/assignments/{id}/skip", tag = "rating",
+    params(("id" = Uuid, Path, description = "assignment id")), request_body = SkipRequest,
+    responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn skip(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(request): ApiJson<SkipRequest>,
+) -> AppResult<Json<RatingRef>> {
+    let owned = owned(&state, id, &user).await?;
+    Ok(Json(
+        super::skip(
+            &state,
+            &owned,
+            &user,
+            &request.reason,
+            request.note.as_deref(),
+        )
+        .await?
+        .into(),
+    ))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutOfScopeRequest {
+    /// Why the prompt is out of scope (required).
+    explanation: Option<String>,
+    /// Any answers given so far, in the orientation shown.
+    #[schema(value_type = Option<Object>)]
+    answers: Option<Value>,
+}
+
+/// Marks the prompt out of scope: correctness becomes `cannot_assess` for both
+/// responses, and the rating is left out of every metric.
+#[utoipa::path(post, path = "/api/v1/assignments/{id}/out-of-scope", tag = "rating",
+    params(("id" = Uuid, Path, description = "assignment id")), request_body = OutOfScopeRequest,
+    responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn out_of_scope(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(request): ApiJson<OutOfScopeRequest>,
+) -> AppResult<Json<RatingRef>> {
+    let owned = owned(&state, id, &user).await?;
+    let answers = request
+        .answers
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let explanation = request.explanation.unwrap_or_default();
+    Ok(Json(
+        super::out_of_scope(&state, &owned, &user, &explanation, &answers)
+            .await?
+            .into(),
+    ))
+}

@@ -1,0 +1,420 @@
+//! Working on tasks: taking the next one, drafts, submitting, skipping, marking out of
+//! scope. The rater sees A and B in the order of their assignment; everything is stored
+//! in the task's canonical order.
+
+use argon2::password_hash::rand_core::{OsRng, RngCore};
+use axum::Router;
+use chrono::{Duration, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::{AppError, AppResult};
+use crate::rubric::{self, Answers, Mode, Rubric};
+use crate::state::AppState;
+use crate::store::assignments::{Assignment, Task};
+use crate::store::batches::Batch;
+use crate::store::ratings::{Finish, Rating, Refusal};
+use crate::store::users::User;
+
+pub mod api;
+pub mod pages;
+
+pub fn api_router() -> Router<AppState> {
+    api::router()
+}
+
+pub fn page_router() -> Router<AppState> {
+    pages::router()
+}
+
+/// A task as one rater sees it: A and B in the order of their assignment, no model names.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TaskView {
+    pub external_id: String,
+    /// A string, or a list of `{role, content}` messages.
+    #[schema(value_type = Object)]
+    pub prompt: Value,
+    pub response_a: String,
+    pub response_b: String,
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+}
+
+impl TaskView {
+    pub fn shown(task: &Task, swapped: bool) -> Self {
+        let (a, b) = if swapped {
+            (&task.response_b, &task.response_a)
+        } else {
+            (&task.response_a, &task.response_b)
+        };
+        Self {
+            external_id: task.external_id.clone(),
+            prompt: task.prompt.0.clone(),
+            response_a: a.clone(),
+            response_b: b.clone(),
+            metadata: task.metadata.0.clone(),
+        }
+    }
+}
+
+/// The rendered HTML of a task's prompt and responses, in canonical order.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Rendered {
+    pub prompt: String,
+    pub response_a: String,
+    pub response_b: String,
+}
+
+/// Renders a task once and keeps the result with it.
+pub async fn rendered(state: &AppState, task: &Task) -> AppResult<Rendered> {
+    if let Some(cached) = task
+        .rendered
+        .as_ref()
+        .and_then(|r| serde_json::from_value(r.0.clone()).ok())
+    {
+        return Ok(cached);
+    }
+    let (prompt, a, b) = (
+        task.prompt.0.clone(),
+        task.response_a.clone(),
+        task.response_b.clone(),
+    );
+    let rendered = tokio::task::spawn_blocking(move || Rendered {
+        prompt: crate::render::prompt(&prompt),
+        response_a: crate::render::markdown(&a),
+        response_b: crate::render::markdown(&b),
+    })
+    .await
+    .map_err(AppError::internal)?;
+    let value = serde_json::to_value(&rendered).map_err(AppError::internal)?;
+    state.store().set_rendered(task.id, &value).await?;
+    Ok(rendered)
+}
+
+/// An assignment of `user`'s with its batch and rubric; 404 for anyone else's, so other
+/// raters' work is not even confirmed to exist.
+pub struct Owned {
+    pub assignment: Assignment,
+    pub batch: Batch,
+    pub rubric: &'static Rubric,
+}
+
+pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> {
+    let assignment = state
+        .store()
+        .assignment(id)
+        .await?
+        .filter(|a| a.rater_id == user.id)
+        .ok_or(AppError::NotFound)?;
+    let batch = state
+        .store()
+        .batch(assignment.batch_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rubric = rubric::by_name(&batch.rubric)
+        .ok_or_else(|| AppError::internal("batch has an unknown rubric"))?;
+    Ok(Owned {
+        assignment,
+        batch,
+        rubric,
+    })
+}
+
+/// The rater's open assignment in a batch, or a new one; `None` when nothing is left.
+pub async fn next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Option<Assignment>> {
+    if !state.store().may_rate(batch_id, user.id).await? {
+        return Err(AppError::NotFound);
+    }
+    let batch = state
+        .store()
+        .batch(batch_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let randomize = batch.randomize;
+    let swap = move || randomize && OsRng.next_u32() & 1 == 1;
+    Ok(state.store().next_assignment(&batch, user.id, swap).await?)
+}
+
+/// The saved answers of an assignment, in the orientation its rater was shown.
+pub async fn draft(state: &AppState, owned: &Owned) -> AppResult<Option<(Rating, Answers)>> {
+    let rating = state
+        .store()
+        .rating_of_assignment(owned.assignment.id)
+        .await?;
+    Ok(rating.map(|r| {
+        let shown = rubric::orient(owned.rubric, r.answers.0.clone(), owned.assignment.swapped);
+        (r, shown)
+    }))
+}
+
+/// Checks answers given in the shown orientation and turns them canonical; the time
+/// spent is taken out of them (it has a column of its own).
+fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i32)> {
+    let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
+    let questions = &owned.batch.classifications.0;
+    let mut answers =
+        rubric::validate(owned.rubric, questions, input, mode, min).map_err(AppError::invalid)?;
+    let time = answers
+        .remove("time_spent_s")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    let time = i32::try_from(time).unwrap_or(i32::MAX);
+    Ok((
+        rubric::orient(owned.rubric, answers, owned.assignment.swapped),
+        time,
+    ))
+}
+
+fn refused(refusal: Refusal) -> AppError {
+    match refusal {
+        Refusal::Closed(why) => AppError::Conflict(why.into()),
+    }
+}
+
+pub async fn save_draft(state: &AppState, owned: &Owned, input: &Value) -> AppResult<Rating> {
+    let (answers, time) = canonical(owned, input, Mode::Draft)?;
+    let lease = Utc::now() + Duration::minutes(i64::from(owned.batch.lease_minutes));
+    state
+        .store()
+        .save_draft(owned.assignment.id, &answers, time, lease)
+        .await?
+        .map_err(refused)
+}
+
+pub async fn submit(
+    state: &AppState,
+    owned: &Owned,
+    user: &User,
+    input: &Value,
+) -> AppResult<Rating> {
+    let (answers, time) = canonical(owned, input, Mode::Submit)?;
+    let finish = Finish::Rated { answers };
+    finish_with(state, owned, user, &finish, time).await
+}
+
+pub async fn skip(
+    state: &AppState,
+    owned: &Owned,
+    user: &User,
+    reason: &str,
+    note: Option<&str>,
+) -> AppResult<Rating> {
+    let mut fields = crate::error::FieldErrors::new();
+    if !rubric::SKIP_REASONS.iter().any(|(r, _)| *r == reason) {
+        let reasons: Vec<&str> = rubric::SKIP_REASONS.iter().map(|(r, _)| *r).collect();
+        fields.insert(
+            "reason".into(),
+            format!("unknown reason {reason:?}: use {}", reasons.join(", ")),
+        );
+    }
+    let note = note.map(str::trim).filter(|n| !n.is_empty());
+    if note.is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
+        fields.insert(
+            "note".into(),
+            format!("must be at most {MAX_NOTE_CHARS} characters"),
+        );
+    }
+    if !fields.is_empty() {
+        return Err(AppError::invalid(fields));
+    }
+    let time = state
+        .store()
+        .rating_of_assignment(owned.assignment.id)
+        .await?
+        .map_or(0, |r| r.time_spent_s);
+    let finish = Finish::Skipped {
+        reason: reason.to_owned(),
+        note: note.map(str::to_owned),
+    };
+    finish_with(state, owned, user, &finish, time).await
+}
+
+/// The longest note or out-of-scope explanation.
+pub const MAX_NOTE_CHARS: usize = 5000;
+
+pub async fn out_of_scope(
+    state: &AppState,
+    owned: &Owned,
+    user: &User,
+    explanation: &str,
+    input: &Value,
+) -> AppResult<Rating> {
+    let explanation = explanation.trim();
+    let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
+    let length = explanation.chars().count();
+    let why = if explanation.is_empty() {
+        Some("is required: say why the prompt is out of scope".to_owned())
+    } else if length < min {
+        Some(format!("must be at least {min} characters (has {length})"))
+    } else if length > MAX_NOTE_CHARS {
+        Some(format!("must be at most {MAX_NOTE_CHARS} characters"))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(AppError::field("explanation", why));
+    }
+    let (answers, time) = canonical(owned, input, Mode::OutOfScope)?;
+    let finish = Finish::OutOfScope {
+        answers,
+        explanation: explanation.to_owned(),
+    };
+    finish_with(state, owned, user, &finish, time).await
+}
+
+async fn finish_with(
+    state: &AppState,
+    owned: &Owned,
+    user: &User,
+    finish: &Finish,
+    time: i32,
+) -> AppResult<Rating> {
+    state
+        .store()
+        .finish(
+            owned.assignment.id,
+            user.id,
+            finish,
+            time,
+            owned.batch.overlap,
+        )
+        .await?
+        .map_err(refused)
+}
+
+/// Turns the fields of the HTML form (`a.correctness=...`, `sxs=3`, repeated
+/// `classifications.x` for several choices) into answers JSON for the rubric checks. A
+/// score that is not a number is kept as text so the check can name it.
+pub fn form_answers(
+    rubric: &Rubric,
+    questions: &[rubric::Question],
+    pairs: &[(String, String)],
+) -> Value {
+    let mut answers = Map::new();
+    let mut sides: [Map<String, Value>; 2] = [Map::new(), Map::new()];
+    let mut classifications = Map::new();
+    for (name, value) in pairs {
+        if let Some((side, key)) = name.split_once('.') {
+            let index = match side {
+                "a" => 0,
+                "b" => 1,
+                "classifications" => {
+                    let multiple = questions.iter().any(|q| q.key == key && q.multiple);
+                    if value.is_empty() {
+                        continue;
+                    }
+                    if multiple {
+                        let list = classifications
+                            .entry(key.to_owned())
+                            .or_insert_with(|| Value::Array(vec![]));
+                        if let Value::Array(items) = list {
+                            items.push(Value::from(value.as_str()));
+                        }
+                    } else {
+                        classifications.insert(key.to_owned(), Value::from(value.as_str()));
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if rubric
+                .per_response
+                .iter()
+                .any(|f| f.key == key || f.explanation_key() == key)
+            {
+                sides[index].insert(key.to_owned(), Value::from(value.as_str()));
+            }
+        } else if name == "time_spent_s" {
+            if let Ok(n) = value.parse::<i64>() {
+                answers.insert(name.clone(), Value::from(n));
+            }
+        } else if let Some(field) = rubric.pair.iter().find(|f| f.key == name) {
+            let parsed = match field.kind {
+                rubric::Kind::Scale { .. } => value
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .unwrap_or_else(|_| Value::from(value.as_str())),
+                rubric::Kind::Choice { .. } => Value::from(value.as_str()),
+            };
+            answers.insert(name.clone(), parsed);
+        } else if rubric.pair.iter().any(|f| f.explanation_key() == *name) {
+            answers.insert(name.clone(), Value::from(value.as_str()));
+        }
+    }
+    let [a, b] = sides;
+    answers.insert("a".into(), Value::Object(a));
+    answers.insert("b".into(), Value::Object(b));
+    answers.insert("classifications".into(), Value::Object(classifications));
+    Value::Object(answers)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn form_fields_become_answers() {
+        let rubric = rubric::by_name("blackhat").unwrap();
+        let questions = vec![rubric::Question {
+            key: "kind".into(),
+            label: "Kind".into(),
+            multiple: true,
+            required: false,
+            options: vec!["bug".into(), "feature".into()],
+        }];
+        let pairs: Vec<(String, String)> = [
+            ("a.executability", "no"),
+            ("a.executability_explanation", "needs a database"),
+            ("b.correctness", "no_issues"),
+            ("sxs", "3"),
+            ("sxs_explanation", "A is closer"),
+            ("classifications.kind", "bug"),
+            ("classifications.kind", "feature"),
+            ("time_spent_s", "75"),
+            ("csrf_token", "ignored"),
+            ("a.rater", "dropped: not a rubric field"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let answers = form_answers(rubric, &questions, &pairs);
+        assert_eq!(
+            answers,
+            json!({
+                "a": {"executability": "no", "executability_explanation": "needs a database"},
+                "b": {"correctness": "no_issues"},
+                "sxs": 3, "sxs_explanation": "A is closer",
+                "classifications": {"kind": ["bug", "feature"]},
+                "time_spent_s": 75
+            })
+        );
+        let odd = form_answers(rubric, &[], &[("sxs".into(), "seven".into())]);
+        assert_eq!(odd["sxs"], "seven", "kept as text so the check names it");
+    }
+
+    #[test]
+    fn a_swapped_task_shows_b_first() {
+        let task = Task {
+            id: Uuid::nil(),
+            batch_id: Uuid::nil(),
+            external_id: "t".into(),
+            prompt: sqlx::types::Json(json!("p")),
+            response_a: "first".into(),
+            response_b: "second".into(),
+            model_a: Some("m1".into()),
+            model_b: Some("m2".into()),
+            metadata: sqlx::types::Json(Map::new()),
+            rendered: None,
+        };
+        let shown = TaskView::shown(&task, true);
+        assert_eq!(
+            (shown.response_a.as_str(), shown.response_b.as_str()),
+            ("second", "first")
+        );
+        let plain = TaskView::shown(&task, false);
+        assert_eq!(plain.response_a, "first");
+    }
+}

@@ -1,0 +1,449 @@
+//! The rating form and its actions, as HTML pages.
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Owned, owned};
+use crate::auth::csrf::CsrfForm;
+use crate::error::{AppError, AppResult, FieldErrors};
+use crate::rubric::{self, Answers, Field, Kind, Question, Rubric};
+use crate::state::AppState;
+use crate::store::users::User;
+use crate::web::{ApiPath, Layout, PageUser, render};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/batches/{id}/next", get(next))
+        .route("/assignments/{id}", get(form))
+        .route("/assignments/{id}/submit", post(submit))
+        .route("/assignments/{id}/draft", post(draft))
+        .route("/assignments/{id}/skip", post(skip))
+        .route("/assignments/{id}/out-of-scope", post(out_of_scope))
+}
+
+#[derive(Template)]
+#[template(path = "assign/done.html")]
+struct DonePage {
+    layout: Layout,
+    batch_name: String,
+}
+
+/// `GET /batches/{id}/next`: to the form of the rater's next assignment.
+async fn next(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(batch_id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    match super::next(&state, batch_id, &page_user.user).await? {
+        Some(assignment) => {
+            Ok(Redirect::to(&format!("/assignments/{}", assignment.id)).into_response())
+        }
+        None => {
+            let batch = state
+                .store()
+                .batch(batch_id)
+                .await?
+                .ok_or(AppError::NotFound)?;
+            Ok(render(&DonePage {
+                layout: page_user.layout,
+                batch_name: batch.name,
+            })?
+            .into_response())
+        }
+    }
+}
+
+/// One option of a question, as the form shows it.
+pub struct OptionView {
+    pub value: String,
+    pub label: &'static str,
+    pub checked: bool,
+    /// The number key that picks it.
+    pub key: usize,
+}
+
+/// One question with its explanation box, for one response or for the pair.
+pub struct QuestionView {
+    /// The form field, e.g. `a.correctness` or `sxs`.
+    pub name: String,
+    pub label: &'static str,
+    pub help: &'static str,
+    pub scale: bool,
+    pub options: Vec<OptionView>,
+    pub error: Option<String>,
+    pub explanation_name: String,
+    pub explanation_prompt: &'static str,
+    pub explanation: String,
+    pub explanation_error: Option<String>,
+    /// The current answer calls for an explanation (the box shows without script too).
+    pub explanation_needed: bool,
+}
+
+fn question(
+    field: &Field,
+    prefix: &str,
+    given: &serde_json::Map<String, Value>,
+    errors: &FieldErrors,
+) -> QuestionView {
+    let name = format!("{prefix}{}", field.key);
+    let current = given.get(field.key).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let options = field
+        .options()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (value, label))| OptionView {
+            checked: current.as_deref() == Some(value.as_str()),
+            value,
+            label,
+            key: i + 1,
+        })
+        .collect();
+    let explanation_key = field.explanation_key();
+    let explanation_name = format!("{prefix}{explanation_key}");
+    QuestionView {
+        label: field.label,
+        help: field.help,
+        scale: matches!(field.kind, Kind::Scale { .. }),
+        options,
+        error: errors.get(&name).cloned(),
+        explanation_prompt: field.explain_prompt,
+        explanation: given
+            .get(&explanation_key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        explanation_error: errors.get(&explanation_name).cloned(),
+        explanation_needed: current
+            .as_deref()
+            .is_some_and(|v| field.needs_explanation(v)),
+        explanation_name,
+        name,
+    }
+}
+
+/// A row of the form: one question asked of A and of B.
+pub struct SectionView {
+    pub title: &'static str,
+    pub a: QuestionView,
+    pub b: QuestionView,
+}
+
+pub struct ClassificationView {
+    pub key: String,
+    pub label: String,
+    pub multiple: bool,
+    pub options: Vec<(String, bool)>,
+    pub error: Option<String>,
+}
+
+/// The whole form, filled from answers (in the orientation shown).
+pub struct FormView {
+    pub sections: Vec<SectionView>,
+    pub pair: Vec<QuestionView>,
+    pub classifications: Vec<ClassificationView>,
+    /// The rubric and the batch's minimum explanation length, for the script.
+    pub rules: Value,
+}
+
+pub fn form_view(
+    rubric: &'static Rubric,
+    questions: &[Question],
+    min: i32,
+    answers: &Answers,
+    errors: &FieldErrors,
+) -> FormView {
+    let empty = serde_json::Map::new();
+    let side = |s: &str| answers.get(s).and_then(Value::as_object).unwrap_or(&empty);
+    let sections = rubric
+        .per_response
+        .iter()
+        .map(|f| SectionView {
+            title: f.label,
+            a: question(f, "a.", side("a"), errors),
+            b: question(f, "b.", side("b"), errors),
+        })
+        .collect();
+    let pair = rubric
+        .pair
+        .iter()
+        .map(|f| question(f, "", answers, errors))
+        .collect();
+    let chosen = answers
+        .get("classifications")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let classifications = questions
+        .iter()
+        .map(|q| {
+            let picked: Vec<&str> = match chosen.get(&q.key) {
+                Some(Value::String(s)) => vec![s.as_str()],
+                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+                _ => vec![],
+            };
+            ClassificationView {
+                key: q.key.clone(),
+                label: q.label.clone(),
+                multiple: q.multiple,
+                options: q
+                    .options
+                    .iter()
+                    .map(|o| (o.clone(), picked.contains(&o.as_str())))
+                    .collect(),
+                error: errors.get(&format!("classifications.{}", q.key)).cloned(),
+            }
+        })
+        .collect();
+    let rules = serde_json::json!({ "rubric": rubric, "min_explanation": min });
+    FormView {
+        sections,
+        pair,
+        classifications,
+        rules,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "assign/form.html")]
+struct FormPage {
+    layout: Layout,
+    assignment_id: Uuid,
+    batch_name: String,
+    external_id: String,
+    /// Sanitised HTML (see `render`), in the orientation shown.
+    prompt_html: String,
+    a_html: String,
+    b_html: String,
+    form: FormView,
+    time_spent_s: i32,
+    skip_reasons: [(&'static str, &'static str); 3],
+    /// How many fields were refused by the last submission.
+    error_count: usize,
+    general_error: Option<String>,
+    oos_explanation: String,
+}
+
+async fn form_page(
+    state: &AppState,
+    owned: &Owned,
+    layout: Layout,
+    answers: Answers,
+    time_spent_s: i32,
+    errors: FieldErrors,
+    general_error: Option<String>,
+) -> AppResult<FormPage> {
+    let task = state
+        .store()
+        .task(owned.assignment.task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rendered = super::rendered(state, &task).await?;
+    let (a_html, b_html) = if owned.assignment.swapped {
+        (rendered.response_b, rendered.response_a)
+    } else {
+        (rendered.response_a, rendered.response_b)
+    };
+    let form = form_view(
+        owned.rubric,
+        &owned.batch.classifications.0,
+        owned.batch.min_explanation_len,
+        &answers,
+        &errors,
+    );
+    Ok(FormPage {
+        layout,
+        assignment_id: owned.assignment.id,
+        batch_name: owned.batch.name.clone(),
+        external_id: task.external_id,
+        prompt_html: rendered.prompt,
+        a_html,
+        b_html,
+        form,
+        time_spent_s,
+        skip_reasons: rubric::SKIP_REASONS,
+        error_count: errors.len(),
+        oos_explanation: errors
+            .get("explanation")
+            .map(|_| String::new())
+            .unwrap_or_default(),
+        general_error,
+    })
+}
+
+/// An open assignment of this user's, or a trip back to their queue if it is finished.
+async fn open_owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Result<Owned, Response>> {
+    let owned = owned(state, id, user).await?;
+    if owned.assignment.state != "open" {
+        let rating = state.store().rating_of_assignment(id).await?;
+        let to = rating.map_or_else(|| "/".to_owned(), |r| format!("/ratings/{}", r.id));
+        return Ok(Err(Redirect::to(&to).into_response()));
+    }
+    Ok(Ok(owned))
+}
+
+/// `GET /assignments/{id}`: the form, with the saved draft.
+async fn form(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    let owned = match open_owned(&state, id, &page_user.user).await? {
+        Ok(owned) => owned,
+        Err(redirect) => return Ok(redirect),
+    };
+    let (answers, time) = match super::draft(&state, &owned).await? {
+        Some((rating, answers)) => (answers, rating.time_spent_s),
+        None => (Answers::new(), 0),
+    };
+    let page = form_page(
+        &state,
+        &owned,
+        page_user.layout,
+        answers,
+        time,
+        FieldErrors::new(),
+        None,
+    )
+    .await?;
+    Ok(render(&page)?.into_response())
+}
+
+type FormPairs = Vec<(String, String)>;
+
+fn answers_of(owned: &Owned, pairs: &FormPairs) -> Value {
+    super::form_answers(owned.rubric, &owned.batch.classifications.0, pairs)
+}
+
+/// `POST /assignments/{id}/submit`: on success to the next task; otherwise the form
+/// again, with every broken rule beside its field.
+async fn submit(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(pairs): CsrfForm<FormPairs>,
+) -> AppResult<Response> {
+    let owned = match open_owned(&state, id, &page_user.user).await? {
+        Ok(owned) => owned,
+        Err(redirect) => return Ok(redirect),
+    };
+    let input = answers_of(&owned, &pairs);
+    match super::submit(&state, &owned, &page_user.user, &input).await {
+        Ok(_) => Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response()),
+        Err(AppError::Validation { fields, .. }) => {
+            // Keep what was typed: save it as the draft, then show it with the errors.
+            let _ = super::save_draft(&state, &owned, &input).await;
+            let shown = input.as_object().cloned().unwrap_or_default();
+            let time = input["time_spent_s"]
+                .as_i64()
+                .and_then(|t| i32::try_from(t).ok())
+                .unwrap_or(0);
+            let page =
+                form_page(&state, &owned, page_user.layout, shown, time, fields, None).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+#[derive(Serialize)]
+struct Saved {
+    saved_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// `POST /assignments/{id}/draft`: the form's automatic save (form-encoded, so a page
+/// being closed can still send it as a beacon).
+async fn draft(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(pairs): CsrfForm<FormPairs>,
+) -> AppResult<Json<Saved>> {
+    let owned = owned(&state, id, &page_user.user).await?;
+    let rating = super::save_draft(&state, &owned, &answers_of(&owned, &pairs)).await?;
+    Ok(Json(Saved {
+        saved_at: rating.updated_at,
+    }))
+}
+
+#[derive(Deserialize)]
+struct SkipForm {
+    #[serde(default)]
+    reason: String,
+    note: Option<String>,
+}
+
+async fn skip(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(form): CsrfForm<SkipForm>,
+) -> AppResult<Response> {
+    let owned = match open_owned(&state, id, &page_user.user).await? {
+        Ok(owned) => owned,
+        Err(redirect) => return Ok(redirect),
+    };
+    super::skip(
+        &state,
+        &owned,
+        &page_user.user,
+        &form.reason,
+        form.note.as_deref(),
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response())
+}
+
+/// `POST /assignments/{id}/out-of-scope`: the explanation, with the answers on the form.
+async fn out_of_scope(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(pairs): CsrfForm<FormPairs>,
+) -> AppResult<Response> {
+    let owned = match open_owned(&state, id, &page_user.user).await? {
+        Ok(owned) => owned,
+        Err(redirect) => return Ok(redirect),
+    };
+    let explanation = pairs
+        .iter()
+        .find(|(k, _)| k == "explanation")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let input = answers_of(&owned, &pairs);
+    match super::out_of_scope(&state, &owned, &page_user.user, &explanation, &input).await {
+        Ok(_) => Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response()),
+        Err(AppError::Validation { fields, .. }) if fields.contains_key("explanation") => {
+            let shown = input.as_object().cloned().unwrap_or_default();
+            let time = input["time_spent_s"]
+                .as_i64()
+                .and_then(|t| i32::try_from(t).ok())
+                .unwrap_or(0);
+            let why = format!(
+                "To mark it out of scope, the explanation {}.",
+                fields["explanation"]
+            );
+            let mut page = form_page(
+                &state,
+                &owned,
+                page_user.layout,
+                shown,
+                time,
+                fields,
+                Some(why),
+            )
+            .await?;
+            page.oos_explanation = explanation;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+        Err(other) => Err(other),
+    }
+}

@@ -1,0 +1,118 @@
+//! `/api/v1/batches`: upload, list, read and change batches.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::import::Format;
+use super::{BatchView, SettingsRequest, UploadParams, view, visible};
+use crate::auth::{CurrentUser, RequireAdmin};
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::state::AppState;
+use crate::web::{ApiJson, ApiPath, ApiQuery};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/batches", post(upload).get(list))
+        .route("/api/v1/batches/{id}", get(one).patch(update))
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UploadResult {
+    pub id: Uuid,
+    pub name: String,
+    /// Tasks added by this upload.
+    pub created: u64,
+    /// Tasks already in the batch with the same content, left as they were.
+    pub unchanged: u64,
+}
+
+/// Uploads tasks into a new or existing batch (admin). The body is JSON Lines
+/// (`application/x-ndjson`), a JSON array (`application/json`) or CSV (`text/csv`).
+/// Every record is checked first; if any is bad, nothing is stored.
+#[utoipa::path(post, path = "/api/v1/batches", tag = "batches", params(UploadParams),
+    request_body(content = String, content_type = "application/x-ndjson",
+        description = "the tasks, one per record: JSON Lines (application/x-ndjson), a JSON array \
+                       (application/json) or CSV (text/csv)"),
+    responses((status = 201, body = UploadResult), (status = 403, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+        (status = 422, description = "bad records (errors by line) or bad parameters", body = ErrorBody)))]
+pub async fn upload(
+    RequireAdmin(admin): RequireAdmin,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<UploadParams>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> AppResult<(StatusCode, Json<UploadResult>)> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let format = Format::from_content_type(content_type).ok_or_else(|| {
+        AppError::UnsupportedMediaType(
+            "send tasks as application/x-ndjson (JSON Lines), application/json (an array) or text/csv".into(),
+        )
+    })?;
+    let new = super::new_batch(&params, Some(&admin))?;
+    let bytes = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => crate::web::too_large(&state),
+        _ => AppError::BadRequest(e.body_text()),
+    })?;
+    let imported = super::import(&state, new, format, bytes, |_| {}).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(UploadResult {
+            id: imported.batch.id,
+            name: imported.batch.name,
+            created: imported.created,
+            unchanged: imported.unchanged,
+        }),
+    ))
+}
+
+/// Batches the caller may see, with progress (raters: the open batches opened to them).
+#[utoipa::path(get, path = "/api/v1/batches", tag = "batches",
+    responses((status = 200, body = [BatchView]), (status = 401, body = ErrorBody)))]
+pub async fn list(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+) -> AppResult<Json<Vec<BatchView>>> {
+    let mut views = Vec::new();
+    for summary in state.store().visible_batches(user.id, user.role).await? {
+        views.push(view(&state, summary, &user).await?);
+    }
+    Ok(Json(views))
+}
+
+/// One batch with its progress.
+#[utoipa::path(get, path = "/api/v1/batches/{id}", tag = "batches",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = BatchView), (status = 404, body = ErrorBody)))]
+pub async fn one(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<BatchView>> {
+    let summary = visible(&state, id, &user).await?;
+    Ok(Json(view(&state, summary, &user).await?))
+}
+
+/// Changes a batch's settings (admin).
+#[utoipa::path(patch, path = "/api/v1/batches/{id}", tag = "batches", request_body = SettingsRequest,
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = BatchView), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn update(
+    RequireAdmin(admin): RequireAdmin,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(request): ApiJson<SettingsRequest>,
+) -> AppResult<Json<BatchView>> {
+    super::update(&state, id, request).await?;
+    let summary = visible(&state, id, &admin).await?;
+    Ok(Json(view(&state, summary, &admin).await?))
+}

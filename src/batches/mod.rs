@@ -1,0 +1,354 @@
+//! Batches: uploading tasks, settings, and who may work on them.
+
+use std::collections::HashSet;
+
+use axum::Router;
+use serde::{Deserialize, Deserializer, Serialize};
+use uuid::Uuid;
+
+use crate::auth::Role;
+use crate::error::{AppError, AppResult, FieldErrors};
+use crate::rubric::{self, Question};
+use crate::state::AppState;
+use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatch, Progress};
+use crate::store::users::User;
+
+pub mod api;
+pub mod import;
+pub mod pages;
+
+pub fn api_router() -> Router<AppState> {
+    api::router()
+}
+
+pub fn page_router() -> Router<AppState> {
+    pages::router()
+}
+
+pub const MAX_NAME_CHARS: usize = 200;
+pub const MAX_OVERLAP: i32 = 100;
+pub const MAX_LEASE_MINUTES: i32 = 24 * 60;
+pub const MAX_MIN_EXPLANATION: i32 = 1000;
+
+/// A batch as the API shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BatchView {
+    pub id: Uuid,
+    pub name: String,
+    pub rubric: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// How many distinct raters must rate each task.
+    pub overlap: i32,
+    /// Show each assignment's A and B in a random order.
+    pub randomize: bool,
+    /// Minutes an untouched assignment is held before it returns to the pool.
+    pub lease_minutes: i32,
+    /// Shortest explanation accepted, in characters.
+    pub min_explanation_len: i32,
+    pub classifications: Vec<Question>,
+    /// Usernames the batch is restricted to; `null` means every rater (leads and admins
+    /// only see this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raters: Option<Option<Vec<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leads: Option<Option<Vec<String>>>,
+    pub progress: Progress,
+    /// Tasks this caller has completed or skipped.
+    pub mine: i64,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Builds the view of a batch; members are shown to leads and admins only.
+pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> AppResult<BatchView> {
+    let BatchSummary {
+        batch,
+        progress,
+        mine,
+    } = summary;
+    let (raters, leads) = if viewer.role >= Role::Lead {
+        let members = state.store().batch_members(batch.id).await?;
+        let of = |role: &str, restricted: bool| {
+            restricted.then(|| {
+                members
+                    .iter()
+                    .filter(|(r, _)| r == role)
+                    .map(|(_, u)| u.clone())
+                    .collect()
+            })
+        };
+        (
+            Some(of("rater", batch.raters_restricted)),
+            Some(of("lead", batch.leads_restricted)),
+        )
+    } else {
+        (None, None)
+    };
+    Ok(BatchView {
+        id: batch.id,
+        name: batch.name,
+        rubric: batch.rubric,
+        state: batch.state,
+        overlap: batch.overlap,
+        randomize: batch.randomize,
+        lease_minutes: batch.lease_minutes,
+        min_explanation_len: batch.min_explanation_len,
+        classifications: batch.classifications.0,
+        raters,
+        leads,
+        progress,
+        mine,
+        created_at: batch.created_at,
+    })
+}
+
+/// The batch, if this user may see it (404 otherwise: its existence is not revealed).
+pub async fn visible(state: &AppState, id: Uuid, user: &User) -> AppResult<BatchSummary> {
+    state
+        .store()
+        .visible_batch(id, user.id, user.role)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+/// Checks a batch name.
+pub fn name_violation(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("is required".into())
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        Some(format!("must be at most {MAX_NAME_CHARS} characters"))
+    } else if name.chars().any(char::is_control) {
+        Some("may not contain control characters".into())
+    } else {
+        None
+    }
+}
+
+/// What an upload asks for, as given in the query string or on the command line.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct UploadParams {
+    /// The batch to create, or to add tasks to if it exists.
+    pub name: Option<String>,
+    /// `blackhat` (default).
+    pub rubric: Option<String>,
+    /// Raters per task for a new batch (default 1).
+    pub overlap: Option<i32>,
+    /// Randomise A/B per assignment in a new batch (default true).
+    pub randomize: Option<bool>,
+}
+
+/// An upload's settings, checked.
+pub fn new_batch(params: &UploadParams, creator: Option<&User>) -> AppResult<NewBatch> {
+    let mut fields = FieldErrors::new();
+    let name = params.name.as_deref().unwrap_or("").trim().to_owned();
+    if let Some(why) = name_violation(&name) {
+        fields.insert("name".into(), why);
+    }
+    let rubric = params.rubric.clone().unwrap_or_else(|| "blackhat".into());
+    if rubric::by_name(&rubric).is_none() {
+        fields.insert(
+            "rubric".into(),
+            format!(
+                "unknown rubric {rubric:?}: use {}",
+                rubric::NAMES.join(", ")
+            ),
+        );
+    }
+    let overlap = params.overlap.unwrap_or(1);
+    if !(1..=MAX_OVERLAP).contains(&overlap) {
+        fields.insert("overlap".into(), format!("must be from 1 to {MAX_OVERLAP}"));
+    }
+    if !fields.is_empty() {
+        return Err(AppError::invalid(fields));
+    }
+    Ok(NewBatch {
+        name,
+        rubric,
+        overlap,
+        randomize: params.randomize.unwrap_or(true),
+        created_by: creator.map(|u| u.id),
+    })
+}
+
+/// Imports an uploaded file: checks every record first (nothing is stored if any is
+/// bad), then stores the new tasks in one transaction. `progress` hears bytes checked.
+pub async fn import(
+    state: &AppState,
+    new: NewBatch,
+    format: import::Format,
+    bytes: bytes::Bytes,
+    progress: impl FnMut(u64) + Send + 'static,
+) -> AppResult<Imported> {
+    let existing = state.store().batch_by_name(&new.name).await?;
+    if let Some(batch) = &existing
+        && batch.rubric != new.rubric
+    {
+        return Err(AppError::field(
+            "rubric",
+            format!("batch {:?} uses the {} rubric", batch.name, batch.rubric),
+        ));
+    }
+    let hashes = match &existing {
+        Some(batch) => state.store().task_hashes(batch.id).await?,
+        None => Default::default(),
+    };
+    let file = bytes.clone();
+    let checked =
+        tokio::task::spawn_blocking(move || import::check(format, &file, &hashes, progress))
+            .await
+            .map_err(AppError::internal)?;
+    if checked.error_count > 0 {
+        return Err(AppError::BadRecords {
+            count: checked.error_count,
+            errors: checked.errors,
+        });
+    }
+    let records = import::records(format, &bytes).map_err(|e| AppError::internal(e.message))?;
+    let tasks = records.filter_map(|(_, task)| task.ok());
+    let imported = state.store().import_tasks(&new, tasks).await?;
+    tracing::info!(
+        batch = %imported.batch.name, created = imported.created, unchanged = imported.unchanged,
+        bytes = bytes.len(), "batch imported"
+    );
+    Ok(imported)
+}
+
+/// Settings as a PATCH body.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsRequest {
+    /// `open` or `closed`.
+    pub state: Option<String>,
+    pub overlap: Option<i32>,
+    pub randomize: Option<bool>,
+    pub lease_minutes: Option<i32>,
+    pub min_explanation_len: Option<i32>,
+    pub classifications: Option<Vec<Question>>,
+    /// Usernames who may rate; `null` opens the batch to every rater.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub raters: Option<Option<Vec<String>>>,
+    /// Usernames who may lead; `null` lets every lead lead it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub leads: Option<Option<Vec<String>>>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Checks a settings change (every broken field reported) and applies it.
+pub async fn update(state: &AppState, id: Uuid, request: SettingsRequest) -> AppResult<Batch> {
+    let mut fields = FieldErrors::new();
+    if let Some(s) = request.state.as_deref()
+        && s != "open"
+        && s != "closed"
+    {
+        fields.insert(
+            "state".into(),
+            format!("unknown state {s:?}: use open or closed"),
+        );
+    }
+    let ranges = [
+        ("overlap", request.overlap, 1, MAX_OVERLAP),
+        ("lease_minutes", request.lease_minutes, 1, MAX_LEASE_MINUTES),
+        (
+            "min_explanation_len",
+            request.min_explanation_len,
+            0,
+            MAX_MIN_EXPLANATION,
+        ),
+    ];
+    for (name, value, min, max) in ranges {
+        if let Some(v) = value
+            && !(min..=max).contains(&v)
+        {
+            fields.insert(name.into(), format!("must be from {min} to {max}"));
+        }
+    }
+    if let Some(questions) = &request.classifications {
+        check_questions(questions, &mut fields);
+    }
+    let raters = members(state, "raters", request.raters, Role::Rater, &mut fields).await?;
+    let leads = members(state, "leads", request.leads, Role::Lead, &mut fields).await?;
+    if !fields.is_empty() {
+        return Err(AppError::invalid(fields));
+    }
+    let changes = BatchChanges {
+        state: request.state,
+        overlap: request.overlap,
+        randomize: request.randomize,
+        lease_minutes: request.lease_minutes,
+        min_explanation_len: request.min_explanation_len,
+        classifications: request.classifications,
+        raters,
+        leads,
+    };
+    state
+        .store()
+        .update_batch(id, &changes)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+fn check_questions(questions: &[Question], fields: &mut FieldErrors) {
+    let mut keys = HashSet::new();
+    for (i, q) in questions.iter().enumerate() {
+        let at = format!("classifications[{i}]");
+        let key_ok = !q.key.is_empty()
+            && q.key.len() <= 64
+            && q.key
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !key_ok {
+            fields.insert(format!("{at}.key"), "must be 1-64 of a-z, 0-9 and _".into());
+        } else if !keys.insert(q.key.as_str()) {
+            fields.insert(format!("{at}.key"), format!("{:?} is used twice", q.key));
+        }
+        if q.label.trim().is_empty() {
+            fields.insert(format!("{at}.label"), "is required".into());
+        }
+        let unique: HashSet<&String> = q.options.iter().collect();
+        if q.options.is_empty()
+            || unique.len() != q.options.len()
+            || q.options.iter().any(|o| o.trim().is_empty())
+        {
+            fields.insert(
+                format!("{at}.options"),
+                "must be a list of distinct, non-empty options".into(),
+            );
+        }
+    }
+}
+
+/// Resolves a members list of usernames to ids, reporting unknown or unfit users.
+async fn members(
+    state: &AppState,
+    field: &str,
+    requested: Option<Option<Vec<String>>>,
+    least: Role,
+    fields: &mut FieldErrors,
+) -> AppResult<Option<Option<Vec<Uuid>>>> {
+    let Some(Some(names)) = requested else {
+        return Ok(requested.map(|_| None));
+    };
+    let mut ids = Vec::with_capacity(names.len());
+    let mut problems = Vec::new();
+    for name in &names {
+        match state.store().user_by_name(name).await? {
+            Some(user) if user.active && user.role >= least => ids.push(user.id),
+            Some(user) if user.active => problems.push(format!("{name} is a {}", user.role)),
+            Some(_) => problems.push(format!("{name} is deactivated")),
+            None => problems.push(format!("no user named {name:?}")),
+        }
+    }
+    if !problems.is_empty() {
+        fields.insert(field.into(), problems.join("; "));
+    }
+    Ok(Some(Some(ids)))
+}

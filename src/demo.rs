@@ -1,0 +1,120 @@
+//! `verdict demo`: a server on a fresh database, with demo accounts and a batch of
+//! realistic tasks, for trying verdict out in a minute.
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::auth::Role;
+use crate::batches::import::Format;
+use crate::batches::{SettingsRequest, UploadParams};
+use crate::rubric::Question;
+use crate::users::NewUser;
+use crate::{AppState, Config, Store};
+
+/// The demo batch: twelve coding prompts with two answers each, written for verdict.
+const TASKS: &[u8] = include_bytes!("../demo/tasks.jsonl");
+
+const ACCOUNTS: [(&str, Role); 4] = [
+    ("admin", Role::Admin),
+    ("lead", Role::Lead),
+    ("rater1", Role::Rater),
+    ("rater2", Role::Rater),
+];
+
+/// Starts the demo and serves until Ctrl-C or SIGTERM.
+pub async fn run(bind: &str) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("verdict-demo-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let url = format!("sqlite://{}", dir.join("verdict.db").display());
+    let store = Store::connect(&url).await?;
+    store.migrate().await?;
+    let state = AppState::new(store.clone(), Config::default());
+    let listener = TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("cannot listen on {bind}; try --bind 127.0.0.1:0"))?;
+    let addr = listener.local_addr()?;
+
+    let mut credentials = Vec::new();
+    for (username, role) in ACCOUNTS {
+        let password = crate::auth::tokens::generate()[4..20].to_owned();
+        let new = NewUser::parse(Some(username), Some(role.as_str()), Some(&password))
+            .map_err(|e| anyhow::anyhow!("demo account: {e:?}"))?;
+        crate::users::create(&state, new)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        credentials.push((username, role, password));
+    }
+    let params = UploadParams {
+        name: Some("Demo: coding answers".into()),
+        rubric: Some("blackhat".into()),
+        overlap: Some(2),
+        randomize: Some(true),
+    };
+    let new = crate::batches::new_batch(&params, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let imported = crate::batches::import(&state, new, Format::Jsonl, TASKS.into(), |_| {})
+        .await
+        .map_err(|e| anyhow::anyhow!("demo batch: {e}"))?;
+    let question = |key: &str, label: &str, multiple: bool, options: &[&str]| Question {
+        key: key.into(),
+        label: label.into(),
+        multiple,
+        required: true,
+        options: options.iter().map(|o| o.to_string()).collect(),
+    };
+    let settings = SettingsRequest {
+        classifications: Some(vec![
+            question(
+                "language",
+                "Programming language",
+                false,
+                &[
+                    "python",
+                    "rust",
+                    "javascript",
+                    "typescript",
+                    "sql",
+                    "go",
+                    "bash",
+                    "java",
+                    "c",
+                    "dockerfile",
+                    "none",
+                ],
+            ),
+            question(
+                "kind",
+                "What the prompt asks for",
+                true,
+                &[
+                    "bug fix",
+                    "feature",
+                    "explanation",
+                    "refactor",
+                    "data",
+                    "devops",
+                    "other",
+                ],
+            ),
+        ]),
+        ..SettingsRequest::default()
+    };
+    crate::batches::update(&state, imported.batch.id, settings)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    println!("\nverdict demo is running at http://{addr}\n");
+    println!("  {:<8} {:<6} password", "username", "role");
+    for (username, role, password) in &credentials {
+        println!("  {username:<8} {:<6} {password}", role.as_str());
+    }
+    println!(
+        "\nSign in as rater1 and take the next task of \"{}\" ({} tasks, 2 raters each).",
+        imported.batch.name, imported.created
+    );
+    println!(
+        "The database lives in {} and is yours to delete. Ctrl-C stops the demo.\n",
+        dir.display()
+    );
+    crate::serve(listener, state, crate::cli::shutdown_signal()).await?;
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! Ratings after the fact: a rater's history, reading one rating, revising it.
+
+use axum::Router;
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::auth::Role;
+use crate::error::{AppError, AppResult};
+use crate::rubric::{self, Answers, Mode, Rubric};
+use crate::state::AppState;
+use crate::store::assignments::Assignment;
+use crate::store::batches::Batch;
+use crate::store::ratings::{Rating, Refusal};
+use crate::store::users::User;
+
+pub mod api;
+pub mod pages;
+
+pub fn api_router() -> Router<AppState> {
+    api::router()
+}
+
+pub fn page_router() -> Router<AppState> {
+    pages::router()
+}
+
+/// Who is looking at a rating, which decides the orientation they get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// The rater who made it: answers as they were shown.
+    Owner,
+    /// A lead of its batch or an admin: answers in the task's canonical orientation.
+    Lead,
+}
+
+/// A rating with what is needed to show or change it.
+pub struct Access {
+    pub rating: Rating,
+    pub assignment: Assignment,
+    pub batch: Batch,
+    pub rubric: &'static Rubric,
+    pub viewer: Viewer,
+}
+
+/// The rating, if `user` may see it: its rater, or a lead of its batch, or an admin.
+/// 404 otherwise, so another rater's work is not even confirmed to exist.
+pub async fn access(state: &AppState, id: Uuid, user: &User) -> AppResult<Access> {
+    let rating = state.store().rating(id).await?.ok_or(AppError::NotFound)?;
+    let viewer = if rating.rater_id == user.id {
+        Viewer::Owner
+    } else if user.role >= Role::Lead
+        && state
+            .store()
+            .visible_batch(rating.batch_id, user.id, user.role)
+            .await?
+            .is_some()
+    {
+        Viewer::Lead
+    } else {
+        return Err(AppError::NotFound);
+    };
+    let assignment = state
+        .store()
+        .assignment(rating.assignment_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let batch = state
+        .store()
+        .batch(rating.batch_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rubric = rubric::by_name(&batch.rubric)
+        .ok_or_else(|| AppError::internal("batch has an unknown rubric"))?;
+    Ok(Access {
+        rating,
+        assignment,
+        batch,
+        rubric,
+        viewer,
+    })
+}
+
+impl Access {
+    /// Whether the viewer's answers are turned (an owner of a swapped assignment).
+    fn turn(&self) -> bool {
+        self.viewer == Viewer::Owner && self.assignment.swapped
+    }
+
+    /// The answers in the viewer's orientation.
+    pub fn answers(&self) -> Answers {
+        rubric::orient(self.rubric, self.rating.answers.0.clone(), self.turn())
+    }
+
+    /// Whether the rater may still change it.
+    pub fn revisable(&self) -> bool {
+        self.rating.outcome != "skipped"
+            && matches!(self.rating.status.as_str(), "submitted" | "returned")
+    }
+}
+
+/// A rating as the API shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RatingView {
+    pub id: Uuid,
+    pub assignment_id: Uuid,
+    pub batch_id: Uuid,
+    pub external_id: String,
+    pub outcome: String,
+    pub status: String,
+    /// In the orientation the caller is entitled to: as shown, for its rater;
+    /// canonical, for leads.
+    #[schema(value_type = Object)]
+    pub answers: Answers,
+    pub skip_reason: Option<String>,
+    pub note: Option<String>,
+    pub time_spent_s: i32,
+    pub version: i32,
+    pub submitted_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub reviewed_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub review_comment: Option<String>,
+    /// Leads only: whether the rater saw B first, and who the rater is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swapped: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rater: Option<String>,
+}
+
+pub async fn view(state: &AppState, access: &Access) -> AppResult<RatingView> {
+    let task = state
+        .store()
+        .task(access.rating.task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let lead = access.viewer == Viewer::Lead;
+    let rater = if lead {
+        state
+            .store()
+            .user_by_id(access.rating.rater_id)
+            .await?
+            .map(|u| u.username)
+    } else {
+        None
+    };
+    let r = &access.rating;
+    Ok(RatingView {
+        id: r.id,
+        assignment_id: r.assignment_id,
+        batch_id: r.batch_id,
+        external_id: task.external_id,
+        outcome: r.outcome.clone(),
+        status: r.status.clone(),
+        answers: access.answers(),
+        skip_reason: r.skip_reason.clone(),
+        note: r.note.clone(),
+        time_spent_s: r.time_spent_s,
+        version: r.version,
+        submitted_at: r.submitted_at,
+        reviewed_at: r.reviewed_at,
+        review_comment: r.review_comment.clone(),
+        swapped: lead.then_some(access.assignment.swapped),
+        rater,
+    })
+}
+
+/// Revises a rating with answers in the viewer's orientation, checked as a submission
+/// (or as out of scope, for a rating that is). The change is kept in its history.
+pub async fn revise(
+    state: &AppState,
+    access: &Access,
+    user: &User,
+    input: &Value,
+) -> AppResult<Rating> {
+    if !access.revisable() {
+        return Err(AppError::Conflict(match access.rating.outcome.as_str() {
+            "skipped" => "a skipped task has no answers to revise".into(),
+            _ => format!("a {} rating cannot be revised", access.rating.status),
+        }));
+    }
+    let mode = if access.rating.outcome == "out_of_scope" {
+        Mode::OutOfScope
+    } else {
+        Mode::Submit
+    };
+    let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
+    let mut answers = rubric::validate(
+        access.rubric,
+        &access.batch.classifications.0,
+        input,
+        mode,
+        min,
+    )
+    .map_err(AppError::invalid)?;
+    let time = answers
+        .remove("time_spent_s")
+        .and_then(|v| v.as_i64())
+        .and_then(|t| i32::try_from(t).ok());
+    let canonical = rubric::orient(access.rubric, answers, access.turn());
+    match state
+        .store()
+        .revise(access.rating.id, user.id, &canonical, None, time)
+        .await?
+    {
+        Ok(rating) => Ok(rating),
+        Err(Refusal::Closed(why)) => Err(AppError::Conflict(why.into())),
+    }
+}

@@ -1,0 +1,154 @@
+//! A rater's history of ratings, and the page to read or revise one.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use uuid::Uuid;
+
+use super::{Access, Viewer, access};
+use crate::assign::pages::{FormView, form_view};
+use crate::auth::csrf::CsrfForm;
+use crate::error::{AppError, AppResult, FieldErrors};
+use crate::rubric::Answers;
+use crate::state::AppState;
+use crate::store::ratings::HistoryRow;
+use crate::web::{ApiPath, Layout, PageUser, render};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/ratings", get(history))
+        .route("/ratings/{id}", get(one).post(revise))
+}
+
+/// How many of a rater's ratings the history page lists.
+const HISTORY_LIMIT: i64 = 500;
+
+#[derive(Template)]
+#[template(path = "ratings/history.html")]
+struct HistoryPage {
+    layout: Layout,
+    rows: Vec<HistoryRow>,
+}
+
+async fn history(page_user: PageUser, State(state): State<AppState>) -> AppResult<Response> {
+    let rows = state
+        .store()
+        .ratings_of_rater(page_user.user.id, HISTORY_LIMIT)
+        .await?;
+    Ok(render(&HistoryPage {
+        layout: page_user.layout,
+        rows,
+    })?
+    .into_response())
+}
+
+#[derive(Template)]
+#[template(path = "ratings/rating.html")]
+struct RatingPage {
+    layout: Layout,
+    rating_id: Uuid,
+    batch_name: String,
+    external_id: String,
+    outcome: String,
+    status: String,
+    note: Option<String>,
+    skip_reason: Option<String>,
+    review_comment: Option<String>,
+    revisable: bool,
+    form: FormView,
+    error_count: usize,
+    /// Sanitised HTML of the prompt and responses, in the viewer's orientation.
+    prompt_html: String,
+    a_html: String,
+    b_html: String,
+}
+
+async fn page(
+    state: &AppState,
+    access: &Access,
+    layout: Layout,
+    answers: Answers,
+    errors: FieldErrors,
+) -> AppResult<RatingPage> {
+    let task = state
+        .store()
+        .task(access.rating.task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rendered = crate::assign::rendered(state, &task).await?;
+    let turn = access.viewer == Viewer::Owner && access.assignment.swapped;
+    let (a_html, b_html) = if turn {
+        (rendered.response_b, rendered.response_a)
+    } else {
+        (rendered.response_a, rendered.response_b)
+    };
+    let r = &access.rating;
+    Ok(RatingPage {
+        layout,
+        rating_id: r.id,
+        batch_name: access.batch.name.clone(),
+        external_id: task.external_id,
+        outcome: r.outcome.clone(),
+        status: r.status.clone(),
+        note: r.note.clone(),
+        skip_reason: r.skip_reason.clone(),
+        review_comment: r.review_comment.clone(),
+        revisable: access.revisable() && access.viewer == Viewer::Owner,
+        form: form_view(
+            access.rubric,
+            &access.batch.classifications.0,
+            access.batch.min_explanation_len,
+            &answers,
+            &errors,
+        ),
+        error_count: errors.len(),
+        prompt_html: rendered.prompt,
+        a_html,
+        b_html,
+    })
+}
+
+async fn one(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    let access = access(&state, id, &page_user.user).await?;
+    let answers = access.answers();
+    Ok(render(
+        &page(
+            &state,
+            &access,
+            page_user.layout,
+            answers,
+            FieldErrors::new(),
+        )
+        .await?,
+    )?
+    .into_response())
+}
+
+async fn revise(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
+) -> AppResult<Response> {
+    let access = access(&state, id, &page_user.user).await?;
+    if access.viewer != Viewer::Owner {
+        return Err(AppError::Forbidden);
+    }
+    let input = crate::assign::form_answers(access.rubric, &access.batch.classifications.0, &pairs);
+    match super::revise(&state, &access, &page_user.user, &input).await {
+        Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}")).into_response()),
+        Err(AppError::Validation { fields, .. }) => {
+            let answers = input.as_object().cloned().unwrap_or_default();
+            let page = page(&state, &access, page_user.layout, answers, fields).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+        Err(other) => Err(other),
+    }
+}

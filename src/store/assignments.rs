@@ -1,0 +1,210 @@
+//! Handing tasks to raters: leases, the pool, and the exactly-k rule.
+//!
+//! `tasks.claimed` counts a task's completed ratings plus its open assignments, and
+//! `tasks.is_full` says it has reached the batch's overlap. Every change to either
+//! happens in the same transaction as the assignment change that causes it.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Map, Value};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::batches::Batch;
+use super::{StoreError, StoreResult, read, transaction};
+
+/// One rater on one task.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Assignment {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub batch_id: Uuid,
+    pub rater_id: Uuid,
+    /// The rater was shown the task's B as "A" and A as "B".
+    pub swapped: bool,
+    /// `open`, `done` (rated or out of scope), `skipped` or `expired`.
+    pub state: String,
+    pub lease_expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+pub(crate) const ASSIGNMENT_COLUMNS: &str =
+    "a.id, a.task_id, a.batch_id, a.rater_id, a.swapped, a.state, a.lease_expires_at, a.created_at";
+
+/// A task's content, in its canonical orientation.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Task {
+    pub id: Uuid,
+    pub batch_id: Uuid,
+    pub external_id: String,
+    pub prompt: Json<Value>,
+    pub response_a: String,
+    pub response_b: String,
+    pub model_a: Option<String>,
+    pub model_b: Option<String>,
+    pub metadata: Json<Map<String, Value>>,
+    pub rendered: Option<Json<Value>>,
+}
+
+/// How many times a pick is retried when a concurrent request took the same slot.
+const PICK_ATTEMPTS: usize = 5;
+
+impl super::Store {
+    pub async fn assignment(&self, id: Uuid) -> StoreResult<Option<Assignment>> {
+        let sql = format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1");
+        Ok(read!(self, |pool| sqlx::query_as::<_, Assignment>(&sql)
+            .bind(id)
+            .fetch_optional(pool)
+            .await)?)
+    }
+
+    pub async fn task(&self, id: Uuid) -> StoreResult<Option<Task>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, Task>(
+                "SELECT id, batch_id, external_id, prompt, response_a, response_b, model_a, model_b, metadata, rendered
+                 FROM tasks WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_optional(pool)
+            .await
+        })?)
+    }
+
+    /// The rater's open assignment in `batch` (its lease renewed), or else a new one on
+    /// the first task in upload order that has room and that this rater has never had;
+    /// `None` when nothing is left for them. `swap` decides the orientation of a new one.
+    pub async fn next_assignment(
+        &self,
+        batch: &Batch,
+        rater_id: Uuid,
+        swap: impl Fn() -> bool,
+    ) -> StoreResult<Option<Assignment>> {
+        for _ in 0..PICK_ATTEMPTS {
+            match self.try_next_assignment(batch, rater_id, swap()).await {
+                // Two requests of the same rater raced to open an assignment, or two
+                // raters to fill the last slot: the loser looks again.
+                Err(StoreError::Db(sqlx::Error::Database(e))) if e.is_unique_violation() => {
+                    continue;
+                }
+                Ok(Pick::Raced) => continue,
+                Ok(Pick::Found(found)) => return Ok(found),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Db(sqlx::Error::Protocol(
+            "no task could be claimed; try again".into(),
+        )))
+    }
+
+    async fn try_next_assignment(
+        &self,
+        batch: &Batch,
+        rater_id: Uuid,
+        swapped: bool,
+    ) -> StoreResult<Pick> {
+        let now = Utc::now();
+        let lease = now + Duration::minutes(i64::from(batch.lease_minutes));
+        let own_sql = format!(
+            "SELECT {ASSIGNMENT_COLUMNS} FROM assignments a
+             WHERE a.rater_id = $1 AND a.batch_id = $2 AND a.state = 'open'"
+        );
+        let pick_sql = format!(
+            "SELECT t.id FROM tasks t
+             WHERE t.batch_id = $1 AND NOT t.is_full
+               AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = $2)
+             ORDER BY t.seq LIMIT 1{}",
+            self.lock_clause()
+        );
+        let pick = transaction!(self, |tx| {
+            let own = sqlx::query_as::<_, Assignment>(&own_sql)
+                .bind(rater_id)
+                .bind(batch.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(mut own) = own {
+                sqlx::query("UPDATE assignments SET lease_expires_at = $2 WHERE id = $1")
+                    .bind(own.id)
+                    .bind(lease)
+                    .execute(&mut *tx)
+                    .await?;
+                own.lease_expires_at = lease;
+                Pick::Found(Some(own))
+            } else {
+                // Leases that ran out with nothing saved go back to the pool.
+                let expired: Vec<(Uuid,)> = sqlx::query_as(
+                    "UPDATE assignments SET state = 'expired', updated_at = $2
+                     WHERE batch_id = $1 AND state = 'open' AND lease_expires_at < $2
+                       AND NOT EXISTS (SELECT 1 FROM ratings r WHERE r.assignment_id = assignments.id)
+                     RETURNING task_id",
+                )
+                .bind(batch.id)
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await?;
+                for (task_id,) in expired {
+                    sqlx::query(
+                        "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1",
+                    )
+                    .bind(task_id)
+                    .bind(batch.overlap)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                let candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
+                    .bind(batch.id)
+                    .bind(rater_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                match candidate {
+                    None => Pick::Found(None),
+                    Some((task_id,)) => {
+                        let claimed = sqlx::query(
+                            "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $2)
+                             WHERE id = $1 AND claimed < $2",
+                        )
+                        .bind(task_id)
+                        .bind(batch.overlap)
+                        .execute(&mut *tx)
+                        .await?;
+                        if claimed.rows_affected() == 0 {
+                            Pick::Raced
+                        } else {
+                            let assignment = Assignment {
+                                id: Uuid::now_v7(),
+                                task_id,
+                                batch_id: batch.id,
+                                rater_id,
+                                swapped,
+                                state: "open".into(),
+                                lease_expires_at: lease,
+                                created_at: now,
+                            };
+                            sqlx::query(
+                                "INSERT INTO assignments
+                                   (id, task_id, batch_id, rater_id, swapped, state, lease_expires_at, created_at, updated_at)
+                                 VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, $7)",
+                            )
+                            .bind(assignment.id)
+                            .bind(task_id)
+                            .bind(batch.id)
+                            .bind(rater_id)
+                            .bind(swapped)
+                            .bind(lease)
+                            .bind(now)
+                            .execute(&mut *tx)
+                            .await?;
+                            Pick::Found(Some(assignment))
+                        }
+                    }
+                }
+            }
+        });
+        Ok(pick)
+    }
+}
+
+enum Pick {
+    Found(Option<Assignment>),
+    /// The chosen task filled up between the pick and the claim (cannot happen under
+    /// the row lock, kept as a guard).
+    Raced,
+}

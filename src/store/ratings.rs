@@ -1,0 +1,392 @@
+//! Ratings: drafts, submissions, skips, out-of-scope marks and revisions, each change
+//! kept in the rating's history.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::assignments::{ASSIGNMENT_COLUMNS, Assignment};
+use super::{StoreResult, read, transaction};
+use crate::rubric::Answers;
+
+/// A rating as stored: answers in the task's canonical orientation.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Rating {
+    pub id: Uuid,
+    pub assignment_id: Uuid,
+    pub task_id: Uuid,
+    pub batch_id: Uuid,
+    pub rater_id: Uuid,
+    /// `rated`, `skipped` or `out_of_scope`.
+    pub outcome: String,
+    /// `draft`, `submitted`, `returned`, `accepted` or `rejected`.
+    pub status: String,
+    pub answers: Json<Answers>,
+    pub skip_reason: Option<String>,
+    /// The skip note, or why the task is out of scope.
+    pub note: Option<String>,
+    pub time_spent_s: i32,
+    pub version: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub submitted_at: Option<DateTime<Utc>>,
+    pub reviewed_at: Option<DateTime<Utc>>,
+    pub review_comment: Option<String>,
+}
+
+const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
+     r.answers, r.skip_reason, r.note, r.time_spent_s, r.version, r.created_at, r.updated_at, \
+     r.submitted_at, r.reviewed_at, r.review_comment";
+
+/// What a rater finishes an assignment with.
+#[derive(Debug, Clone)]
+pub enum Finish {
+    Rated {
+        answers: Answers,
+    },
+    Skipped {
+        reason: String,
+        note: Option<String>,
+    },
+    OutOfScope {
+        answers: Answers,
+        explanation: String,
+    },
+}
+
+impl Finish {
+    fn outcome(&self) -> &'static str {
+        match self {
+            Finish::Rated { .. } => "rated",
+            Finish::Skipped { .. } => "skipped",
+            Finish::OutOfScope { .. } => "out_of_scope",
+        }
+    }
+}
+
+/// Why a change to an assignment or rating was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The assignment is finished, expired, or the rating is no longer the rater's to change.
+    Closed(&'static str),
+}
+
+/// A rating's row in a rater's history, with the task it belongs to.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HistoryRow {
+    #[sqlx(flatten)]
+    pub rating: Rating,
+    pub external_id: String,
+    pub batch_name: String,
+}
+
+fn snapshot(rating: &Rating) -> Value {
+    json!({
+        "outcome": rating.outcome, "status": rating.status, "answers": rating.answers.0,
+        "skip_reason": rating.skip_reason, "note": rating.note, "time_spent_s": rating.time_spent_s,
+        "version": rating.version,
+    })
+}
+
+impl super::Store {
+    pub async fn rating(&self, id: Uuid) -> StoreResult<Option<Rating>> {
+        let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1");
+        Ok(read!(self, |pool| sqlx::query_as::<_, Rating>(&sql)
+            .bind(id)
+            .fetch_optional(pool)
+            .await)?)
+    }
+
+    pub async fn rating_of_assignment(&self, assignment_id: Uuid) -> StoreResult<Option<Rating>> {
+        let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1");
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, Rating>(&sql)
+                .bind(assignment_id)
+                .fetch_optional(pool)
+                .await
+        })?)
+    }
+
+    /// A rater's ratings, newest first, drafts included.
+    pub async fn ratings_of_rater(
+        &self,
+        rater_id: Uuid,
+        limit: i64,
+    ) -> StoreResult<Vec<HistoryRow>> {
+        let sql = format!(
+            "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name
+             FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
+             WHERE r.rater_id = $1 ORDER BY r.updated_at DESC LIMIT $2"
+        );
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, HistoryRow>(&sql)
+                .bind(rater_id)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// The change history of a rating, oldest first: (action, actor, at, before, after).
+    pub async fn rating_history(
+        &self,
+        rating_id: Uuid,
+    ) -> StoreResult<
+        Vec<(
+            String,
+            Option<String>,
+            DateTime<Utc>,
+            Option<Json<Value>>,
+            Json<Value>,
+        )>,
+    > {
+        Ok(read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT h.action, u.username, h.at, h.before, h.after
+                 FROM rating_history h LEFT JOIN users u ON u.id = h.actor_id
+                 WHERE h.rating_id = $1 ORDER BY h.at, h.id",
+            )
+            .bind(rating_id)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
+    /// Saves a draft of an open assignment and renews its lease. Refused once the
+    /// assignment is finished.
+    pub async fn save_draft(
+        &self,
+        assignment_id: Uuid,
+        answers: &Answers,
+        time_spent_s: i32,
+        lease_until: DateTime<Utc>,
+    ) -> StoreResult<Result<Rating, Refusal>> {
+        let now = Utc::now();
+        let lock = self.lock_clause();
+        let assignment_sql =
+            format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1{lock}");
+        let rating_sql =
+            format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1");
+        let outcome = transaction!(self, |tx| {
+            let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
+                .bind(assignment_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if assignment.state != "open" {
+                Err(Refusal::Closed(
+                    "this task is already finished; open it from your ratings to revise it",
+                ))
+            } else {
+                sqlx::query(
+                    "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
+                                          time_spent_s, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, 'rated', 'draft', $6, $7, $8, $8)
+                     ON CONFLICT (assignment_id) DO UPDATE
+                     SET answers = excluded.answers, time_spent_s = excluded.time_spent_s, updated_at = excluded.updated_at",
+                )
+                .bind(Uuid::now_v7())
+                .bind(assignment.id)
+                .bind(assignment.task_id)
+                .bind(assignment.batch_id)
+                .bind(assignment.rater_id)
+                .bind(Json(answers))
+                .bind(time_spent_s)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
+                )
+                .bind(assignment.id)
+                .bind(lease_until)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                Ok(sqlx::query_as::<_, Rating>(&rating_sql)
+                    .bind(assignment.id)
+                    .fetch_one(&mut *tx)
+                    .await?)
+            }
+        });
+        Ok(outcome)
+    }
+
+    /// Finishes an open assignment: stores the rating as submitted and closes the
+    /// assignment, in one transaction. A skip gives the task's slot back to the pool.
+    /// Finishing an assignment again with the same result returns the stored rating (a
+    /// retried or double-clicked submit stores one rating).
+    pub async fn finish(
+        &self,
+        assignment_id: Uuid,
+        actor: Uuid,
+        finish: &Finish,
+        time_spent_s: i32,
+        overlap: i32,
+    ) -> StoreResult<Result<Rating, Refusal>> {
+        let now = Utc::now();
+        let lock = self.lock_clause();
+        let assignment_sql =
+            format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1{lock}");
+        let rating_sql =
+            format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1");
+        let (answers, skip_reason, note) = match finish {
+            Finish::Rated { answers } => (answers.clone(), None, None),
+            Finish::Skipped { reason, note } => {
+                (Answers::new(), Some(reason.clone()), note.clone())
+            }
+            Finish::OutOfScope {
+                answers,
+                explanation,
+            } => (answers.clone(), None, Some(explanation.clone())),
+        };
+        let outcome = finish.outcome();
+        let result = transaction!(self, |tx| {
+            let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
+                .bind(assignment_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let before = sqlx::query_as::<_, Rating>(&rating_sql)
+                .bind(assignment.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if assignment.state != "open" {
+                let same = before.as_ref().is_some_and(|r| {
+                    r.status != "draft"
+                        && r.outcome == outcome
+                        && r.answers.0 == answers
+                        && r.note == note
+                });
+                match before {
+                    Some(rating) if same => Ok(rating),
+                    _ => Err(Refusal::Closed(
+                        "this task is already finished; open it from your ratings to revise it",
+                    )),
+                }
+            } else {
+                sqlx::query(
+                    "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
+                                          skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, 'submitted', $7, $8, $9, $10, 1, $11, $11, $11)
+                     ON CONFLICT (assignment_id) DO UPDATE
+                     SET outcome = excluded.outcome, status = 'submitted', answers = excluded.answers,
+                         skip_reason = excluded.skip_reason, note = excluded.note,
+                         time_spent_s = excluded.time_spent_s, version = ratings.version + 1,
+                         updated_at = excluded.updated_at, submitted_at = excluded.submitted_at",
+                )
+                .bind(Uuid::now_v7())
+                .bind(assignment.id)
+                .bind(assignment.task_id)
+                .bind(assignment.batch_id)
+                .bind(assignment.rater_id)
+                .bind(outcome)
+                .bind(Json(&answers))
+                .bind(&skip_reason)
+                .bind(&note)
+                .bind(time_spent_s)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                let state = if outcome == "skipped" {
+                    "skipped"
+                } else {
+                    "done"
+                };
+                sqlx::query("UPDATE assignments SET state = $2, updated_at = $3 WHERE id = $1")
+                    .bind(assignment.id)
+                    .bind(state)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                if outcome == "skipped" {
+                    sqlx::query(
+                        "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1",
+                    )
+                    .bind(assignment.task_id)
+                    .bind(overlap)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                let rating = sqlx::query_as::<_, Rating>(&rating_sql)
+                    .bind(assignment.id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let before = before.filter(|b| b.status != "draft");
+                insert_history!(&mut *tx, &rating, actor, outcome, before.as_ref(), now)?;
+                Ok(rating)
+            }
+        });
+        Ok(result)
+    }
+
+    /// A rater's revision of their own rating (not yet accepted): new answers, and back
+    /// into the review queue if a lead had returned it. `version` guards against
+    /// overwriting a change the caller has not seen.
+    pub async fn revise(
+        &self,
+        rating_id: Uuid,
+        actor: Uuid,
+        answers: &Answers,
+        note: Option<&str>,
+        time_spent_s: Option<i32>,
+    ) -> StoreResult<Result<Rating, Refusal>> {
+        let now = Utc::now();
+        let lock = self.lock_clause();
+        let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
+        let result = transaction!(self, |tx| {
+            let before = sqlx::query_as::<_, Rating>(&sql)
+                .bind(rating_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if matches!(before.status.as_str(), "accepted" | "rejected" | "draft") {
+                Err(Refusal::Closed(match before.status.as_str() {
+                    "draft" => "this rating is still a draft; submit it from its task",
+                    _ => "a lead has already decided on this rating",
+                }))
+            } else {
+                sqlx::query(
+                    "UPDATE ratings SET answers = $2, note = COALESCE($3, note),
+                         time_spent_s = COALESCE($4, time_spent_s), status = 'submitted',
+                         version = version + 1, updated_at = $5
+                     WHERE id = $1",
+                )
+                .bind(rating_id)
+                .bind(Json(answers))
+                .bind(note)
+                .bind(time_spent_s)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                let after = sqlx::query_as::<_, Rating>(&sql.replace(lock, ""))
+                    .bind(rating_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                insert_history!(&mut *tx, &after, actor, "revise", Some(&before), now)?;
+                Ok(after)
+            }
+        });
+        Ok(result)
+    }
+}
+
+/// Records one change of a rating: who made it, what it was before and after.
+/// A macro rather than a function so it runs on whichever backend's transaction it is
+/// given without naming sqlx's generic bounds.
+macro_rules! insert_history {
+    ($tx:expr, $after:expr, $actor:expr, $action:expr, $before:expr, $at:expr) => {
+        sqlx::query(
+            "INSERT INTO rating_history (id, rating_id, actor_id, action, before, after, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(Uuid::now_v7())
+        .bind($after.id)
+        .bind($actor)
+        .bind($action)
+        .bind($before.map(|b: &Rating| Json(snapshot(b))))
+        .bind(Json(snapshot($after)))
+        .bind($at)
+        .execute($tx)
+        .await
+    };
+}
+use insert_history;
