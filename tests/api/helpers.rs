@@ -368,3 +368,144 @@ pub async fn dump_database(app: &TestApp) -> String {
         }
     }
 }
+
+/// `n` tasks as JSON Lines, ids `t1`..`tn`, each with models and metadata.
+pub fn tasks_jsonl(n: usize) -> String {
+    (1..=n)
+        .map(|i| {
+            serde_json::json!({
+                "external_id": format!("t{i}"),
+                "prompt": format!("Write a function that returns {i} squared."),
+                "response_a": format!("```python\ndef f():\n    return {i} * {i}\n```"),
+                "response_b": format!("Use `{i} ** 2`."),
+                "model_a": "alpha", "model_b": "beta",
+                "metadata": {"language": "python"}
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+/// A complete, valid set of blackhat answers: A is better (score 2).
+pub fn complete_answers() -> serde_json::Value {
+    serde_json::json!({
+        "a": {"executability": "yes_fully", "instruction_following": "no_issues", "correctness": "no_issues"},
+        "b": {"executability": "no_code", "instruction_following": "minor_issues",
+              "instruction_following_explanation": "gives an expression, not the function asked for",
+              "correctness": "no_issues"},
+        "sxs": 2, "sxs_explanation": "A delivers the function that was asked for; B does not.",
+        "time_spent_s": 95
+    })
+}
+
+impl TestApp {
+    /// Uploads JSON Lines as a new batch; returns its id.
+    pub async fn batch(&self, admin: &Persona, name: &str, jsonl: &str, query: &str) -> String {
+        let response = admin
+            .api
+            .post(self.url(&format!("/api/v1/batches?name={name}{query}")))
+            .header("content-type", "application/x-ndjson")
+            .body(jsonl.to_owned())
+            .go()
+            .await;
+        let body = json_with(response, StatusCode::CREATED).await;
+        body["id"].as_str().expect("batch id").to_owned()
+    }
+
+    /// Takes the next task of a batch as `rater`: `None` on 204.
+    pub async fn next(&self, rater: &Persona, batch: &str) -> Option<serde_json::Value> {
+        let response = rater
+            .api
+            .post(self.url(&format!("/api/v1/batches/{batch}/next")))
+            .go()
+            .await;
+        if response.status() == StatusCode::NO_CONTENT {
+            return None;
+        }
+        Some(json_with(response, StatusCode::OK).await)
+    }
+
+    /// Posts to one of an assignment's actions.
+    pub async fn act(
+        &self,
+        rater: &Persona,
+        assignment: &str,
+        action: &str,
+        body: &serde_json::Value,
+    ) -> reqwest::Response {
+        let url = self.url(&format!("/api/v1/assignments/{assignment}/{action}"));
+        let request = if action == "draft" {
+            rater.api.put(url)
+        } else {
+            rater.api.post(url)
+        };
+        request.json(body).go().await
+    }
+
+    /// Runs one statement on the app's database (for setting up what time would do).
+    pub async fn execute(&self, sql: &str) {
+        match self.db.backend {
+            Backend::Sqlite => {
+                let pool = sqlx::SqlitePool::connect(&self.db.url)
+                    .await
+                    .expect("connect");
+                sqlx::query(sql).execute(&pool).await.expect(sql);
+                pool.close().await;
+            }
+            Backend::Postgres => {
+                let pool = sqlx::PgPool::connect(&self.db.url).await.expect("connect");
+                sqlx::query(sql).execute(&pool).await.expect(sql);
+                pool.close().await;
+            }
+        }
+    }
+
+    /// One number from the app's database.
+    pub async fn count(&self, sql: &str) -> i64 {
+        match self.db.backend {
+            Backend::Sqlite => {
+                let pool = sqlx::SqlitePool::connect(&self.db.url)
+                    .await
+                    .expect("connect");
+                let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect(sql);
+                pool.close().await;
+                n
+            }
+            Backend::Postgres => {
+                let pool = sqlx::PgPool::connect(&self.db.url).await.expect("connect");
+                let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect(sql);
+                pool.close().await;
+                n
+            }
+        }
+    }
+
+    /// A second app instance on the same database (a second process would do the same).
+    pub async fn sibling(&self) -> TestApp {
+        let app_store = Store::connect(&self.db.url).await.expect("connect");
+        let state = AppState::new(app_store, Config::default());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = oneshot::channel();
+        let server = tokio::spawn(verdict::serve(listener, state.clone(), async {
+            let _ = rx.await;
+        }));
+        let db = TestDb {
+            url: self.db.url.clone(),
+            backend: self.db.backend,
+            dir: None,
+            postgres: None,
+        };
+        TestApp {
+            addr,
+            db,
+            store: Store::connect(&self.db.url).await.expect("connect"),
+            state,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+}

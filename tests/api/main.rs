@@ -4,7 +4,9 @@
 mod helpers;
 
 mod auth;
+mod batches;
 mod cli;
 mod pages;
+mod rating;
 mod schema;
 mod users;
