@@ -37,7 +37,8 @@
   }
   for (const field of rules.rubric.pair) fields.set(field.key, field);
 
-  const questions = [...form.querySelectorAll(".question")];
+  // Rubric questions and the batch's classification questions, in page order.
+  const questions = [...form.querySelectorAll("[data-question]")];
   const summary = document.getElementById("error-summary");
   const status = document.getElementById("save-status");
 
@@ -45,11 +46,13 @@
     const checked = form.querySelector(`input[name="${CSS.escape(name)}"]:checked`);
     return checked ? checked.value : null;
   };
+  const isClassification = (question) => question.classList.contains("classification");
   const needsExplanation = (field, value) =>
     value !== null && (field.explain.when === "always" || field.explain.values.includes(value));
   const explanationOf = (question) => form.elements[question.dataset.explanation];
 
   function sync(question) {
+    if (isClassification(question)) return;
     const field = fields.get(question.dataset.question);
     const needed = Boolean(field) && needsExplanation(field, valueOf(question.dataset.question));
     question.querySelector(".explanation").classList.toggle("optional", !needed);
@@ -76,6 +79,10 @@
       const name = question.dataset.question;
       const field = fields.get(name);
       const value = valueOf(name);
+      if (isClassification(question)) {
+        if (value === null && question.dataset.required === "true") found.push([name, "is required", question]);
+        continue;
+      }
       if (value === null) {
         found.push([name, "is required", question]);
         continue;
@@ -252,20 +259,20 @@
     const question = questions[current];
     if (event.key === "j") select(current + 1);
     else if (event.key === "k") select(current - 1);
-    else if (event.key === "e" && question) {
+    else if (event.key === "e" && question && !isClassification(question)) {
       question.querySelector(".explanation").classList.remove("optional");
       explanationOf(question).focus();
     } else if (event.key === "s") openPanel("skip", "input[name=reason]:checked");
     else if (event.key === "o") openPanel("out-of-scope", "textarea");
     else if (event.key === "?" && help) help.hidden = !help.hidden;
     else if (/^[1-9]$/.test(event.key) && question) {
-      const option = question.querySelectorAll("input[type=radio]")[Number(event.key) - 1];
+      const option = question.querySelectorAll("input[type=radio], input[type=checkbox]")[Number(event.key) - 1];
       if (!option) return;
-      option.checked = true;
+      option.checked = option.type === "checkbox" ? !option.checked : true;
       option.dispatchEvent(new Event("change", { bubbles: true }));
       const field = fields.get(question.dataset.question);
-      if (needsExplanation(field, option.value)) explanationOf(question).focus();
-      else select(current + 1);
+      if (field && needsExplanation(field, option.value)) explanationOf(question).focus();
+      else if (option.type !== "checkbox") select(current + 1);
     } else return;
     event.preventDefault();
   });

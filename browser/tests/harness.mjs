@@ -106,9 +106,11 @@ export async function watchedPage(browser) {
     if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
   });
   page.on("pageerror", (err) => problems.push(`exception: ${err.message}`));
-  page.problems = async () => {
+  // `expected` lists HTTP statuses a test provoked on purpose (e.g. a 422 page).
+  page.problems = async (expected = []) => {
     const csp = await page.evaluate(() => window.__cspViolations ?? []).catch(() => []);
-    return problems.concat(csp.map((v) => `csp: ${v}`));
+    const provoked = (p) => expected.some((status) => p.includes(`status of ${status} `));
+    return problems.filter((p) => !provoked(p)).concat(csp.map((v) => `csp: ${v}`));
   };
   return page;
 }

@@ -142,6 +142,7 @@ pub struct ClassificationView {
     pub key: String,
     pub label: String,
     pub multiple: bool,
+    pub required: bool,
     pub options: Vec<(String, bool)>,
     pub error: Option<String>,
 }
@@ -194,6 +195,7 @@ pub fn form_view(
                 key: q.key.clone(),
                 label: q.label.clone(),
                 multiple: q.multiple,
+                required: q.required,
                 options: q
                     .options
                     .iter()

@@ -247,3 +247,77 @@ async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
     assert!(!token.status.success() && text(&token.stderr).contains("ana is deactivated"));
 }
 db_test!(user_commands_refuse_bad_input_and_change_nothing: TestDb);
+
+async fn import_reads_a_file_and_reports_every_bad_line(db: &TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("tasks.jsonl");
+    std::fs::write(&good, crate::helpers::tasks_jsonl(4)).unwrap();
+    let path = good.to_str().unwrap();
+    let out = verdict(
+        db,
+        &["import", "--name", "cli batch", "--overlap", "2", path],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("cli batch: 4 tasks added, 0 unchanged ("),
+        "{}",
+        text(&out.stdout)
+    );
+    let again = verdict(db, &["import", "--name", "cli batch", path], None);
+    assert!(text(&again.stdout).starts_with("cli batch: 0 tasks added, 4 unchanged"));
+
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "external_id,prompt,response_a,response_b\nx1,p,A,B\nx2,,A,B\nx3,p,A\n",
+    )
+    .unwrap();
+    let out = verdict(
+        db,
+        &["import", "--name", "csv batch", bad.to_str().unwrap()],
+        None,
+    );
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("2 records are invalid; nothing was imported"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("line 3: prompt is empty"), "{stderr}");
+    assert!(
+        stderr.contains("line 4: has 3 fields, the header has 4"),
+        "{stderr}"
+    );
+    let unknown = verdict(
+        db,
+        &[
+            "import",
+            "--name",
+            "x",
+            dir.path().join("tasks.txt").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(text(&unknown.stderr).contains("cannot tell the format from the file name"));
+
+    let store = db.store().await;
+    let batch = store
+        .batch_by_name("cli batch")
+        .await
+        .unwrap()
+        .expect("imported");
+    assert_eq!(
+        (
+            batch.overlap,
+            store.task_hashes(batch.id).await.unwrap().len()
+        ),
+        (2, 4)
+    );
+    assert!(
+        store.batch_by_name("csv batch").await.unwrap().is_none(),
+        "nothing stored"
+    );
+    store.close().await;
+}
+db_test!(import_reads_a_file_and_reports_every_bad_line: TestDb);

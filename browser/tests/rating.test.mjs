@@ -1,0 +1,140 @@
+// The rating form in a real browser, on `verdict demo`: keyboard-only rating, inline
+// errors, skip, out of scope, and drafts that survive a reload.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { launchBrowser, login, startDemo, watchedPage } from "./harness.mjs";
+
+let demo;
+let browser;
+before(async () => {
+  demo = await startDemo();
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await demo?.stop();
+});
+
+/** A rater signed in and on the form of their next task. */
+async function onNextTask(username) {
+  const page = await watchedPage(browser);
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await login(page, demo.base, username, demo.passwords[username]);
+  await Promise.all([page.waitForNavigation(), page.click("a.button")]);
+  await page.waitForSelector("#rating-form");
+  return page;
+}
+
+const EXPLANATION = "It returns an expression, not the function the prompt asked for.";
+
+async function press(page, ...keys) {
+  for (const key of keys) await page.keyboard.press(key);
+}
+
+test("a rater fills and submits the whole form by keyboard", async () => {
+  const page = await onNextTask("rater1");
+  const first = page.url();
+  // Questions in order: A and B executability, A and B instruction following,
+  // A and B correctness, then the side-by-side score.
+  await press(page, "1", "4", "1", "2");
+  assert.equal(await page.evaluate(() => document.activeElement.name), "b.instruction_following_explanation");
+  await page.keyboard.type(EXPLANATION);
+  await press(page, "Escape", "j", "1", "1", "2");
+  assert.equal(await page.evaluate(() => document.activeElement.name), "sxs_explanation");
+  await page.keyboard.type("A answers the question; B does not.");
+  // Then the demo batch's classifications: the language (one), what is asked (several).
+  await press(page, "Escape", "j", "1", "1", "j");
+  assert.equal(await page.locator('input[name="classifications.language"][value="python"]').isChecked(), true);
+  assert.equal(await page.locator('input[name="classifications.kind"][value="bug fix"]').isChecked(), true);
+  await page.keyboard.down("Control");
+  await Promise.all([page.waitForNavigation(), page.keyboard.press("Enter")]);
+  await page.keyboard.up("Control");
+  await page.waitForSelector("#rating-form");
+  assert.notEqual(page.url(), first, "straight to the next task");
+  await page.goto(`${demo.base}/ratings`);
+  const rows = await page.locator("tbody tr").allTextContents();
+  assert.equal(rows.length, 1);
+  assert.match(rows[0], /rated\s+submitted/);
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("a missing required explanation shows an inline error and nothing is submitted", async () => {
+  const page = await onNextTask("rater2");
+  const url = page.url();
+  await page.check('input[name="a.executability"][value="yes_partially"]');
+  assert.equal(await page.isVisible('textarea[name="a.executability_explanation"]'), true, "the box appears when needed");
+  assert.equal(await page.isVisible('textarea[name="b.executability_explanation"]'), false, "and only then");
+  await page.click("#submit");
+  const error = page.locator('[data-error-for="a.executability_explanation"]');
+  assert.equal(await error.isVisible(), true);
+  assert.equal(await error.textContent(), "required when executability is yes_partially");
+  assert.equal(await page.locator('[data-error-for="sxs"]').textContent(), "is required");
+  assert.match(await page.textContent("#error-summary"), /answers need attention/);
+  assert.equal(page.url(), url, "still on the form");
+  await page.fill('textarea[name="a.executability_explanation"]', "It needs a database I do not have.");
+  assert.equal(await error.isVisible(), false, "the error clears as the rater types");
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("the server's inline errors show when the browser's checks are bypassed", async () => {
+  const page = await onNextTask("lead");
+  await page.check('input[name="a.correctness"][value="major_issues"]');
+  // Submit without the script's checks, as a browser without JavaScript would.
+  await Promise.all([page.waitForNavigation(), page.evaluate(() => HTMLFormElement.prototype.submit.call(document.getElementById("rating-form")))]);
+  const error = page.locator('[data-error-for="a.correctness_explanation"]');
+  assert.equal(await error.textContent(), "required when correctness is major_issues");
+  assert.equal(await page.locator('input[name="a.correctness"][value="major_issues"]').isChecked(), true, "what was chosen is kept");
+  assert.deepEqual(await page.problems([422]), []);
+});
+
+test("skipping asks for a reason and moves on", async () => {
+  const page = await onNextTask("rater1");
+  const url = page.url();
+  await press(page, "s");
+  assert.equal(await page.locator("#skip").getAttribute("open"), "");
+  await page.check('input[name="reason"][value="too_long"]');
+  await page.fill('#skip-form textarea[name="note"]', "Needs a GPU to run.");
+  await Promise.all([page.waitForNavigation(), page.click("#skip-submit")]);
+  assert.notEqual(page.url(), url);
+  await page.goto(`${demo.base}/ratings`);
+  assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /skipped\s+submitted/);
+});
+
+test("out of scope needs an explanation, then moves on", async () => {
+  const page = await onNextTask("rater2");
+  const url = page.url();
+  await press(page, "o");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "oos-explanation");
+  await page.click("#oos-submit");
+  assert.equal(await page.locator('[data-error-for="explanation"]').isVisible(), true);
+  assert.equal(page.url(), url);
+  await page.fill("#oos-explanation", "The prompt asks for travel advice, not code.");
+  await Promise.all([page.waitForNavigation(), page.click("#oos-submit")]);
+  assert.notEqual(page.url(), url);
+  await page.goto(`${demo.base}/ratings`);
+  assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /out of scope\s+submitted/);
+});
+
+test("a draft is saved as the rater works and is there after a reload", async () => {
+  const page = await onNextTask("rater1");
+  await page.check('input[name="a.executability"][value="no"]');
+  await page.fill('textarea[name="a.executability_explanation"]', "It reads from a file only the user has.");
+  await page.check('input[name="sxs"][value="5"]');
+  await page.waitForFunction(() => document.getElementById("save-status").textContent.startsWith("Draft saved"));
+  await page.reload();
+  await page.waitForSelector("#rating-form");
+  assert.equal(await page.locator('input[name="a.executability"][value="no"]').isChecked(), true);
+  assert.equal(await page.inputValue('textarea[name="a.executability_explanation"]'), "It reads from a file only the user has.");
+  assert.equal(await page.locator('input[name="sxs"][value="5"]').isChecked(), true);
+  assert.equal(await page.isVisible('textarea[name="a.executability_explanation"]'), true);
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("the timer counts active time against the 30 minutes", async () => {
+  const page = await onNextTask("rater2");
+  const before = await page.textContent("#timer-value");
+  await page.waitForTimeout(2200);
+  const later = await page.textContent("#timer-value");
+  assert.notEqual(later, before);
+  assert.match(await page.textContent("#timer"), /\/ 30:00/);
+});
