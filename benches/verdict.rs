@@ -1,0 +1,416 @@
+//! The benchmark harness: starts the real `verdict` binary on a fresh database, seeds it
+//! through the product's own paths (the CLI and the HTTP API), measures, and writes
+//! `BENCHMARKS.md`. Run with `cargo bench --bench verdict` (add `-- --quick` for a smoke
+//! run, `-- --database-url postgres://...` for PostgreSQL).
+//!
+//! These are measurements, never assertions: nothing here fails because it is slow.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_verdict");
+const PASSWORD: &str = "benchmark password";
+
+struct Options {
+    quick: bool,
+    database_url: Option<String>,
+    output: String,
+}
+
+fn options() -> Options {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    Options {
+        quick: args.iter().any(|a| a == "--quick"),
+        database_url: value("--database-url").or_else(|| std::env::var("BENCH_DATABASE_URL").ok()),
+        output: value("--output").unwrap_or_else(|| "BENCHMARKS.md".into()),
+    }
+}
+
+/// A fresh database: a SQLite file in a temporary folder, or a new PostgreSQL database.
+struct Database {
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+    postgres: Option<(String, String)>,
+}
+
+impl Database {
+    async fn fresh(server: Option<&str>) -> Self {
+        match server {
+            None => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+                Self {
+                    url,
+                    _dir: Some(dir),
+                    postgres: None,
+                }
+            }
+            Some(server) => {
+                let name = format!("verdict_bench_{}", uuid::Uuid::new_v4().simple());
+                let admin = sqlx::PgPool::connect(server)
+                    .await
+                    .expect("connect to PostgreSQL");
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&admin)
+                    .await
+                    .expect("create");
+                admin.close().await;
+                let mut url = reqwest::Url::parse(server).expect("URL");
+                url.set_path(&name);
+                Self {
+                    url: url.to_string(),
+                    _dir: None,
+                    postgres: Some((server.to_owned(), name)),
+                }
+            }
+        }
+    }
+
+    async fn drop_it(self) {
+        if let Some((server, name)) = self.postgres {
+            let admin = sqlx::PgPool::connect(&server).await.expect("connect");
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&admin)
+                .await;
+            admin.close().await;
+        }
+    }
+}
+
+/// `verdict serve` on a random port.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(db: &Database) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--bind", "127.0.0.1:0", "--max-upload-mb", "2048"])
+            .env("DATABASE_URL", &db.url)
+            .env("RUST_LOG", "warn,verdict::cli=info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start verdict");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("verdict printed its address")
+                .expect("line");
+            if let Some(addr) = line.split("listening on ").nth(1) {
+                break addr.split_whitespace().next().expect("address").to_owned();
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+        Self { child, base }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The server's peak resident memory so far, in MiB.
+    fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Creates an account with the CLI and returns a client holding a token for it.
+fn persona(db: &Database, username: &str, role: &str) -> Client {
+    let mut add = Command::new(BIN)
+        .args([
+            "user",
+            "add",
+            "--username",
+            username,
+            "--role",
+            role,
+            "--password-stdin",
+        ])
+        .env("DATABASE_URL", &db.url)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("user add");
+    add.stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{PASSWORD}\n").as_bytes())
+        .expect("password");
+    assert!(add.wait().expect("user add").success());
+    let token = Command::new(BIN)
+        .args(["token", "create", "--username", username])
+        .env("DATABASE_URL", &db.url)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("token create");
+    let token = String::from_utf8(token.stdout)
+        .expect("token")
+        .trim()
+        .to_owned();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("client")
+}
+
+/// `n` tasks as JSON Lines, each with responses padded to about `bytes` in all.
+fn tasks(n: usize, bytes: usize) -> String {
+    let filler =
+        "Here is the function, with a short note on why it works. ".repeat(bytes / 120 + 1);
+    let half = &filler[..(bytes / 2).min(filler.len())];
+    let mut out = String::with_capacity(n * (bytes + 200));
+    for i in 0..n {
+        let task = json!({
+            "external_id": format!("task-{i}"),
+            "prompt": format!("Write a function that reverses the words of sentence number {i}."),
+            "response_a": format!("```python\ndef reverse_words(s):\n    return ' '.join(reversed(s.split()))\n```\n{half}"),
+            "response_b": format!("Split, reverse and join: `' '.join(s.split()[::-1])`. {half}"),
+            "model_a": "alpha", "model_b": "beta",
+            "metadata": {"language": "python", "n": i}
+        });
+        out.push_str(&task.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+async fn upload(admin: &Client, server: &Server, name: &str, body: String) -> (Value, Duration) {
+    let started = Instant::now();
+    let response = admin
+        .post(server.url(&format!("/api/v1/batches?name={name}&randomize=true")))
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .expect("upload");
+    let elapsed = started.elapsed();
+    assert_eq!(response.status(), StatusCode::CREATED, "upload refused");
+    (response.json().await.expect("JSON"), elapsed)
+}
+
+fn answers() -> Value {
+    json!({
+        "a": {"executability": "yes_fully", "instruction_following": "no_issues", "correctness": "no_issues"},
+        "b": {"executability": "no_code", "instruction_following": "no_issues", "correctness": "no_issues"},
+        "sxs": 3, "sxs_explanation": "A gives a runnable function; B only a one-liner.", "time_spent_s": 60
+    })
+}
+
+struct Stats {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    mean: f64,
+}
+
+fn stats(mut samples: Vec<f64>) -> Stats {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    Stats {
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        mean: samples.iter().sum::<f64>() / samples.len() as f64,
+    }
+}
+
+struct ImportResult {
+    tasks: usize,
+    megabytes: f64,
+    seconds: f64,
+    peak_rss_mib: f64,
+}
+
+async fn bench_import(opts: &Options, tasks_n: usize) -> ImportResult {
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    let admin = persona(&db, "admin", "admin");
+    let server = Server::start(&db);
+    let body = tasks(tasks_n, 6000);
+    let megabytes = body.len() as f64 / 1e6;
+    let (_, elapsed) = upload(&admin, &server, "import", body).await;
+    let result = ImportResult {
+        tasks: tasks_n,
+        megabytes,
+        seconds: elapsed.as_secs_f64(),
+        peak_rss_mib: server.peak_rss_mib(),
+    };
+    server.stop();
+    db.drop_it().await;
+    result
+}
+
+/// Latency of `next` (each followed by a submit, so every call picks a new task) in a
+/// batch of `size` tasks.
+async fn bench_next(opts: &Options, size: usize, iterations: usize) -> Stats {
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    let admin = persona(&db, "admin", "admin");
+    let rater = persona(&db, "rater", "rater");
+    let server = Server::start(&db);
+    let (batch, _) = upload(&admin, &server, "next", tasks(size, 200)).await;
+    let batch = batch["id"].as_str().expect("id").to_owned();
+    let next_url = server.url(&format!("/api/v1/batches/{batch}/next"));
+    let mut samples = Vec::with_capacity(iterations);
+    for i in 0..iterations + 20 {
+        let started = Instant::now();
+        let next: Value = rater
+            .post(&next_url)
+            .send()
+            .await
+            .expect("next")
+            .json()
+            .await
+            .expect("JSON");
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        if i >= 20 {
+            samples.push(elapsed);
+        }
+        let id = next["assignment_id"].as_str().expect("assignment");
+        let done = rater
+            .post(server.url(&format!("/api/v1/assignments/{id}/submit")))
+            .json(&answers())
+            .send()
+            .await
+            .expect("submit");
+        assert_eq!(done.status(), StatusCode::OK);
+    }
+    server.stop();
+    db.drop_it().await;
+    stats(samples)
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    format!("{cpu}, {cores} cores, {memory:.0} GiB")
+}
+
+fn main() {
+    let opts = options();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (import_tasks, sizes, iterations): (usize, &[usize], usize) = if opts.quick {
+        (500, &[1_000, 5_000], 50)
+    } else {
+        (10_000, &[1_000, 10_000, 100_000], 300)
+    };
+    // SQLite always; PostgreSQL too when a server is named.
+    let mut backends: Vec<(&str, Option<String>)> = vec![("SQLite", None)];
+    if let Some(url) = &opts.database_url {
+        backends.push(("PostgreSQL", Some(url.clone())));
+    }
+
+    let mut md = String::new();
+    let command = if opts.quick { " -- --quick" } else { "" };
+    let _ = writeln!(md, "# Benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Measured by `BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench verdict{command}` \
+         on {} (release build; the server runs as its own process, the load comes from the same machine). \
+         Without `BENCH_DATABASE_URL` only SQLite is measured.\n",
+        machine()
+    );
+    let mut import_rows = String::new();
+    let mut next_rows = String::new();
+    for (backend, url) in &backends {
+        let run = Options {
+            database_url: url.clone(),
+            quick: opts.quick,
+            output: String::new(),
+        };
+        eprintln!("import: {import_tasks} tasks of about 6 KB ({backend})");
+        let import = runtime.block_on(bench_import(&run, import_tasks));
+        let _ = writeln!(
+            import_rows,
+            "| {backend} | {} | {:.1} MB | {:.2} s | {:.1} MB/s | {:.0} MiB |",
+            import.tasks,
+            import.megabytes,
+            import.seconds,
+            import.megabytes / import.seconds,
+            import.peak_rss_mib
+        );
+        for &size in sizes {
+            eprintln!("next-task latency: batch of {size} tasks ({backend})");
+            let s = runtime.block_on(bench_next(&run, size, iterations));
+            let _ = writeln!(
+                next_rows,
+                "| {backend} | {size} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+                s.p50, s.p90, s.p99, s.mean
+            );
+        }
+    }
+    let _ = writeln!(md, "## Batch import\n");
+    let _ = writeln!(
+        md,
+        "One HTTP upload of JSON Lines, end to end: every record checked, then all stored in one transaction.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| database | tasks | file | time | throughput | server peak memory |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let _ = writeln!(md, "{import_rows}");
+    let _ = writeln!(md, "## Next-task latency by batch size\n");
+    let _ = writeln!(
+        md,
+        "{iterations} calls of `POST /api/v1/batches/{{id}}/next` by one rater, each followed by a submit so that \
+         every call picks a new task (after 20 warm-up calls).\n"
+    );
+    let _ = writeln!(md, "| database | tasks in batch | p50 | p90 | p99 | mean |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let _ = write!(md, "{next_rows}");
+    std::fs::write(&opts.output, &md).expect("write the report");
+    println!("{md}");
+}
