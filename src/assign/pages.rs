@@ -325,6 +325,20 @@ fn answers_of(owned: &Owned, pairs: &FormPairs) -> Value {
     super::form_answers(owned.rubric, &owned.batch.classifications.0, pairs)
 }
 
+/// The answers of a refused form, as the page shows them again, and its time spent.
+fn as_typed(input: &Value) -> (Answers, i32) {
+    let time = input["time_spent_s"]
+        .as_i64()
+        .and_then(|t| i32::try_from(t).ok())
+        .unwrap_or(0);
+    (input.as_object().cloned().unwrap_or_default(), time)
+}
+
+/// Where a finished assignment leads: the rater's next task in the same batch.
+fn to_next(owned: &Owned) -> Response {
+    Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response()
+}
+
 /// `POST /assignments/{id}/submit`: on success to the next task; otherwise the form
 /// again, with every broken rule beside its field.
 async fn submit(
@@ -339,15 +353,11 @@ async fn submit(
     };
     let input = answers_of(&owned, &pairs);
     match super::submit(&state, &owned, &page_user.user, &input).await {
-        Ok(_) => Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response()),
+        Ok(_) => Ok(to_next(&owned)),
         Err(AppError::Validation { fields, .. }) => {
             // Keep what was typed: save it as the draft, then show it with the errors.
             let _ = super::save_draft(&state, &owned, &input).await;
-            let shown = input.as_object().cloned().unwrap_or_default();
-            let time = input["time_spent_s"]
-                .as_i64()
-                .and_then(|t| i32::try_from(t).ok())
-                .unwrap_or(0);
+            let (shown, time) = as_typed(&input);
             let page =
                 form_page(&state, &owned, page_user.layout, shown, time, fields, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
@@ -401,7 +411,7 @@ async fn skip(
         form.note.as_deref(),
     )
     .await?;
-    Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response())
+    Ok(to_next(&owned))
 }
 
 /// `POST /assignments/{id}/out-of-scope`: the explanation, with the answers on the form.
@@ -422,13 +432,9 @@ async fn out_of_scope(
         .unwrap_or_default();
     let input = answers_of(&owned, &pairs);
     match super::out_of_scope(&state, &owned, &page_user.user, &explanation, &input).await {
-        Ok(_) => Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response()),
+        Ok(_) => Ok(to_next(&owned)),
         Err(AppError::Validation { fields, .. }) if fields.contains_key("explanation") => {
-            let shown = input.as_object().cloned().unwrap_or_default();
-            let time = input["time_spent_s"]
-                .as_i64()
-                .and_then(|t| i32::try_from(t).ok())
-                .unwrap_or(0);
+            let (shown, time) = as_typed(&input);
             let why = format!(
                 "To mark it out of scope, the explanation {}.",
                 fields["explanation"]

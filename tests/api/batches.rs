@@ -451,3 +451,27 @@ async fn raters_see_only_open_batches_opened_to_them(app: &TestApp) {
     assert!(app.next(&other, &open).await.is_some());
 }
 db_test!(raters_see_only_open_batches_opened_to_them: TestApp);
+
+async fn a_large_upload_is_stored_whole_and_in_order(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    // More tasks than one multi-row insert carries, so several chunks are written.
+    let batch = app
+        .batch(&admin, "large", &tasks_jsonl(1234), "&randomize=false")
+        .await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 1234);
+    assert_eq!(
+        app.count("SELECT COUNT(DISTINCT seq) FROM tasks").await,
+        1234
+    );
+    assert_eq!(
+        app.count("SELECT MAX(seq) - MIN(seq) FROM tasks").await,
+        1233
+    );
+    let first = app.next(&rater, &batch).await.unwrap();
+    assert_eq!(
+        first["task"]["external_id"], "t1",
+        "handed out in upload order"
+    );
+}
+db_test!(a_large_upload_is_stored_whole_and_in_order: TestApp);
