@@ -28,6 +28,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod home;
+pub mod metrics;
 pub mod ratings;
 pub mod render;
 pub mod rubric;

@@ -5,6 +5,7 @@
 use std::sync::LazyLock;
 
 use super::{Choice, Explain, Field, Kind, Rubric};
+use crate::metrics::agreement::Level;
 
 fn choice(value: &'static str, label: &'static str) -> Choice {
     Choice { value, label }
@@ -29,6 +30,8 @@ static BLACKHAT: LazyLock<Rubric> = LazyLock::new(|| Rubric {
             },
             explain: Explain::OnValues(vec!["yes_partially", "no"]),
             explain_prompt: "What could not be run, and why?",
+            level: Level::Nominal,
+            unscaled: vec![],
         },
         Field {
             key: "instruction_following",
@@ -45,6 +48,8 @@ static BLACKHAT: LazyLock<Rubric> = LazyLock::new(|| Rubric {
             },
             explain: Explain::OnValues(vec!["minor_issues", "major_issues"]),
             explain_prompt: "Which instructions were missed or bent?",
+            level: Level::Ordinal,
+            unscaled: vec!["not_applicable"],
         },
         Field {
             key: "correctness",
@@ -62,6 +67,8 @@ static BLACKHAT: LazyLock<Rubric> = LazyLock::new(|| Rubric {
             },
             explain: Explain::OnValues(vec!["minor_issues", "major_issues"]),
             explain_prompt: "What is wrong, and where?",
+            level: Level::Ordinal,
+            unscaled: vec!["cannot_assess", "not_applicable"],
         },
     ],
     pair: vec![Field {
@@ -83,6 +90,8 @@ static BLACKHAT: LazyLock<Rubric> = LazyLock::new(|| Rubric {
         },
         explain: Explain::Always,
         explain_prompt: "Why? Name the differences that decided it.",
+        level: Level::Ordinal,
+        unscaled: vec![],
     }],
 });
 

@@ -34,6 +34,11 @@ pub struct Field {
     pub explain: Explain,
     /// Asked of the explanation box.
     pub explain_prompt: &'static str,
+    /// How agreement on this question is measured.
+    pub level: crate::metrics::agreement::Level,
+    /// Options that say nothing about the scale (N/A, cannot assess): left out of
+    /// agreement, as missing values.
+    pub unscaled: Vec<&'static str>,
 }
 
 /// What kind of answer a question takes.

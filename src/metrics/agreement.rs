@@ -1,0 +1,292 @@
+//! Inter-rater agreement: Krippendorff's alpha and pairwise percent agreement.
+//!
+//! Alpha is computed from the coincidence matrix, as Krippendorff defines it and as the
+//! `krippendorff` Python package does: only units with two or more values count, each
+//! ordered pair of values in a unit adds `1 / (m - 1)`, and
+//! `alpha = 1 - sum(o * d) / sum(e * d)` with `e = (n_c n_k - [c = k] n_c) / (n - 1)`.
+
+use serde::Serialize;
+
+/// How differences between values are weighed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Any two different values are equally far apart.
+    Nominal,
+    /// Values are ranks; distance grows with how many values lie between them.
+    Ordinal,
+    /// Values are numbers; distance is the squared difference.
+    Interval,
+}
+
+/// Agreement on one question.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Agreement {
+    pub level: Level,
+    /// `None` when it is undefined (no pairable values, or no variation at all).
+    pub krippendorff_alpha: Option<f64>,
+    /// Units (tasks) with two or more values.
+    pub units: usize,
+    /// Pairs of values within those units.
+    pub pairs: u64,
+    /// Share of those pairs that are equal.
+    pub percent_agreement: Option<f64>,
+}
+
+/// Agreement over `units`, each the values given for one task (missing values left out).
+pub fn agreement(units: &[Vec<i64>], level: Level) -> Agreement {
+    let pairable: Vec<&Vec<i64>> = units.iter().filter(|u| u.len() >= 2).collect();
+    let mut pairs = 0u64;
+    let mut equal = 0u64;
+    for unit in &pairable {
+        for i in 0..unit.len() {
+            for j in i + 1..unit.len() {
+                pairs += 1;
+                equal += u64::from(unit[i] == unit[j]);
+            }
+        }
+    }
+    Agreement {
+        level,
+        krippendorff_alpha: alpha(&pairable, level),
+        units: pairable.len(),
+        pairs,
+        percent_agreement: (pairs > 0).then(|| equal as f64 / pairs as f64),
+    }
+}
+
+/// Krippendorff's alpha over pairable units.
+fn alpha(units: &[&Vec<i64>], level: Level) -> Option<f64> {
+    let mut domain: Vec<i64> = units.iter().flat_map(|u| u.iter().copied()).collect();
+    domain.sort_unstable();
+    domain.dedup();
+    let k = domain.len();
+    if k == 0 {
+        return None;
+    }
+    let index = |v: i64| domain.binary_search(&v).expect("value in domain");
+    let mut o = vec![0.0f64; k * k];
+    let mut counts = vec![0u32; k];
+    for unit in units {
+        counts.iter_mut().for_each(|c| *c = 0);
+        for &v in unit.iter() {
+            counts[index(v)] += 1;
+        }
+        let m = unit.len() as f64;
+        for c in 0..k {
+            if counts[c] == 0 {
+                continue;
+            }
+            for d in 0..k {
+                let pairs = if c == d {
+                    f64::from(counts[c]) * (f64::from(counts[c]) - 1.0)
+                } else {
+                    f64::from(counts[c]) * f64::from(counts[d])
+                };
+                o[c * k + d] += pairs / (m - 1.0);
+            }
+        }
+    }
+    let n_v: Vec<f64> = (0..k).map(|c| (0..k).map(|d| o[c * k + d]).sum()).collect();
+    let n: f64 = n_v.iter().sum();
+    if n <= 1.0 {
+        return None;
+    }
+    let distance = |c: usize, d: usize| -> f64 {
+        match level {
+            Level::Nominal => f64::from(u8::from(c != d)),
+            Level::Interval => {
+                let diff = (domain[c] - domain[d]) as f64;
+                diff * diff
+            }
+            Level::Ordinal => {
+                let (lo, hi) = (c.min(d), c.max(d));
+                let between: f64 = n_v[lo..=hi].iter().sum::<f64>() - (n_v[lo] + n_v[hi]) / 2.0;
+                between * between
+            }
+        }
+    };
+    let mut observed = 0.0;
+    let mut expected = 0.0;
+    for c in 0..k {
+        for d in 0..k {
+            let delta = distance(c, d);
+            if delta == 0.0 {
+                continue;
+            }
+            observed += o[c * k + d] * delta;
+            expected += n_v[c] * n_v[d] * delta / (n - 1.0);
+        }
+    }
+    (expected > 0.0).then(|| 1.0 - observed / expected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perfect_agreement_is_one_and_pairs_are_counted() {
+        let units = vec![vec![1, 1], vec![2, 2, 2], vec![3, 3]];
+        let a = agreement(&units, Level::Nominal);
+        assert_eq!(a.krippendorff_alpha, Some(1.0));
+        assert_eq!((a.units, a.pairs, a.percent_agreement), (3, 5, Some(1.0)));
+    }
+
+    #[test]
+    fn single_values_are_not_pairable_and_no_variation_is_undefined() {
+        let a = agreement(&[vec![1], vec![2]], Level::Ordinal);
+        assert_eq!(
+            (a.units, a.krippendorff_alpha, a.percent_agreement),
+            (0, None, None)
+        );
+        let same = agreement(&[vec![4, 4], vec![4, 4]], Level::Ordinal);
+        assert_eq!(
+            same.krippendorff_alpha, None,
+            "no variation: alpha is undefined"
+        );
+        assert_eq!(same.percent_agreement, Some(1.0));
+    }
+
+    #[test]
+    fn systematic_disagreement_is_below_zero() {
+        let units = vec![vec![1, 2], vec![2, 1], vec![1, 2], vec![2, 1]];
+        assert!(
+            agreement(&units, Level::Nominal)
+                .krippendorff_alpha
+                .unwrap()
+                < 0.0
+        );
+    }
+}
+
+/// Reference values computed by the `krippendorff` Python package (0.9.0), including the
+/// worked examples of Krippendorff's "Computing Krippendorff's Alpha-Reliability" (2011);
+/// `tests/fixtures/krippendorff/generate.py` makes them.
+#[cfg(test)]
+mod reference {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Case {
+        name: String,
+        level: String,
+        /// Raters by units; `null` for no value.
+        values: Vec<Vec<Option<i64>>>,
+        alpha: f64,
+    }
+
+    fn cases() -> Vec<Case> {
+        serde_json::from_str(include_str!(
+            "../../tests/fixtures/krippendorff/fixtures.json"
+        ))
+        .expect("fixtures")
+    }
+
+    /// Units are the columns of the raters-by-units table.
+    fn units(values: &[Vec<Option<i64>>]) -> Vec<Vec<i64>> {
+        let width = values.iter().map(Vec::len).max().unwrap_or(0);
+        (0..width)
+            .map(|u| {
+                values
+                    .iter()
+                    .filter_map(|row| row.get(u).copied().flatten())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn alpha_matches_the_reference_package_to_1e_9() {
+        let cases = cases();
+        assert!(cases.len() >= 30, "{} cases", cases.len());
+        for case in cases {
+            let level = match case.level.as_str() {
+                "nominal" => Level::Nominal,
+                "ordinal" => Level::Ordinal,
+                "interval" => Level::Interval,
+                other => panic!("unknown level {other}"),
+            };
+            let got = agreement(&units(&case.values), level)
+                .krippendorff_alpha
+                .expect(&case.name);
+            assert!(
+                (got - case.alpha).abs() < 1e-9,
+                "{}: {got} vs {}",
+                case.name,
+                case.alpha
+            );
+        }
+    }
+
+    #[test]
+    fn the_papers_worked_example_gives_its_published_values() {
+        let data = [
+            [
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(1),
+                Some(4),
+                Some(1),
+                Some(2),
+                None,
+                None,
+                None,
+            ],
+            [
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(2),
+                Some(4),
+                Some(1),
+                Some(2),
+                Some(5),
+                None,
+                Some(3),
+            ],
+            [
+                None,
+                Some(3),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(3),
+                Some(4),
+                Some(2),
+                Some(2),
+                Some(5),
+                Some(1),
+                None,
+            ],
+            [
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(4),
+                Some(4),
+                Some(1),
+                Some(2),
+                Some(5),
+                Some(1),
+                None,
+            ],
+        ];
+        let units = units(&data.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
+        for (level, published) in [
+            (Level::Nominal, 0.743),
+            (Level::Ordinal, 0.815),
+            (Level::Interval, 0.849),
+        ] {
+            let got = agreement(&units, level).krippendorff_alpha.unwrap();
+            assert!((got - published).abs() < 5e-4, "{level:?}: {got}");
+        }
+    }
+}

@@ -1,0 +1,546 @@
+//! A batch's metrics, computed from its ratings one row at a time.
+//!
+//! Only ratings with outcome `rated` and status `submitted` or `accepted` are included.
+//! Every other rating is excluded from every figure and counted under one reason:
+//! draft, skipped, out of scope, rejected or returned (in that order of precedence).
+//! Answers are read in the task's canonical orientation.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::rubric::{Answers, Field, Kind, Rubric};
+
+pub mod agreement;
+pub mod bradley_terry;
+pub mod stats;
+
+use agreement::Agreement;
+use stats::Estimate;
+
+/// What the metrics need of one rating.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RatingFacts {
+    pub task_id: Uuid,
+    pub rater: String,
+    pub outcome: String,
+    pub status: String,
+    pub answers: sqlx::types::Json<Answers>,
+    pub swapped: bool,
+    pub time_spent_s: i32,
+    pub model_a: Option<String>,
+    pub model_b: Option<String>,
+}
+
+impl RatingFacts {
+    /// Whether it counts in metrics.
+    pub fn included(&self) -> bool {
+        counts_in_metrics(&self.outcome, &self.status)
+    }
+}
+
+/// The exclusion rule, in one place.
+pub fn counts_in_metrics(outcome: &str, status: &str) -> bool {
+    outcome == "rated" && matches!(status, "submitted" | "accepted")
+}
+
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+pub struct Counts {
+    pub tasks: i64,
+    /// Every rating, drafts included.
+    pub ratings: u64,
+    pub included: u64,
+    pub excluded: u64,
+    pub drafts: u64,
+    pub skipped: u64,
+    pub out_of_scope: u64,
+    pub rejected: u64,
+    pub returned: u64,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SxsSummary {
+    pub n: u64,
+    pub mean: Option<Estimate>,
+    /// Ratings per score, "1" to "7".
+    pub distribution: BTreeMap<String, u64>,
+    /// Shares of scores 1-3 (A better), 4 (tie) and 5-7 (B better), with Wilson intervals.
+    pub a_wins: Option<Estimate>,
+    pub ties: Option<Estimate>,
+    pub b_wins: Option<Estimate>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RaterStats {
+    pub rater: String,
+    pub included: u64,
+    pub median_time_s: Option<f64>,
+    /// Of the rater's finished work (drafts aside).
+    pub skip_rate: Option<f64>,
+    pub out_of_scope_rate: Option<f64>,
+    /// Share of equal side-by-side scores when paired with other raters on a task.
+    pub agreement_with_others: Option<f64>,
+    /// Those pairs.
+    pub pairs_with_others: u64,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Side {
+    pub n: u64,
+    /// Mean canonical score.
+    pub mean: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PositionBias {
+    /// Ratings where A was shown first.
+    pub not_swapped: Side,
+    /// Ratings where B was shown first.
+    pub swapped: Side,
+    /// The mean score as the raters saw it (4 = no lean; below 4 = a lean to whatever
+    /// was shown first).
+    pub shown_mean: Option<Estimate>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ModelPair {
+    pub model_a: String,
+    pub model_b: String,
+    pub n: u64,
+    pub a_wins: u64,
+    pub ties: u64,
+    pub b_wins: u64,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Models {
+    pub pairs: Vec<ModelPair>,
+    /// Present when more than two models are compared.
+    pub ranking: Option<Vec<bradley_terry::Ranked>>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Metrics {
+    pub counts: Counts,
+    pub sxs: SxsSummary,
+    /// Per question (`a.correctness`, ...): answers per option.
+    pub fields: BTreeMap<String, BTreeMap<String, u64>>,
+    pub agreement: BTreeMap<String, Agreement>,
+    pub raters: Vec<RaterStats>,
+    pub position_bias: PositionBias,
+    pub models: Models,
+}
+
+/// One question as metrics see it: where its answer sits and how it is coded.
+struct Question {
+    path: String,
+    side: Option<&'static str>,
+    field: &'static Field,
+}
+
+impl Question {
+    fn value<'a>(&self, answers: &'a Answers) -> Option<&'a Value> {
+        match self.side {
+            Some(side) => answers.get(side)?.get(self.field.key),
+            None => answers.get(self.field.key),
+        }
+    }
+
+    /// The number agreement works on (a rank or a score); `None` when missing or N/A.
+    fn code(&self, value: &Value) -> Option<i64> {
+        match &self.field.kind {
+            Kind::Scale { .. } => value.as_i64(),
+            Kind::Choice { options } => {
+                let s = value.as_str()?;
+                if self.field.unscaled.contains(&s) {
+                    return None;
+                }
+                options
+                    .iter()
+                    .position(|o| o.value == s)
+                    .map(|i| i as i64 + 1)
+            }
+        }
+    }
+
+    /// The option's name for the distribution.
+    fn label(value: &Value) -> String {
+        match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Folds rating rows into metrics; memory grows with included ratings, a few bytes each.
+pub struct Accumulator {
+    questions: Vec<Question>,
+    counts: Counts,
+    fields: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per question: task index to the codes given.
+    units: Vec<HashMap<u32, Vec<i64>>>,
+    task_index: HashMap<Uuid, u32>,
+    /// Included side-by-side scores by task: (rater index, score).
+    sxs_by_task: HashMap<u32, Vec<(u32, i64)>>,
+    raters: Vec<RaterTally>,
+    rater_index: HashMap<String, u32>,
+    sxs_scores: Vec<f64>,
+    shown_scores: Vec<f64>,
+    by_swap: [(u64, f64); 2],
+    model_pairs: BTreeMap<(String, String), [u64; 3]>,
+}
+
+#[derive(Default)]
+struct RaterTally {
+    name: String,
+    included: u64,
+    finished: u64,
+    skipped: u64,
+    out_of_scope: u64,
+    times: Vec<f64>,
+}
+
+/// Which of the pair's scale questions is the side-by-side score.
+const SXS: &str = "sxs";
+
+impl Accumulator {
+    pub fn new(rubric: &'static Rubric) -> Self {
+        let mut questions = Vec::new();
+        for side in ["a", "b"] {
+            for field in &rubric.per_response {
+                questions.push(Question {
+                    path: format!("{side}.{}", field.key),
+                    side: Some(side),
+                    field,
+                });
+            }
+        }
+        for field in &rubric.pair {
+            questions.push(Question {
+                path: field.key.to_owned(),
+                side: None,
+                field,
+            });
+        }
+        let units = questions.iter().map(|_| HashMap::new()).collect();
+        Self {
+            questions,
+            counts: Counts::default(),
+            fields: BTreeMap::new(),
+            units,
+            task_index: HashMap::new(),
+            sxs_by_task: HashMap::new(),
+            raters: Vec::new(),
+            rater_index: HashMap::new(),
+            sxs_scores: Vec::new(),
+            shown_scores: Vec::new(),
+            by_swap: [(0, 0.0); 2],
+            model_pairs: BTreeMap::new(),
+        }
+    }
+
+    pub fn add(&mut self, row: &RatingFacts) {
+        let c = &mut self.counts;
+        c.ratings += 1;
+        let rater = *self
+            .rater_index
+            .entry(row.rater.clone())
+            .or_insert_with(|| {
+                self.raters.push(RaterTally {
+                    name: row.rater.clone(),
+                    ..RaterTally::default()
+                });
+                (self.raters.len() - 1) as u32
+            });
+        let tally = &mut self.raters[rater as usize];
+        if row.status != "draft" {
+            tally.finished += 1;
+            tally.skipped += u64::from(row.outcome == "skipped");
+            tally.out_of_scope += u64::from(row.outcome == "out_of_scope");
+        }
+        if !row.included() {
+            c.excluded += 1;
+            match (row.status.as_str(), row.outcome.as_str()) {
+                ("draft", _) => c.drafts += 1,
+                (_, "skipped") => c.skipped += 1,
+                (_, "out_of_scope") => c.out_of_scope += 1,
+                ("rejected", _) => c.rejected += 1,
+                _ => c.returned += 1,
+            }
+            return;
+        }
+        c.included += 1;
+        tally.included += 1;
+        tally.times.push(f64::from(row.time_spent_s));
+        let next = self.task_index.len() as u32;
+        let task = *self.task_index.entry(row.task_id).or_insert(next);
+        let answers = &row.answers.0;
+        for (i, q) in self.questions.iter().enumerate() {
+            let Some(value) = q.value(answers) else {
+                continue;
+            };
+            *self
+                .fields
+                .entry(q.path.clone())
+                .or_default()
+                .entry(Question::label(value))
+                .or_default() += 1;
+            if let Some(code) = q.code(value) {
+                self.units[i].entry(task).or_default().push(code);
+            }
+        }
+        if let Some(score) = answers.get(SXS).and_then(Value::as_i64) {
+            self.sxs_scores.push(score as f64);
+            self.sxs_by_task
+                .entry(task)
+                .or_default()
+                .push((rater, score));
+            let shown = if row.swapped { 8 - score } else { score };
+            self.shown_scores.push(shown as f64);
+            let side = &mut self.by_swap[usize::from(row.swapped)];
+            side.0 += 1;
+            side.1 += score as f64;
+            if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
+                let tally = self.model_pairs.entry((a.clone(), b.clone())).or_default();
+                tally[if score < 4 {
+                    0
+                } else if score == 4 {
+                    1
+                } else {
+                    2
+                }] += 1;
+            }
+        }
+    }
+
+    pub fn finish(mut self, tasks: i64) -> Metrics {
+        self.counts.tasks = tasks;
+        let agreement = self
+            .questions
+            .iter()
+            .zip(&self.units)
+            .map(|(q, units)| {
+                let values: Vec<Vec<i64>> = units.values().cloned().collect();
+                (q.path.clone(), agreement::agreement(&values, q.field.level))
+            })
+            .collect();
+        let n = self.sxs_scores.len() as u64;
+        let mut distribution: BTreeMap<String, u64> = (1..=7).map(|s| (s.to_string(), 0)).collect();
+        let (mut a, mut t, mut b) = (0, 0, 0);
+        for &s in &self.sxs_scores {
+            *distribution.entry((s as i64).to_string()).or_default() += 1;
+            if s < 4.0 {
+                a += 1;
+            } else if s == 4.0 {
+                t += 1;
+            } else {
+                b += 1;
+            }
+        }
+        let sxs = SxsSummary {
+            n,
+            mean: stats::mean(&self.sxs_scores),
+            distribution,
+            a_wins: stats::share(a, n),
+            ties: stats::share(t, n),
+            b_wins: stats::share(b, n),
+        };
+        // Pairs of side-by-side scores between each rater and the others on shared tasks.
+        let mut pairs = vec![(0u64, 0u64); self.raters.len()];
+        for scores in self.sxs_by_task.values() {
+            for (i, (ri, si)) in scores.iter().enumerate() {
+                for (rj, sj) in scores.iter().skip(i + 1) {
+                    for (r, _) in [(ri, rj), (rj, ri)] {
+                        pairs[*r as usize].0 += 1;
+                        pairs[*r as usize].1 += u64::from(si == sj);
+                    }
+                }
+            }
+        }
+        let raters = self
+            .raters
+            .iter_mut()
+            .zip(pairs)
+            .map(|(r, (total, equal))| RaterStats {
+                rater: r.name.clone(),
+                included: r.included,
+                median_time_s: stats::median(&mut r.times),
+                skip_rate: (r.finished > 0).then(|| r.skipped as f64 / r.finished as f64),
+                out_of_scope_rate: (r.finished > 0)
+                    .then(|| r.out_of_scope as f64 / r.finished as f64),
+                agreement_with_others: (total > 0).then(|| equal as f64 / total as f64),
+                pairs_with_others: total,
+            })
+            .collect();
+        let side = |(n, sum): (u64, f64)| Side {
+            n,
+            mean: (n > 0).then(|| sum / n as f64),
+        };
+        let position_bias = PositionBias {
+            not_swapped: side(self.by_swap[0]),
+            swapped: side(self.by_swap[1]),
+            shown_mean: stats::mean(&self.shown_scores),
+        };
+        let pairs: Vec<ModelPair> = self
+            .model_pairs
+            .iter()
+            .map(|((a, b), [aw, t, bw])| ModelPair {
+                model_a: a.clone(),
+                model_b: b.clone(),
+                n: aw + t + bw,
+                a_wins: *aw,
+                ties: *t,
+                b_wins: *bw,
+            })
+            .collect();
+        let mut names: Vec<String> = pairs
+            .iter()
+            .flat_map(|p| [p.model_a.clone(), p.model_b.clone()])
+            .collect();
+        names.sort();
+        names.dedup();
+        let ranking = (names.len() > 2).then(|| {
+            let index = |m: &str| {
+                names
+                    .binary_search_by(|n| n.as_str().cmp(m))
+                    .expect("known model")
+            };
+            let mut wins = vec![vec![0.0; names.len()]; names.len()];
+            for p in &pairs {
+                let (i, j) = (index(&p.model_a), index(&p.model_b));
+                wins[i][j] += p.a_wins as f64 + p.ties as f64 / 2.0;
+                wins[j][i] += p.b_wins as f64 + p.ties as f64 / 2.0;
+            }
+            bradley_terry::rank(&names, &wins)
+        });
+        Metrics {
+            counts: self.counts,
+            sxs,
+            fields: self.fields,
+            agreement,
+            raters,
+            position_bias,
+            models: Models { pairs, ranking },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::rubric::by_name;
+
+    fn row(
+        task: u128,
+        rater: &str,
+        outcome: &str,
+        status: &str,
+        answers: Value,
+        swapped: bool,
+    ) -> RatingFacts {
+        RatingFacts {
+            task_id: Uuid::from_u128(task),
+            rater: rater.into(),
+            outcome: outcome.into(),
+            status: status.into(),
+            answers: sqlx::types::Json(answers.as_object().cloned().unwrap_or_default()),
+            swapped,
+            time_spent_s: 60,
+            model_a: Some("m1".into()),
+            model_b: Some("m2".into()),
+        }
+    }
+
+    fn scored(s: i64) -> Value {
+        json!({"a": {"correctness": "no_issues", "executability": "yes_fully"},
+               "b": {"correctness": "major_issues", "executability": "no"}, "sxs": s})
+    }
+
+    #[test]
+    fn only_submitted_or_accepted_rated_ratings_count() {
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
+        acc.add(&row(1, "r2", "rated", "accepted", scored(2), false));
+        for (outcome, status) in [
+            ("rated", "draft"),
+            ("skipped", "submitted"),
+            ("out_of_scope", "submitted"),
+            ("rated", "rejected"),
+            ("rated", "returned"),
+            ("out_of_scope", "accepted"),
+        ] {
+            acc.add(&row(2, "r3", outcome, status, scored(7), false));
+        }
+        let m = acc.finish(2);
+        let c = &m.counts;
+        assert_eq!((c.ratings, c.included, c.excluded), (8, 2, 6));
+        assert_eq!(
+            (c.drafts, c.skipped, c.out_of_scope, c.rejected, c.returned),
+            (1, 1, 2, 1, 1)
+        );
+        assert_eq!(
+            c.drafts + c.skipped + c.out_of_scope + c.rejected + c.returned,
+            c.excluded
+        );
+        assert_eq!(m.sxs.n, 2, "no excluded score leaks in");
+        assert_eq!(m.sxs.distribution["7"], 0);
+        assert_eq!(m.fields["a.correctness"]["no_issues"], 2);
+    }
+
+    #[test]
+    fn position_bias_compares_canonical_means_and_the_shown_lean() {
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        // Every rater prefers what is shown first (shown 2): canonical 2 or 6.
+        acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
+        acc.add(&row(2, "r1", "rated", "submitted", scored(6), true));
+        let m = acc.finish(2);
+        assert_eq!(m.position_bias.not_swapped.mean, Some(2.0));
+        assert_eq!(m.position_bias.swapped.mean, Some(6.0));
+        assert_eq!(m.position_bias.shown_mean.unwrap().value, 2.0);
+        assert_eq!(m.sxs.mean.unwrap().value, 4.0);
+    }
+
+    #[test]
+    fn unscaled_answers_are_missing_for_agreement() {
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        let na = json!({"a": {"correctness": "cannot_assess"}, "sxs": 4});
+        acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
+        acc.add(&row(1, "r2", "rated", "submitted", na, false));
+        let m = acc.finish(1);
+        assert_eq!(
+            m.agreement["a.correctness"].units, 0,
+            "cannot_assess is not on the scale"
+        );
+        assert_eq!(m.agreement["sxs"].units, 1);
+        assert_eq!(
+            m.fields["a.correctness"]["cannot_assess"], 1,
+            "but it is in the distribution"
+        );
+    }
+
+    #[test]
+    fn raters_agreement_with_others_and_model_pairs() {
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
+        acc.add(&row(1, "r2", "rated", "submitted", scored(2), false));
+        acc.add(&row(1, "r3", "rated", "submitted", scored(5), false));
+        acc.add(&row(2, "r3", "skipped", "submitted", json!({}), false));
+        let m = acc.finish(2);
+        let r1 = m.raters.iter().find(|r| r.rater == "r1").unwrap();
+        assert_eq!(
+            (r1.pairs_with_others, r1.agreement_with_others),
+            (2, Some(0.5))
+        );
+        let r3 = m.raters.iter().find(|r| r.rater == "r3").unwrap();
+        assert_eq!(
+            (r3.agreement_with_others, r3.skip_rate),
+            (Some(0.0), Some(0.5))
+        );
+        assert_eq!((m.models.pairs[0].a_wins, m.models.pairs[0].b_wins), (2, 1));
+        assert!(m.models.ranking.is_none(), "two models: no ranking");
+    }
+}
