@@ -6,7 +6,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::state::AppState;
-use crate::{assign, batches, error, ratings, store, users};
+use crate::{assign, batches, dashboard, error, export, ratings, review, store, users};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -30,6 +30,9 @@ use crate::{assign, batches, error, ratings, store, users};
         assign::api::out_of_scope,
         ratings::api::read,
         ratings::api::revise,
+        review::api::review,
+        dashboard::metrics_api,
+        export::api::export,
     ),
     components(schemas(error::ErrorBody, users::UserView, store::tokens::ApiToken)),
     modifiers(&Security),

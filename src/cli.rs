@@ -38,8 +38,38 @@ enum Command {
     Token(TokenCommand),
     /// Import tasks from a file into a new or existing batch.
     Import(ImportArgs),
+    /// Export a batch's ratings (canonical orientation, one row per rating).
+    Export(ExportArgs),
     /// Run a demo: a fresh database with demo accounts and a demo batch.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct ExportArgs {
+    /// The batch's name.
+    #[arg(long)]
+    batch: String,
+    /// csv or jsonl.
+    #[arg(long, default_value = "csv")]
+    format: String,
+    /// Where to write (default: standard output).
+    #[arg(long)]
+    output: Option<std::path::PathBuf>,
+    /// Only this outcome: rated, skipped or out_of_scope.
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Only this status: submitted, returned, accepted or rejected.
+    #[arg(long)]
+    status: Option<String>,
+    /// Only this rater's ratings.
+    #[arg(long)]
+    rater: Option<String>,
+    /// Submitted at or after this date or RFC 3339 time.
+    #[arg(long)]
+    since: Option<String>,
+    /// Submitted before this date or RFC 3339 time.
+    #[arg(long)]
+    until: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +213,7 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::User(cmd) => user(&store, cmd).await,
         Command::Token(cmd) => token(&store, cmd).await,
         Command::Import(args) => import(&store, args).await,
+        Command::Export(args) => export(&store, args).await,
         Command::Demo(_) => unreachable!("handled above"),
     };
     store.close().await;
@@ -430,4 +461,48 @@ fn describe(err: crate::error::AppError) -> anyhow::Error {
         }
         other => anyhow::anyhow!("{other}"),
     }
+}
+
+async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let query = crate::export::ExportQuery {
+        format: Some(args.format),
+        outcome: args.outcome,
+        status: args.status,
+        rater: args.rater,
+        since: args.since,
+        until: args.until,
+    };
+    let (format, filter) = crate::export::parse(&query).map_err(describe)?;
+    let batch = store
+        .batch_by_name(&args.batch)
+        .await?
+        .with_context(|| format!("no batch named {:?}", args.batch))?;
+    let rubric =
+        crate::rubric::by_name(&batch.rubric).context("the batch has an unknown rubric")?;
+    let state = AppState::new(store.clone(), Config::default());
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+    let output = args.output.clone();
+    let writer = tokio::spawn(async move {
+        let mut out: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match &output {
+            Some(path) => Box::new(tokio::fs::File::create(path).await?),
+            None => Box::new(tokio::io::stdout()),
+        };
+        while let Some(chunk) = rx.recv().await {
+            out.write_all(&chunk).await?;
+        }
+        out.flush().await?;
+        Ok::<(), std::io::Error>(())
+    });
+    let rows = crate::export::write(&state, batch.id, rubric, format, &filter, tx)
+        .await
+        .map_err(describe)?;
+    writer
+        .await
+        .context("the writer stopped")?
+        .context("cannot write the export")?;
+    if let Some(path) = args.output {
+        eprintln!("{rows} ratings written to {}", path.display());
+    }
+    Ok(())
 }

@@ -25,12 +25,15 @@ pub mod auth;
 pub mod batches;
 pub mod cli;
 pub mod config;
+pub mod dashboard;
 pub mod demo;
 pub mod error;
+pub mod export;
 pub mod home;
 pub mod metrics;
 pub mod ratings;
 pub mod render;
+pub mod review;
 pub mod rubric;
 pub mod state;
 pub mod store;
@@ -67,6 +70,11 @@ pub fn router(state: AppState) -> Router {
         .merge(assign::api_router())
         .merge(ratings::page_router())
         .merge(ratings::api_router())
+        .merge(review::page_router())
+        .merge(review::api_router())
+        .merge(export::api_router())
+        .merge(dashboard::page_router())
+        .merge(dashboard::api_router())
         .merge(api::router())
         .route("/static/{*path}", get(web::assets::serve))
         .route("/healthz", get(web::healthz))

@@ -169,6 +169,7 @@ fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i3
 fn refused(refusal: Refusal) -> AppError {
     match refusal {
         Refusal::Closed(why) => AppError::Conflict(why.into()),
+        Refusal::Stale { current } => crate::review::stale(current),
     }
 }
 

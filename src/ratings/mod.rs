@@ -203,5 +203,6 @@ pub async fn revise(
     {
         Ok(rating) => Ok(rating),
         Err(Refusal::Closed(why)) => Err(AppError::Conflict(why.into())),
+        Err(Refusal::Stale { current }) => Err(crate::review::stale(current)),
     }
 }

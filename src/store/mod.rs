@@ -15,6 +15,7 @@ use sqlx::{PgPool, SqlitePool};
 pub mod assignments;
 pub mod batches;
 pub mod ratings;
+pub mod review;
 pub mod sessions;
 pub mod tokens;
 pub mod users;

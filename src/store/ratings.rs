@@ -35,7 +35,7 @@ pub struct Rating {
     pub review_comment: Option<String>,
 }
 
-const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
+pub(crate) const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
      r.answers, r.skip_reason, r.note, r.time_spent_s, r.version, r.created_at, r.updated_at, \
      r.submitted_at, r.reviewed_at, r.review_comment";
 
@@ -70,6 +70,8 @@ impl Finish {
 pub enum Refusal {
     /// The assignment is finished, expired, or the rating is no longer the rater's to change.
     Closed(&'static str),
+    /// The rating changed since the caller read it; this is its version now.
+    Stale { current: i32 },
 }
 
 /// A rating's row in a rater's history, with the task it belongs to.
@@ -81,7 +83,7 @@ pub struct HistoryRow {
     pub batch_name: String,
 }
 
-fn snapshot(rating: &Rating) -> Value {
+pub(crate) fn snapshot(rating: &Rating) -> Value {
     json!({
         "outcome": rating.outcome, "status": rating.status, "answers": rating.answers.0,
         "skip_reason": rating.skip_reason, "note": rating.note, "time_spent_s": rating.time_spent_s,
@@ -312,7 +314,12 @@ impl super::Store {
                     .fetch_one(&mut *tx)
                     .await?;
                 let before = before.filter(|b| b.status != "draft");
-                insert_history!(&mut *tx, &rating, actor, outcome, before.as_ref(), now)?;
+                let action = match outcome {
+                    "skipped" => "skip",
+                    "out_of_scope" => "out of scope",
+                    _ => "submit",
+                };
+                insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
                 Ok(rating)
             }
         });
@@ -382,11 +389,11 @@ macro_rules! insert_history {
         .bind($after.id)
         .bind($actor)
         .bind($action)
-        .bind($before.map(|b: &Rating| Json(snapshot(b))))
-        .bind(Json(snapshot($after)))
+        .bind($before.map(|b: &Rating| Json($crate::store::ratings::snapshot(b))))
+        .bind(Json($crate::store::ratings::snapshot($after)))
         .bind($at)
         .execute($tx)
         .await
     };
 }
-use insert_history;
+pub(crate) use insert_history;

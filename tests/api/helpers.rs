@@ -302,6 +302,13 @@ impl Go for reqwest::RequestBuilder {
     }
 }
 
+impl Persona {
+    /// A browser signed in as this persona.
+    pub async fn browser_for(&self, app: &TestApp) -> Client {
+        app.login(&self.username, PASSWORD).await
+    }
+}
+
 /// A client that authenticates every request with a bearer token.
 pub fn bearer(token: &str) -> Client {
     let mut headers = HeaderMap::new();

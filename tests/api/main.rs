@@ -8,5 +8,6 @@ mod batches;
 mod cli;
 mod pages;
 mod rating;
+mod review;
 mod schema;
 mod users;

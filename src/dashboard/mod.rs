@@ -1,0 +1,90 @@
+//! A batch's metrics for leads: `GET /api/v1/batches/{id}/metrics` and the batch page
+//! with its charts (SVG drawn here, readable without JavaScript).
+
+use askama::Template;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use uuid::Uuid;
+
+use crate::auth::RequireLead;
+use crate::batches::BatchView;
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::metrics::{Accumulator, Metrics};
+use crate::state::AppState;
+use crate::store::users::User;
+use crate::web::{ApiPath, Layout, PageUser, render};
+
+pub mod charts;
+
+pub fn api_router() -> Router<AppState> {
+    Router::new().route("/api/v1/batches/{id}/metrics", get(metrics_api))
+}
+
+pub fn page_router() -> Router<AppState> {
+    Router::new().route("/batches/{id}", get(page))
+}
+
+/// Computes the metrics of a batch the lead may see.
+pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(BatchView, Metrics)> {
+    let summary = crate::batches::visible(state, id, lead).await?;
+    let rubric = crate::rubric::by_name(&summary.batch.rubric)
+        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let tasks = summary.progress.tasks;
+    let mut acc = Accumulator::new(rubric);
+    state
+        .store()
+        .for_each_rating(id, |row| acc.add(&row))
+        .await?;
+    let metrics = tokio::task::spawn_blocking(move || acc.finish(tasks))
+        .await
+        .map_err(AppError::internal)?;
+    let view = crate::batches::view(state, summary, lead).await?;
+    Ok((view, metrics))
+}
+
+/// The batch's metrics. Only ratings with outcome `rated` and status `submitted` or
+/// `accepted` count; `counts` says how many were left out, and why.
+#[utoipa::path(get, path = "/api/v1/batches/{id}/metrics", tag = "metrics",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = Metrics), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn metrics_api(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<Metrics>> {
+    Ok(Json(compute(&state, id, &lead).await?.1))
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/batch.html")]
+struct BatchPage {
+    layout: Layout,
+    batch: BatchView,
+    metrics: Metrics,
+    /// SVG drawn by `charts` from numbers and escaped labels only.
+    sxs_chart: String,
+    fields_chart: String,
+    agreement_chart: String,
+    bias_chart: String,
+}
+
+async fn page(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    let (batch, metrics) = compute(&state, id, &lead).await?;
+    let page = BatchPage {
+        layout: page_user.layout,
+        sxs_chart: charts::histogram(&metrics.sxs),
+        fields_chart: charts::stacked_fields(&metrics.fields),
+        agreement_chart: charts::agreement(&metrics.agreement),
+        bias_chart: charts::position_bias(&metrics.position_bias),
+        batch,
+        metrics,
+    };
+    Ok(render(&page)?.into_response())
+}

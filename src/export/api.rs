@@ -1,0 +1,105 @@
+//! `GET /api/v1/batches/{id}/export`: a streamed download.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use uuid::Uuid;
+
+use super::{ExportQuery, parse};
+use crate::auth::RequireLead;
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::state::AppState;
+use crate::web::{ApiPath, ApiQuery};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/batches/{id}/export", get(export))
+}
+
+/// Chunks the export may run ahead of the client: this bounds its memory.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
+/// A file name safe in a header: letters, digits, `-` and `_`.
+fn slug(name: &str) -> String {
+    let slug: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let slug = slug.trim_matches('-').to_owned();
+    if slug.is_empty() {
+        "batch".into()
+    } else {
+        slug
+    }
+}
+
+/// Every non-draft rating of the batch, one per row, answers in canonical orientation,
+/// with `counts_in_metrics`. Streamed: memory stays flat however large the batch.
+#[utoipa::path(get, path = "/api/v1/batches/{id}/export", tag = "export", params(("id" = Uuid, Path, description = "batch id"), ExportQuery),
+    responses((status = 200, description = "CSV or JSON Lines", content_type = "text/csv"),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn export(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<ExportQuery>,
+) -> AppResult<Response> {
+    let summary = crate::batches::visible(&state, id, &lead).await?;
+    let rubric = crate::rubric::by_name(&summary.batch.rubric)
+        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let (format, filter) = parse(&query)?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
+    let writer_state = state.clone();
+    tokio::spawn(async move {
+        if let Err(err) = super::write(&writer_state, id, rubric, format, &filter, tx).await {
+            // The response has started; the client sees a truncated body, the log says why.
+            tracing::error!(%err, batch = %id, "export failed part way");
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), rx))
+    });
+    tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
+    let filename = format!(
+        "{}-ratings-{}.{}",
+        slug(&summary.batch.name),
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        format.extension()
+    );
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\""))
+        .map_err(AppError::internal)?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(format.content_type()),
+            ),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slug;
+
+    #[test]
+    fn file_names_are_header_safe() {
+        assert_eq!(slug("Demo: coding answers"), "demo--coding-answers");
+        assert_eq!(slug("\"; rm -rf /\r\n"), "rm--rf");
+        assert_eq!(slug("日本"), "batch");
+    }
+}

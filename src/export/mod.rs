@@ -1,0 +1,366 @@
+//! Exports of a batch's ratings as CSV or JSON Lines: one row per rating (drafts aside),
+//! answers in the task's canonical orientation, streamed so memory stays flat however
+//! many rows there are.
+
+use axum::Router;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{AppError, AppResult, FieldErrors};
+use crate::metrics::counts_in_metrics;
+use crate::rubric::Rubric;
+use crate::state::AppState;
+use crate::store::review::{ExportFilter, ExportRow};
+
+pub mod api;
+
+pub fn api_router() -> Router<AppState> {
+    api::router()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Jsonl,
+}
+
+impl Format {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "csv" => Some(Self::Csv),
+            "jsonl" => Some(Self::Jsonl),
+            _ => None,
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Csv => "text/csv; charset=utf-8",
+            Self::Jsonl => "application/x-ndjson",
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Csv => "csv",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// The export's query: format and filters.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ExportQuery {
+    /// `csv` (default) or `jsonl`.
+    pub format: Option<String>,
+    /// `rated`, `skipped` or `out_of_scope`.
+    pub outcome: Option<String>,
+    /// `submitted`, `returned`, `accepted` or `rejected`.
+    pub status: Option<String>,
+    /// A rater's username.
+    pub rater: Option<String>,
+    /// Submitted at or after (RFC 3339, or a date).
+    pub since: Option<String>,
+    /// Submitted before (RFC 3339, or a date).
+    pub until: Option<String>,
+}
+
+fn time(field: &str, text: &str, fields: &mut FieldErrors) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.with_timezone(&Utc));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return d.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
+    }
+    fields.insert(
+        field.into(),
+        "must be a date (2026-11-21) or an RFC 3339 time".into(),
+    );
+    None
+}
+
+/// Checks the query: every bad parameter is reported.
+pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
+    let mut fields = FieldErrors::new();
+    let format = match query.format.as_deref() {
+        None => Some(Format::Csv),
+        Some(f) => Format::parse(f).or_else(|| {
+            fields.insert(
+                "format".into(),
+                format!("unknown format {f:?}: use csv or jsonl"),
+            );
+            None
+        }),
+    };
+    let one_of =
+        |name: &str, value: &Option<String>, allowed: &[&str], fields: &mut FieldErrors| {
+            if let Some(v) = value
+                && !allowed.contains(&v.as_str())
+            {
+                fields.insert(
+                    name.into(),
+                    format!("unknown {name} {v:?}: use {}", allowed.join(", ")),
+                );
+            }
+        };
+    one_of(
+        "outcome",
+        &query.outcome,
+        &["rated", "skipped", "out_of_scope"],
+        &mut fields,
+    );
+    one_of(
+        "status",
+        &query.status,
+        &["submitted", "returned", "accepted", "rejected"],
+        &mut fields,
+    );
+    let since = query
+        .since
+        .as_deref()
+        .and_then(|t| time("since", t, &mut fields));
+    let until = query
+        .until
+        .as_deref()
+        .and_then(|t| time("until", t, &mut fields));
+    match format {
+        Some(format) if fields.is_empty() => Ok((
+            format,
+            ExportFilter {
+                outcome: query.outcome.clone(),
+                status: query.status.clone(),
+                rater: query.rater.clone(),
+                submitted_since: since,
+                submitted_until: until,
+            },
+        )),
+        _ => Err(AppError::invalid(fields)),
+    }
+}
+
+/// The CSV columns, in order: the fixed ones, then every answer of the rubric.
+pub fn columns(rubric: &Rubric) -> Vec<String> {
+    let mut columns: Vec<String> = [
+        "rating_id",
+        "batch",
+        "external_id",
+        "rater",
+        "outcome",
+        "status",
+        "counts_in_metrics",
+        "swapped",
+        "model_a",
+        "model_b",
+    ]
+    .map(String::from)
+    .to_vec();
+    for side in ["a", "b"] {
+        for field in &rubric.per_response {
+            columns.push(format!("{side}_{}", field.key));
+            columns.push(format!("{side}_{}", field.explanation_key()));
+        }
+    }
+    for field in &rubric.pair {
+        columns.push(field.key.to_owned());
+        columns.push(field.explanation_key());
+    }
+    columns.extend(
+        [
+            "classifications",
+            "skip_reason",
+            "note",
+            "time_spent_s",
+            "version",
+            "created_at",
+            "submitted_at",
+            "reviewed_at",
+            "review_comment",
+        ]
+        .map(String::from),
+    );
+    columns
+}
+
+/// A cell a spreadsheet would run as a formula gets a leading apostrophe.
+fn neutral(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+fn text(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => neutral(s),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn stamp(t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| t.to_rfc3339()).unwrap_or_default()
+}
+
+/// One CSV record, in the order of [`columns`].
+pub fn csv_record(rubric: &Rubric, row: &ExportRow) -> Vec<String> {
+    let answers = &row.answers.0;
+    let mut record = vec![
+        row.rating_id.to_string(),
+        neutral(&row.batch),
+        neutral(&row.external_id),
+        neutral(&row.rater),
+        row.outcome.clone(),
+        row.status.clone(),
+        counts_in_metrics(&row.outcome, &row.status).to_string(),
+        row.swapped.to_string(),
+        neutral(row.model_a.as_deref().unwrap_or("")),
+        neutral(row.model_b.as_deref().unwrap_or("")),
+    ];
+    for side in ["a", "b"] {
+        let answers = answers.get(side);
+        for field in &rubric.per_response {
+            record.push(text(answers.and_then(|a| a.get(field.key))));
+            record.push(text(answers.and_then(|a| a.get(field.explanation_key()))));
+        }
+    }
+    for field in &rubric.pair {
+        record.push(text(answers.get(field.key)));
+        record.push(text(answers.get(&field.explanation_key())));
+    }
+    record.push(
+        answers
+            .get("classifications")
+            .map(|c| neutral(&c.to_string()))
+            .unwrap_or_default(),
+    );
+    record.push(neutral(row.skip_reason.as_deref().unwrap_or("")));
+    record.push(neutral(row.note.as_deref().unwrap_or("")));
+    record.push(row.time_spent_s.to_string());
+    record.push(row.version.to_string());
+    record.push(row.created_at.to_rfc3339());
+    record.push(stamp(row.submitted_at));
+    record.push(stamp(row.reviewed_at));
+    record.push(neutral(row.review_comment.as_deref().unwrap_or("")));
+    record
+}
+
+/// One JSON Lines object (answers nested, canonical orientation).
+pub fn json_record(row: &ExportRow) -> Value {
+    json!({
+        "rating_id": row.rating_id, "batch": row.batch, "external_id": row.external_id, "rater": row.rater,
+        "outcome": row.outcome, "status": row.status,
+        "counts_in_metrics": counts_in_metrics(&row.outcome, &row.status),
+        "swapped": row.swapped, "model_a": row.model_a, "model_b": row.model_b, "answers": row.answers.0,
+        "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
+        "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,
+        "review_comment": row.review_comment,
+    })
+}
+
+/// Rows gathered into one chunk of output before it is handed on.
+const ROWS_PER_CHUNK: usize = 256;
+
+/// Sends a batch's export to `out` in chunks (the CSV header first). Returns how many
+/// rows were written; stops early if the receiver goes away.
+pub async fn write(
+    state: &AppState,
+    batch_id: uuid::Uuid,
+    rubric: &'static Rubric,
+    format: Format,
+    filter: &ExportFilter,
+    out: tokio::sync::mpsc::Sender<Vec<u8>>,
+) -> AppResult<u64> {
+    let mut buffer: Vec<u8> = Vec::with_capacity(64 * 1024);
+    if format == Format::Csv {
+        let mut header = csv::Writer::from_writer(Vec::new());
+        header
+            .write_record(columns(rubric))
+            .map_err(AppError::internal)?;
+        buffer.extend(header.into_inner().map_err(AppError::internal)?);
+    }
+    let mut pending = 0usize;
+    let each = |row: ExportRow| {
+        match format {
+            Format::Csv => {
+                let mut writer = csv::WriterBuilder::new()
+                    .has_headers(false)
+                    .from_writer(&mut buffer);
+                // Writing into memory cannot fail.
+                let _ = writer.write_record(csv_record(rubric, &row));
+            }
+            Format::Jsonl => {
+                let _ = serde_json::to_writer(&mut buffer, &json_record(&row));
+                buffer.push(b'\n');
+            }
+        }
+        pending += 1;
+        (pending % ROWS_PER_CHUNK == 0).then(|| std::mem::take(&mut buffer))
+    };
+    let rows = state
+        .store()
+        .export_rows(batch_id, filter, each, &out)
+        .await?;
+    if !buffer.is_empty() {
+        let _ = out.send(buffer).await;
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formula_cells_are_neutralised() {
+        for bad in ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\t=x"] {
+            assert!(neutral(bad).starts_with('\''), "{bad:?}");
+        }
+        assert_eq!(neutral("plain text"), "plain text");
+    }
+
+    #[test]
+    fn the_query_is_checked_field_by_field() {
+        let bad = ExportQuery {
+            format: Some("xlsx".into()),
+            outcome: Some("maybe".into()),
+            since: Some("yesterday".into()),
+            ..ExportQuery::default()
+        };
+        let Err(AppError::Validation { fields, .. }) = parse(&bad) else {
+            panic!("refused")
+        };
+        assert_eq!(fields.len(), 3, "{fields:?}");
+        let good = ExportQuery {
+            format: Some("jsonl".into()),
+            since: Some("2026-11-01".into()),
+            ..ExportQuery::default()
+        };
+        let (format, filter) = parse(&good).unwrap();
+        assert_eq!(format, Format::Jsonl);
+        assert_eq!(
+            filter.submitted_since.unwrap().to_rfc3339(),
+            "2026-11-01T00:00:00+00:00"
+        );
+    }
+
+    #[test]
+    fn columns_cover_every_answer_of_the_rubric() {
+        let columns = columns(crate::rubric::by_name("blackhat").unwrap());
+        for c in [
+            "rating_id",
+            "counts_in_metrics",
+            "a_executability",
+            "a_executability_explanation",
+            "b_correctness_explanation",
+            "sxs",
+            "sxs_explanation",
+            "submitted_at",
+            "review_comment",
+        ] {
+            assert!(columns.iter().any(|x| x == c), "{c}");
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The lead's pages: the review queue, one rating with its history and the decision form,
+//! and a task's ratings side by side.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Decision, decide, reviewable};
+use crate::auth::RequireLead;
+use crate::auth::csrf::CsrfForm;
+use crate::error::{AppError, AppResult};
+use crate::ratings::Access;
+use crate::rubric::{Answers, Field, Rubric};
+use crate::state::AppState;
+use crate::store::review::QueueRow;
+use crate::web::{ApiPath, Layout, PageUser, render};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/review", get(queue))
+        .route("/review/{id}", get(one).post(post_decision))
+        .route("/batches/{id}/tasks/{external_id}", get(task))
+}
+
+/// How many ratings the queue page lists at once.
+const QUEUE_LIMIT: i64 = 200;
+
+#[derive(Template)]
+#[template(path = "review/queue.html")]
+struct QueuePage {
+    layout: Layout,
+    rows: Vec<QueueRow>,
+}
+
+async fn queue(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+) -> AppResult<Response> {
+    let admin = lead.role == crate::auth::Role::Admin;
+    let rows = state
+        .store()
+        .review_queue(lead.id, admin, QUEUE_LIMIT)
+        .await?;
+    Ok(render(&QueuePage {
+        layout: page_user.layout,
+        rows,
+    })?
+    .into_response())
+}
+
+/// A question's answer as shown to a lead: the option's label and the explanation.
+pub struct Cell {
+    pub value: String,
+    pub why: String,
+}
+
+/// One question across several answer sets (the two responses, or several raters).
+pub struct Row {
+    pub label: String,
+    pub cells: Vec<Cell>,
+}
+
+fn label_of(field: &Field, value: Option<&Value>) -> String {
+    let Some(value) = value else {
+        return "—".into();
+    };
+    let raw = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    field
+        .options()
+        .into_iter()
+        .find(|(v, _)| *v == raw)
+        .map_or(raw.clone(), |(v, label)| format!("{v} · {label}"))
+}
+
+fn cell(field: &Field, answers: &Value) -> Cell {
+    Cell {
+        value: label_of(field, answers.get(field.key)),
+        why: answers
+            .get(field.explanation_key())
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    }
+}
+
+/// Rows of questions by columns of answer sets (canonical orientation).
+pub fn rows(rubric: &Rubric, sets: &[&Answers]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let empty = Value::Object(Default::default());
+    for side in ["a", "b"] {
+        for field in &rubric.per_response {
+            let cells = sets
+                .iter()
+                .map(|s| cell(field, s.get(side).unwrap_or(&empty)))
+                .collect();
+            rows.push(Row {
+                label: format!("{} · {}", side.to_uppercase(), field.label),
+                cells,
+            });
+        }
+    }
+    for field in &rubric.pair {
+        let cells = sets
+            .iter()
+            .map(|s| cell(field, &Value::Object((*s).clone())))
+            .collect();
+        rows.push(Row {
+            label: field.label.to_owned(),
+            cells,
+        });
+    }
+    rows.push(Row {
+        label: "Classifications".into(),
+        cells: sets
+            .iter()
+            .map(|s| Cell {
+                value: s
+                    .get("classifications")
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "—".into()),
+                why: String::new(),
+            })
+            .collect(),
+    });
+    rows
+}
+
+#[derive(Template)]
+#[template(path = "review/rating.html")]
+struct ReviewPage {
+    layout: Layout,
+    rating_id: Uuid,
+    batch_id: Uuid,
+    batch_name: String,
+    external_id: String,
+    rater: String,
+    outcome: String,
+    status: String,
+    note: Option<String>,
+    version: i32,
+    swapped: bool,
+    time_spent_s: i32,
+    review_comment: Option<String>,
+    rows: Vec<Row>,
+    history: Vec<(String, String, String)>,
+    /// Sanitised HTML (see `render`), canonical orientation.
+    prompt_html: String,
+    a_html: String,
+    b_html: String,
+    error: Option<String>,
+}
+
+async fn review_page(
+    state: &AppState,
+    access: &Access,
+    layout: Layout,
+    error: Option<String>,
+) -> AppResult<ReviewPage> {
+    let task = state
+        .store()
+        .task(access.rating.task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rendered = crate::assign::rendered(state, &task).await?;
+    let rater = state
+        .store()
+        .user_by_id(access.rating.rater_id)
+        .await?
+        .map(|u| u.username)
+        .unwrap_or_default();
+    let history = state
+        .store()
+        .rating_history(access.rating.id)
+        .await?
+        .into_iter()
+        .map(|(action, actor, at, _, _)| {
+            (
+                action,
+                actor.unwrap_or_else(|| "—".into()),
+                at.format("%Y-%m-%d %H:%M").to_string(),
+            )
+        })
+        .collect();
+    let r = &access.rating;
+    Ok(ReviewPage {
+        layout,
+        rating_id: r.id,
+        batch_id: access.batch.id,
+        batch_name: access.batch.name.clone(),
+        external_id: task.external_id,
+        rater,
+        outcome: r.outcome.clone(),
+        status: r.status.clone(),
+        note: r.note.clone(),
+        version: r.version,
+        swapped: access.assignment.swapped,
+        time_spent_s: r.time_spent_s,
+        review_comment: r.review_comment.clone(),
+        rows: rows(access.rubric, &[&r.answers.0]),
+        history,
+        prompt_html: rendered.prompt,
+        a_html: rendered.response_a,
+        b_html: rendered.response_b,
+        error,
+    })
+}
+
+async fn one(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    let access = reviewable(&state, id, &lead).await?;
+    Ok(render(&review_page(&state, &access, page_user.layout, None).await?)?.into_response())
+}
+
+#[derive(Deserialize)]
+struct DecisionForm {
+    #[serde(default)]
+    decision: String,
+    comment: Option<String>,
+    version: i32,
+}
+
+async fn post_decision(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(form): CsrfForm<DecisionForm>,
+) -> AppResult<Response> {
+    let access = reviewable(&state, id, &lead).await?;
+    let decision = Decision {
+        decision: form.decision,
+        comment: form.comment,
+        version: form.version,
+    };
+    match decide(&state, &access, &lead, &decision).await {
+        Ok(_) => Ok(Redirect::to("/review").into_response()),
+        Err(err @ (AppError::Conflict(_) | AppError::Validation { .. })) => {
+            let status = err.status();
+            let message = match &err {
+                AppError::Validation { fields, .. } => fields
+                    .iter()
+                    .map(|(f, why)| format!("{f} {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                other => other.to_string(),
+            };
+            let fresh = reviewable(&state, id, &lead).await?;
+            let page = review_page(&state, &fresh, page_user.layout, Some(message)).await?;
+            Ok((status, render(&page)?).into_response())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "review/task.html")]
+struct TaskPage {
+    layout: Layout,
+    batch_id: Uuid,
+    batch_name: String,
+    external_id: String,
+    raters: Vec<(Uuid, String, String, String, bool)>,
+    rows: Vec<Row>,
+    /// Sanitised HTML (see `render`), canonical orientation.
+    prompt_html: String,
+    a_html: String,
+    b_html: String,
+}
+
+/// `GET /batches/{id}/tasks/{external_id}`: every rater's answers side by side.
+async fn task(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
+) -> AppResult<Response> {
+    let summary = crate::batches::visible(&state, batch_id, &lead).await?;
+    let rubric = crate::rubric::by_name(&summary.batch.rubric)
+        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let task_id = state
+        .store()
+        .task_by_external_id(batch_id, &external_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let task = state
+        .store()
+        .task(task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rendered = crate::assign::rendered(&state, &task).await?;
+    let ratings = state.store().task_ratings(task_id).await?;
+    let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
+    let rows = rows(rubric, &sets);
+    let raters = ratings
+        .iter()
+        .map(|r| {
+            let counts = crate::metrics::counts_in_metrics(&r.outcome, &r.status);
+            (
+                r.rating_id,
+                r.rater.clone(),
+                r.outcome.replace('_', " "),
+                r.status.clone(),
+                counts,
+            )
+        })
+        .collect();
+    let page = TaskPage {
+        layout: page_user.layout,
+        batch_id,
+        batch_name: summary.batch.name,
+        external_id,
+        raters,
+        rows,
+        prompt_html: rendered.prompt,
+        a_html: rendered.response_a,
+        b_html: rendered.response_b,
+    };
+    Ok(render(&page)?.into_response())
+}

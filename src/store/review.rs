@@ -1,0 +1,288 @@
+//! What leads read and decide: the review queue, reviews, a task's ratings side by side,
+//! and the rows behind metrics and exports.
+
+use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::ratings::{RATING_COLUMNS, Rating, Refusal, insert_history};
+use super::{StoreResult, read, transaction};
+use crate::metrics::RatingFacts;
+use crate::rubric::Answers;
+
+/// A rating waiting in the review queue.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct QueueRow {
+    pub rating_id: Uuid,
+    pub batch_id: Uuid,
+    pub batch_name: String,
+    pub external_id: String,
+    pub rater: String,
+    pub outcome: String,
+    pub submitted_at: Option<DateTime<Utc>>,
+    pub version: i32,
+}
+
+/// One rater's rating of a task, for the side-by-side view.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TaskRating {
+    pub rating_id: Uuid,
+    pub rater: String,
+    pub outcome: String,
+    pub status: String,
+    pub swapped: bool,
+    pub answers: Json<Answers>,
+    pub note: Option<String>,
+    pub time_spent_s: i32,
+}
+
+/// A rating as exported: everything about it, answers in canonical orientation.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ExportRow {
+    pub rating_id: Uuid,
+    pub batch: String,
+    pub external_id: String,
+    pub rater: String,
+    pub outcome: String,
+    pub status: String,
+    pub swapped: bool,
+    pub model_a: Option<String>,
+    pub model_b: Option<String>,
+    pub answers: Json<Answers>,
+    pub skip_reason: Option<String>,
+    pub note: Option<String>,
+    pub time_spent_s: i32,
+    pub version: i32,
+    pub created_at: DateTime<Utc>,
+    pub submitted_at: Option<DateTime<Utc>>,
+    pub reviewed_at: Option<DateTime<Utc>>,
+    pub review_comment: Option<String>,
+}
+
+/// Which ratings an export holds (drafts never).
+#[derive(Debug, Clone, Default)]
+pub struct ExportFilter {
+    pub outcome: Option<String>,
+    pub status: Option<String>,
+    pub rater: Option<String>,
+    pub submitted_since: Option<DateTime<Utc>>,
+    pub submitted_until: Option<DateTime<Utc>>,
+}
+
+impl super::Store {
+    /// Submitted ratings waiting for a decision, oldest first, in batches `lead` leads
+    /// (every batch for an admin), never the lead's own.
+    pub async fn review_queue(
+        &self,
+        lead: Uuid,
+        admin: bool,
+        limit: i64,
+    ) -> StoreResult<Vec<QueueRow>> {
+        let sql = "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, t.external_id, u.username AS rater,
+                    r.outcome, r.submitted_at, r.version
+             FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
+             JOIN users u ON u.id = r.rater_id
+             WHERE r.status = 'submitted' AND r.outcome <> 'skipped' AND r.rater_id <> $1
+               AND ($2 OR NOT b.leads_restricted OR EXISTS (
+                   SELECT 1 FROM batch_members m WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead'))
+             ORDER BY r.submitted_at, r.id LIMIT $3";
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, QueueRow>(sql)
+                .bind(lead)
+                .bind(admin)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// Records a lead's decision. `version` must be the rating's current version (409
+    /// otherwise). Rejecting gives the task's slot back to the pool so another rater can
+    /// rate it; a rejection is final.
+    pub async fn review(
+        &self,
+        rating_id: Uuid,
+        reviewer: Uuid,
+        decision: &str,
+        comment: Option<&str>,
+        version: i32,
+        overlap: i32,
+    ) -> StoreResult<Result<Rating, Refusal>> {
+        let now = Utc::now();
+        let lock = self.lock_clause();
+        let locked = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
+        let plain = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1");
+        let status = match decision {
+            "accept" => "accepted",
+            "return" => "returned",
+            _ => "rejected",
+        };
+        let result = transaction!(self, |tx| {
+            let before = sqlx::query_as::<_, Rating>(&locked)
+                .bind(rating_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if before.version != version {
+                Err(Refusal::Stale {
+                    current: before.version,
+                })
+            } else if before.status == "draft"
+                || before.outcome == "skipped"
+                || before.status == "rejected"
+            {
+                Err(Refusal::Closed(match before.status.as_str() {
+                    "draft" => "a draft is not ready for review",
+                    "rejected" => "a rejected rating stays rejected",
+                    _ => "a skip is not reviewed",
+                }))
+            } else {
+                sqlx::query(
+                    "UPDATE ratings SET status = $2, reviewed_at = $3, reviewed_by = $4, review_comment = $5,
+                         version = version + 1, updated_at = $3
+                     WHERE id = $1",
+                )
+                .bind(rating_id)
+                .bind(status)
+                .bind(now)
+                .bind(reviewer)
+                .bind(comment)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "INSERT INTO reviews (id, rating_id, reviewer_id, decision, comment, version, at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(Uuid::now_v7())
+                .bind(rating_id)
+                .bind(reviewer)
+                .bind(decision)
+                .bind(comment)
+                .bind(version)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                if status == "rejected" && before.outcome != "skipped" {
+                    sqlx::query(
+                        "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1",
+                    )
+                    .bind(before.task_id)
+                    .bind(overlap)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                let after = sqlx::query_as::<_, Rating>(&plain)
+                    .bind(rating_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                insert_history!(
+                    &mut *tx,
+                    &after,
+                    reviewer,
+                    format!("review: {decision}"),
+                    Some(&before),
+                    now
+                )?;
+                Ok(after)
+            }
+        });
+        Ok(result)
+    }
+
+    /// Every rating of a task, drafts aside, with its rater.
+    pub async fn task_ratings(&self, task_id: Uuid) -> StoreResult<Vec<TaskRating>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, TaskRating>(
+                "SELECT r.id AS rating_id, u.username AS rater, r.outcome, r.status, a.swapped, r.answers,
+                        r.note, r.time_spent_s
+                 FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
+                 WHERE r.task_id = $1 AND r.status <> 'draft' ORDER BY u.username",
+            )
+            .bind(task_id)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
+    /// The task of a batch with this external id.
+    pub async fn task_by_external_id(
+        &self,
+        batch_id: Uuid,
+        external_id: &str,
+    ) -> StoreResult<Option<Uuid>> {
+        let row: Option<(Uuid,)> = read!(self, |pool| {
+            sqlx::query_as("SELECT id FROM tasks WHERE batch_id = $1 AND external_id = $2")
+                .bind(batch_id)
+                .bind(external_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|(id,)| id))
+    }
+
+    /// Feeds every rating of a batch, drafts included, to `each`, one row at a time.
+    pub async fn for_each_rating(
+        &self,
+        batch_id: Uuid,
+        mut each: impl FnMut(RatingFacts) + Send,
+    ) -> StoreResult<()> {
+        let sql = "SELECT r.task_id, u.username AS rater, r.outcome, r.status, r.answers, a.swapped, r.time_spent_s,
+                          t.model_a, t.model_b
+                   FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
+                   JOIN tasks t ON t.id = r.task_id
+                   WHERE r.batch_id = $1";
+        read!(self, |pool| {
+            let mut rows = sqlx::query_as::<_, RatingFacts>(sql)
+                .bind(batch_id)
+                .fetch(pool);
+            while let Some(row) = rows.try_next().await? {
+                each(row);
+            }
+            Ok::<(), sqlx::Error>(())
+        })?;
+        Ok(())
+    }
+
+    /// Turns the batch's ratings that `filter` selects into output, oldest first, one row
+    /// at a time: `each` renders a row and may hand back a finished chunk, which is sent
+    /// to `out`. Stops early when the receiver is gone. Returns how many rows were read.
+    pub async fn export_rows(
+        &self,
+        batch_id: Uuid,
+        filter: &ExportFilter,
+        mut each: impl FnMut(ExportRow) -> Option<Vec<u8>> + Send,
+        out: &tokio::sync::mpsc::Sender<Vec<u8>>,
+    ) -> StoreResult<u64> {
+        let sql = "SELECT r.id AS rating_id, b.name AS batch, t.external_id, u.username AS rater, r.outcome, r.status,
+                          a.swapped, t.model_a, t.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
+                          r.created_at, r.submitted_at, r.reviewed_at, r.review_comment
+                   FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
+                   JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
+                   WHERE r.batch_id = $1 AND r.status <> 'draft'
+                     AND ($2 IS NULL OR r.outcome = $2) AND ($3 IS NULL OR r.status = $3)
+                     AND ($4 IS NULL OR u.username = $4)
+                     AND ($5 IS NULL OR r.submitted_at >= $5) AND ($6 IS NULL OR r.submitted_at < $6)
+                   ORDER BY r.submitted_at, r.id";
+        let mut count = 0u64;
+        read!(self, |pool| {
+            let mut rows = sqlx::query_as::<_, ExportRow>(sql)
+                .bind(batch_id)
+                .bind(filter.outcome.as_deref())
+                .bind(filter.status.as_deref())
+                .bind(filter.rater.as_deref())
+                .bind(filter.submitted_since)
+                .bind(filter.submitted_until)
+                .fetch(pool);
+            while let Some(row) = rows.try_next().await? {
+                count += 1;
+                if let Some(chunk) = each(row)
+                    && out.send(chunk).await.is_err()
+                {
+                    break;
+                }
+            }
+            Ok::<(), sqlx::Error>(())
+        })?;
+        Ok(count)
+    }
+}
