@@ -313,6 +313,169 @@ async fn bench_next(opts: &Options, size: usize, iterations: usize) -> Stats {
     stats(samples)
 }
 
+/// Seeds `ratings` submitted ratings (overlap 3, 30 raters) into a fresh database: tasks
+/// through the upload API, raters through the CLI, and the ratings themselves by bulk
+/// SQL, since a million rating sessions over HTTP would take the benchmark hours.
+/// Returns the database and the batch id.
+async fn seed_ratings(opts: &Options, ratings: usize) -> (Database, String) {
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    let admin = persona(&db, "admin", "admin");
+    let raters: Vec<String> = (0..30).map(|i| format!("r{i}")).collect();
+    for r in &raters {
+        persona(&db, r, "rater");
+    }
+    let server = Server::start(&db);
+    let tasks_n = ratings.div_ceil(3);
+    let (batch, _) = upload(&admin, &server, "metrics", tasks(tasks_n, 200)).await;
+    server.stop();
+    let batch = batch["id"].as_str().expect("id").to_owned();
+    let store = verdict::Store::connect(&db.url).await.expect("connect");
+    let batch_id: uuid::Uuid = batch.parse().expect("uuid");
+    seed_sql(&store, &db, batch_id, &raters, ratings).await;
+    store.close().await;
+    (db, batch)
+}
+
+async fn seed_sql(
+    store: &verdict::Store,
+    db: &Database,
+    batch_id: uuid::Uuid,
+    raters: &[String],
+    ratings: usize,
+) {
+    let _ = store;
+    let options = ["yes_fully", "yes_partially", "no", "no_code"];
+    let scales = [
+        "no_issues",
+        "minor_issues",
+        "major_issues",
+        "not_applicable",
+    ];
+    macro_rules! seed {
+        ($pool:expr) => {{
+            let pool = $pool;
+            let tasks: Vec<(uuid::Uuid,)> = sqlx::query_as("SELECT id FROM tasks WHERE batch_id = $1 ORDER BY seq")
+                .bind(batch_id).fetch_all(&pool).await.expect("tasks");
+            let mut rater_ids = Vec::new();
+            for r in raters {
+                let (id,): (uuid::Uuid,) = sqlx::query_as("SELECT id FROM users WHERE username = $1").bind(r).fetch_one(&pool).await.expect("rater");
+                rater_ids.push(id);
+            }
+            let now = chrono::Utc::now();
+            let mut rows = Vec::new();
+            for (t, (task_id,)) in tasks.iter().enumerate() {
+                for k in 0..3 {
+                    let n = t * 3 + k;
+                    if n == ratings {
+                        break;
+                    }
+                    let rater = rater_ids[(t + k * 7) % rater_ids.len()];
+                    let sxs = 1 + ((t * 5 + k * 3) % 7) as i64;
+                    let answers = json!({
+                        "a": {"executability": options[n % 4], "instruction_following": scales[(n / 4) % 4], "correctness": scales[(n / 3) % 4]},
+                        "b": {"executability": options[(n + 1) % 4], "instruction_following": scales[(n / 5) % 4], "correctness": scales[(n / 7) % 4]},
+                        "sxs": sxs, "sxs_explanation": "A seeded explanation of the preference, long enough."
+                    });
+                    rows.push((uuid::Uuid::now_v7(), *task_id, rater, n % 2 == 1, answers, 30 + (n % 900) as i32));
+                }
+            }
+            let mut tx = pool.begin().await.expect("begin");
+            // 13 values a row, well under both backends' limits on bound parameters.
+            for chunk in rows.chunks(1000) {
+                let mut assignments = sqlx::QueryBuilder::new(
+                    "INSERT INTO assignments (id, task_id, batch_id, rater_id, swapped, state, lease_expires_at, created_at, updated_at) ");
+                assignments.push_values(chunk, |mut b, (id, task_id, rater, swapped, _, _)| {
+                    b.push_bind(*id).push_bind(*task_id).push_bind(batch_id).push_bind(*rater).push_bind(*swapped)
+                        .push_bind("done").push_bind(now).push_bind(now).push_bind(now);
+                });
+                assignments.build().execute(&mut *tx).await.expect("assignments");
+                let mut insert = sqlx::QueryBuilder::new(
+                    "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers, time_spent_s, version, created_at, updated_at, submitted_at) ");
+                insert.push_values(chunk, |mut b, (id, task_id, rater, _, answers, time)| {
+                    b.push_bind(uuid::Uuid::now_v7()).push_bind(*id).push_bind(*task_id).push_bind(batch_id).push_bind(*rater)
+                        .push_bind("rated").push_bind("submitted").push_bind(sqlx::types::Json(answers)).push_bind(*time)
+                        .push_bind(1).push_bind(now).push_bind(now).push_bind(now);
+                });
+                insert.build().execute(&mut *tx).await.expect("ratings");
+            }
+            sqlx::query("UPDATE tasks SET claimed = 3, is_full = TRUE WHERE batch_id = $1").bind(batch_id).execute(&mut *tx).await.expect("claimed");
+            tx.commit().await.expect("commit");
+            pool.close().await;
+        }};
+    }
+    if db.postgres.is_some() {
+        seed!(sqlx::PgPool::connect(&db.url).await.expect("connect"));
+    } else {
+        seed!(sqlx::SqlitePool::connect(&db.url).await.expect("connect"));
+    }
+}
+
+struct LargeBatchResult {
+    ratings: usize,
+    metrics_seconds: f64,
+    metrics_peak_mib: f64,
+    exports: Vec<(String, usize, f64, f64)>,
+}
+
+/// Metrics and exports of a batch of `ratings` ratings, each on a freshly started server
+/// so that its peak memory belongs to that one request.
+async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
+    let (db, batch) = seed_ratings(opts, ratings).await;
+    let lead_client = persona(&db, "lead", "lead");
+    let server = Server::start(&db);
+    let started = Instant::now();
+    let metrics: Value = lead_client
+        .get(server.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .send()
+        .await
+        .expect("metrics")
+        .json()
+        .await
+        .expect("JSON");
+    let metrics_seconds = started.elapsed().as_secs_f64();
+    assert_eq!(
+        metrics["counts"]["included"].as_u64(),
+        Some(ratings as u64),
+        "every seeded rating counts"
+    );
+    let metrics_peak_mib = server.peak_rss_mib();
+    server.stop();
+    let mut exports = Vec::new();
+    for (label, query) in [
+        ("CSV, one rater's share", "format=csv&rater=r0"),
+        ("CSV, all", "format=csv"),
+        ("JSONL, all", "format=jsonl"),
+    ] {
+        let server = Server::start(&db);
+        let started = Instant::now();
+        let mut response = lead_client
+            .get(server.url(&format!("/api/v1/batches/{batch}/export?{query}")))
+            .header("accept-encoding", "identity")
+            .send()
+            .await
+            .expect("export");
+        let mut lines = 0usize;
+        while let Some(chunk) = response.chunk().await.expect("chunk") {
+            lines += chunk.iter().filter(|b| **b == b'\n').count();
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let rows = if query.starts_with("format=csv") {
+            lines.saturating_sub(1)
+        } else {
+            lines
+        };
+        exports.push((label.to_owned(), rows, seconds, server.peak_rss_mib()));
+        server.stop();
+    }
+    db.drop_it().await;
+    LargeBatchResult {
+        ratings,
+        metrics_seconds,
+        metrics_peak_mib,
+        exports,
+    }
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -341,10 +504,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (import_tasks, sizes, iterations): (usize, &[usize], usize) = if opts.quick {
-        (500, &[1_000, 5_000], 50)
+    let (import_tasks, sizes, iterations, large): (usize, &[usize], usize, usize) = if opts.quick {
+        (500, &[1_000, 5_000], 50, 20_000)
     } else {
-        (10_000, &[1_000, 10_000, 100_000], 300)
+        (10_000, &[1_000, 10_000, 100_000], 300, 1_000_000)
     };
     // SQLite always; PostgreSQL too when a server is named.
     let mut backends: Vec<(&str, Option<String>)> = vec![("SQLite", None)];
@@ -364,6 +527,8 @@ fn main() {
     );
     let mut import_rows = String::new();
     let mut next_rows = String::new();
+    let mut large_rows = String::new();
+    let mut export_rows = String::new();
     for (backend, url) in &backends {
         let run = Options {
             database_url: url.clone(),
@@ -390,6 +555,20 @@ fn main() {
                 s.p50, s.p90, s.p99, s.mean
             );
         }
+        eprintln!("metrics and exports: {large} ratings ({backend})");
+        let big = runtime.block_on(bench_large_batch(&run, large));
+        let _ = writeln!(
+            large_rows,
+            "| {backend} | {} | {:.2} s | {:.0} MiB |",
+            big.ratings, big.metrics_seconds, big.metrics_peak_mib
+        );
+        for (label, rows, seconds, peak) in big.exports {
+            let _ = writeln!(
+                export_rows,
+                "| {backend} | {label} | {rows} | {seconds:.2} s | {:.0} rows/s | {peak:.0} MiB |",
+                rows as f64 / seconds
+            );
+        }
     }
     let _ = writeln!(md, "## Batch import\n");
     let _ = writeln!(
@@ -410,7 +589,28 @@ fn main() {
     );
     let _ = writeln!(md, "| database | tasks in batch | p50 | p90 | p99 | mean |");
     let _ = writeln!(md, "|---|---|---|---|---|---|");
-    let _ = write!(md, "{next_rows}");
+    let _ = writeln!(md, "{next_rows}");
+    let _ = writeln!(md, "## Metrics of a large batch\n");
+    let _ = writeln!(
+        md,
+        "`GET /api/v1/batches/{{id}}/metrics` on a batch of {large} submitted ratings (overlap 3, 30 raters), on a \
+         freshly started server. The ratings are seeded by bulk SQL (tasks and accounts through the product).\n"
+    );
+    let _ = writeln!(md, "| database | ratings | time | server peak memory |");
+    let _ = writeln!(md, "|---|---|---|---|");
+    let _ = writeln!(md, "{large_rows}");
+    let _ = writeln!(md, "## Exports\n");
+    let _ = writeln!(
+        md,
+        "Streamed downloads of the same batch, each on a freshly started server; peak memory staying \
+         level from a small export to the whole batch shows the export does not grow with its size.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| database | export | rows | time | throughput | server peak memory |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let _ = write!(md, "{export_rows}");
     std::fs::write(&opts.output, &md).expect("write the report");
     println!("{md}");
 }
