@@ -134,6 +134,67 @@ pub fn rows(rubric: &Rubric, sets: &[&Answers]) -> Vec<Row> {
     rows
 }
 
+/// One entry of a rating's history, with what it changed.
+pub struct Change {
+    pub action: String,
+    pub actor: String,
+    pub at: String,
+    /// `path: before → after` for each value that changed.
+    pub changes: Vec<String>,
+}
+
+/// Every leaf of a JSON value by its dotted path.
+fn leaves(prefix: &str, value: &Value, out: &mut std::collections::BTreeMap<String, String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaves(&path, v, out);
+            }
+        }
+        Value::String(s) => {
+            out.insert(prefix.to_owned(), s.clone());
+        }
+        Value::Null => {}
+        other => {
+            out.insert(prefix.to_owned(), other.to_string());
+        }
+    }
+}
+
+/// What changed between two snapshots of a rating (all of `after` for the first one).
+pub fn changes(before: Option<&Value>, after: &Value) -> Vec<String> {
+    let short = |s: &str| {
+        if s.chars().count() > 60 {
+            format!("{}…", s.chars().take(60).collect::<String>())
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut old = std::collections::BTreeMap::new();
+    if let Some(before) = before {
+        leaves("", before, &mut old);
+    }
+    let mut new = std::collections::BTreeMap::new();
+    leaves("", after, &mut new);
+    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| *k != "version" && old.get(*k) != new.get(*k))
+        .map(|k| match (old.get(k), new.get(k)) {
+            (Some(o), Some(n)) => format!("{k}: {} → {}", short(o), short(n)),
+            (None, Some(n)) => format!("{k}: {}", short(n)),
+            (Some(o), None) => format!("{k}: {} → (none)", short(o)),
+            (None, None) => unreachable!("a key from one of the maps"),
+        })
+        .collect()
+}
+
 #[derive(Template)]
 #[template(path = "review/rating.html")]
 struct ReviewPage {
@@ -151,7 +212,7 @@ struct ReviewPage {
     time_spent_s: i32,
     review_comment: Option<String>,
     rows: Vec<Row>,
-    history: Vec<(String, String, String)>,
+    history: Vec<Change>,
     /// Sanitised HTML (see `render`), canonical orientation.
     prompt_html: String,
     a_html: String,
@@ -182,12 +243,11 @@ async fn review_page(
         .rating_history(access.rating.id)
         .await?
         .into_iter()
-        .map(|(action, actor, at, _, _)| {
-            (
-                action,
-                actor.unwrap_or_else(|| "—".into()),
-                at.format("%Y-%m-%d %H:%M").to_string(),
-            )
+        .map(|(action, actor, at, before, after)| Change {
+            action,
+            actor: actor.unwrap_or_else(|| "—".into()),
+            at: at.format("%Y-%m-%d %H:%M").to_string(),
+            changes: changes(before.as_ref().map(|b| &b.0), &after.0),
         })
         .collect();
     let r = &access.rating;
@@ -329,4 +389,28 @@ async fn task(
         b_html: rendered.response_b,
     };
     Ok(render(&page)?.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::changes;
+
+    #[test]
+    fn changes_list_what_differs() {
+        let before = json!({"status": "submitted", "answers": {"sxs": 2, "a": {"correctness": "no_issues"}}, "version": 1});
+        let after = json!({"status": "returned", "answers": {"sxs": 2, "a": {"correctness": "minor_issues"}}, "version": 2});
+        assert_eq!(
+            changes(Some(&before), &after),
+            vec![
+                "answers.a.correctness: no_issues → minor_issues".to_owned(),
+                "status: submitted → returned".to_owned(),
+            ]
+        );
+        assert_eq!(
+            changes(None, &json!({"status": "submitted"})),
+            vec!["status: submitted".to_owned()]
+        );
+    }
 }

@@ -319,3 +319,62 @@ async fn import_reads_a_file_and_reports_every_bad_line(db: &TestDb) {
     store.close().await;
 }
 db_test!(import_reads_a_file_and_reports_every_bad_line: TestDb);
+
+async fn export_writes_a_batch_to_a_file_or_standard_output(db: &TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tasks.jsonl");
+    std::fs::write(&file, crate::helpers::tasks_jsonl(2)).unwrap();
+    assert!(
+        verdict(
+            db,
+            &["import", "--name", "out", file.to_str().unwrap()],
+            None
+        )
+        .status
+        .success()
+    );
+    let empty = verdict(db, &["export", "--batch", "out"], None);
+    assert!(empty.status.success(), "{}", text(&empty.stderr));
+    let header = text(&empty.stdout);
+    assert!(
+        header.starts_with("rating_id,batch,external_id,rater,outcome,status,counts_in_metrics"),
+        "{header}"
+    );
+    assert_eq!(header.lines().count(), 1, "no ratings yet: the header only");
+    let target = dir.path().join("out.jsonl");
+    let to_file = verdict(
+        db,
+        &[
+            "export",
+            "--batch",
+            "out",
+            "--format",
+            "jsonl",
+            "--output",
+            target.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        text(&to_file.stderr).contains("0 ratings written to"),
+        "{}",
+        text(&to_file.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "");
+    let bad = verdict(
+        db,
+        &[
+            "export", "--batch", "out", "--format", "xml", "--status", "maybe",
+        ],
+        None,
+    );
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("format: unknown format \"xml\""),
+        "{}",
+        text(&bad.stderr)
+    );
+    let missing = verdict(db, &["export", "--batch", "nope"], None);
+    assert!(text(&missing.stderr).contains("no batch named \"nope\""));
+}
+db_test!(export_writes_a_batch_to_a_file_or_standard_output: TestDb);
