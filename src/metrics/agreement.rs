@@ -35,90 +35,137 @@ pub struct Agreement {
 
 /// Agreement over `units`, each the values given for one task (missing values left out).
 pub fn agreement(units: &[Vec<i64>], level: Level) -> Agreement {
-    let pairable: Vec<&Vec<i64>> = units.iter().filter(|u| u.len() >= 2).collect();
-    let mut pairs = 0u64;
-    let mut equal = 0u64;
-    for unit in &pairable {
-        for i in 0..unit.len() {
-            for j in i + 1..unit.len() {
-                pairs += 1;
-                equal += u64::from(unit[i] == unit[j]);
-            }
-        }
-    }
-    Agreement {
-        level,
-        krippendorff_alpha: alpha(&pairable, level),
-        units: pairable.len(),
-        pairs,
-        percent_agreement: (pairs > 0).then(|| equal as f64 / pairs as f64),
-    }
-}
-
-/// Krippendorff's alpha over pairable units.
-fn alpha(units: &[&Vec<i64>], level: Level) -> Option<f64> {
-    let mut domain: Vec<i64> = units.iter().flat_map(|u| u.iter().copied()).collect();
+    let mut domain: Vec<i64> = units
+        .iter()
+        .filter(|u| u.len() >= 2)
+        .flatten()
+        .copied()
+        .collect();
     domain.sort_unstable();
     domain.dedup();
-    let k = domain.len();
-    if k == 0 {
-        return None;
-    }
-    let index = |v: i64| domain.binary_search(&v).expect("value in domain");
-    let mut o = vec![0.0f64; k * k];
-    let mut counts = vec![0u32; k];
+    let mut builder = Builder::new(domain.clone(), level);
+    let mut indices = Vec::new();
     for unit in units {
-        counts.iter_mut().for_each(|c| *c = 0);
-        for &v in unit.iter() {
-            counts[index(v)] += 1;
+        indices.clear();
+        indices.extend(unit.iter().filter_map(|v| domain.binary_search(v).ok()));
+        if indices.len() == unit.len() {
+            builder.add_unit(&indices);
         }
-        let m = unit.len() as f64;
+    }
+    builder.finish()
+}
+
+/// Builds agreement one unit at a time, keeping only the coincidence matrix: memory does
+/// not grow with the number of units. Values are given as indices into `domain`, which
+/// may hold values that never occur (they carry no weight).
+#[derive(Debug, Clone)]
+pub struct Builder {
+    level: Level,
+    domain: Vec<i64>,
+    /// Coincidences, `domain.len()` squared.
+    o: Vec<f64>,
+    counts: Vec<u32>,
+    units: usize,
+    pairs: u64,
+    equal: u64,
+}
+
+impl Builder {
+    pub fn new(domain: Vec<i64>, level: Level) -> Self {
+        let k = domain.len();
+        Self {
+            level,
+            domain,
+            o: vec![0.0; k * k],
+            counts: vec![0; k],
+            units: 0,
+            pairs: 0,
+            equal: 0,
+        }
+    }
+
+    /// Adds one unit: the indices (into the domain) of the values it was given. A unit
+    /// with fewer than two values is not pairable and adds nothing.
+    pub fn add_unit(&mut self, values: &[usize]) {
+        if values.len() < 2 {
+            return;
+        }
+        let k = self.domain.len();
+        self.units += 1;
+        self.counts.iter_mut().for_each(|c| *c = 0);
+        for &v in values {
+            self.counts[v] += 1;
+        }
+        let m = values.len() as f64;
+        let m_pairs = (values.len() * (values.len() - 1) / 2) as u64;
+        self.pairs += m_pairs;
         for c in 0..k {
-            if counts[c] == 0 {
+            let nc = self.counts[c];
+            if nc == 0 {
                 continue;
             }
+            self.equal += u64::from(nc) * u64::from(nc.saturating_sub(1)) / 2;
             for d in 0..k {
+                let nd = self.counts[d];
+                if nd == 0 {
+                    continue;
+                }
                 let pairs = if c == d {
-                    f64::from(counts[c]) * (f64::from(counts[c]) - 1.0)
+                    f64::from(nc) * (f64::from(nc) - 1.0)
                 } else {
-                    f64::from(counts[c]) * f64::from(counts[d])
+                    f64::from(nc) * f64::from(nd)
                 };
-                o[c * k + d] += pairs / (m - 1.0);
+                self.o[c * k + d] += pairs / (m - 1.0);
             }
         }
     }
-    let n_v: Vec<f64> = (0..k).map(|c| (0..k).map(|d| o[c * k + d]).sum()).collect();
-    let n: f64 = n_v.iter().sum();
-    if n <= 1.0 {
-        return None;
-    }
-    let distance = |c: usize, d: usize| -> f64 {
-        match level {
-            Level::Nominal => f64::from(u8::from(c != d)),
-            Level::Interval => {
-                let diff = (domain[c] - domain[d]) as f64;
-                diff * diff
-            }
-            Level::Ordinal => {
-                let (lo, hi) = (c.min(d), c.max(d));
-                let between: f64 = n_v[lo..=hi].iter().sum::<f64>() - (n_v[lo] + n_v[hi]) / 2.0;
-                between * between
-            }
-        }
-    };
-    let mut observed = 0.0;
-    let mut expected = 0.0;
-    for c in 0..k {
-        for d in 0..k {
-            let delta = distance(c, d);
-            if delta == 0.0 {
-                continue;
-            }
-            observed += o[c * k + d] * delta;
-            expected += n_v[c] * n_v[d] * delta / (n - 1.0);
+
+    pub fn finish(&self) -> Agreement {
+        Agreement {
+            level: self.level,
+            krippendorff_alpha: self.alpha(),
+            units: self.units,
+            pairs: self.pairs,
+            percent_agreement: (self.pairs > 0).then(|| self.equal as f64 / self.pairs as f64),
         }
     }
-    (expected > 0.0).then(|| 1.0 - observed / expected)
+
+    fn alpha(&self) -> Option<f64> {
+        let k = self.domain.len();
+        let o = &self.o;
+        let n_v: Vec<f64> = (0..k).map(|c| (0..k).map(|d| o[c * k + d]).sum()).collect();
+        let n: f64 = n_v.iter().sum();
+        if n <= 1.0 {
+            return None;
+        }
+        let distance = |c: usize, d: usize| -> f64 {
+            match self.level {
+                Level::Nominal => f64::from(u8::from(c != d)),
+                Level::Interval => {
+                    let diff = (self.domain[c] - self.domain[d]) as f64;
+                    diff * diff
+                }
+                Level::Ordinal => {
+                    let (lo, hi) = (c.min(d), c.max(d));
+                    let between: f64 = n_v[lo..=hi].iter().sum::<f64>() - (n_v[lo] + n_v[hi]) / 2.0;
+                    between * between
+                }
+            }
+        };
+        let mut observed = 0.0;
+        let mut expected = 0.0;
+        for c in 0..k {
+            for d in 0..k {
+                let delta = distance(c, d);
+                if delta == 0.0 {
+                    continue;
+                }
+                observed += o[c * k + d] * delta;
+                expected += n_v[c] * n_v[d] * delta / (n - 1.0);
+            }
+        }
+        (expected > 0.0).then(|| 1.0 - observed / expected)
+    }
 }
 
 #[cfg(test)]

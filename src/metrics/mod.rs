@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use crate::rubric::{Answers, Field, Kind, Rubric};
+use crate::rubric::{Field, Kind, Rubric};
 
 pub mod agreement;
 pub mod bradley_terry;
@@ -27,7 +27,8 @@ pub struct RatingFacts {
     pub rater: String,
     pub outcome: String,
     pub status: String,
-    pub answers: sqlx::types::Json<Answers>,
+    /// The answers as JSON text (canonical orientation).
+    pub answers: String,
     pub swapped: bool,
     pub time_spent_s: i32,
     pub model_a: Option<String>,
@@ -138,55 +139,83 @@ struct Question {
     path: String,
     side: Option<&'static str>,
     field: &'static Field,
+    /// Each option's stored value as it appears in JSON text (quoted), by code - 1.
+    quoted: Vec<String>,
+    /// Each option's name in the distribution, by code - 1.
+    names: Vec<String>,
+    /// Codes left out of agreement (N/A, cannot assess).
+    unscaled: Vec<bool>,
+    /// For a scale: its lowest value (code 1).
+    min: i64,
 }
 
 impl Question {
-    fn value<'a>(&self, answers: &'a Answers) -> Option<&'a Value> {
-        match self.side {
-            Some(side) => answers.get(side)?.get(self.field.key),
-            None => answers.get(self.field.key),
-        }
-    }
-
-    /// The number agreement works on (a rank or a score); `None` when missing or N/A.
-    fn code(&self, value: &Value) -> Option<i64> {
-        match &self.field.kind {
-            Kind::Scale { .. } => value.as_i64(),
-            Kind::Choice { options } => {
-                let s = value.as_str()?;
-                if self.field.unscaled.contains(&s) {
-                    return None;
-                }
-                options
-                    .iter()
-                    .position(|o| o.value == s)
-                    .map(|i| i as i64 + 1)
+    fn new(path: String, side: Option<&'static str>, field: &'static Field) -> Self {
+        let (quoted, names, min) = match &field.kind {
+            Kind::Choice { options } => (
+                options.iter().map(|o| format!("\"{}\"", o.value)).collect(),
+                options.iter().map(|o| o.value.to_owned()).collect(),
+                1,
+            ),
+            Kind::Scale { min, max, .. } => {
+                let names: Vec<String> = (*min..=*max).map(|v| v.to_string()).collect();
+                (names.clone(), names, *min)
             }
+        };
+        let unscaled = names
+            .iter()
+            .map(|n| field.unscaled.contains(&n.as_str()))
+            .collect();
+        Self {
+            path,
+            side,
+            field,
+            quoted,
+            names,
+            unscaled,
+            min,
         }
     }
 
-    /// The option's name for the distribution.
-    fn label(value: &Value) -> String {
-        match value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
+    /// The answer's code: 1 for the first option (or the scale's lowest value), 0 when
+    /// missing or not one of the options.
+    fn code(&self, raw: &RawValue) -> u8 {
+        let text = raw.get();
+        match &self.field.kind {
+            Kind::Choice { .. } => self
+                .quoted
+                .iter()
+                .position(|q| q == text)
+                .map_or(0, |i| i as u8 + 1),
+            Kind::Scale { max, .. } => match text.parse::<i64>() {
+                Ok(v) if (self.min..=*max).contains(&v) => (v - self.min + 1) as u8,
+                _ => 0,
+            },
         }
+    }
+
+    fn level(&self) -> agreement::Level {
+        self.field.level
     }
 }
 
-/// Folds rating rows into metrics; memory grows with included ratings, a few bytes each.
+type RawMap<'a> = HashMap<&'a str, &'a RawValue>;
+
+/// Folds rating rows into metrics. Per included rating it keeps a few bytes (task,
+/// rater, one code per question); agreement is built at the end, task by task.
 pub struct Accumulator {
     questions: Vec<Question>,
     counts: Counts,
-    fields: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Per question: task index to the codes given.
-    units: Vec<HashMap<u32, Vec<i64>>>,
+    /// Per question, per code (index 0 unused): how often it was given.
+    tallies: Vec<Vec<u64>>,
     task_index: HashMap<Uuid, u32>,
-    /// Included side-by-side scores by task: (rater index, score).
-    sxs_by_task: HashMap<u32, Vec<(u32, i64)>>,
+    /// For each included rating: (task, rater), and its codes in `codes`.
+    keys: Vec<(u32, u32)>,
+    codes: Vec<u8>,
     raters: Vec<RaterTally>,
     rater_index: HashMap<String, u32>,
-    sxs_scores: Vec<f64>,
+    /// Position of the side-by-side score among the questions.
+    sxs: Option<usize>,
     shown_scores: Vec<f64>,
     by_swap: [(u64, f64); 2],
     model_pairs: BTreeMap<(String, String), [u64; 3]>,
@@ -210,56 +239,62 @@ impl Accumulator {
         let mut questions = Vec::new();
         for side in ["a", "b"] {
             for field in &rubric.per_response {
-                questions.push(Question {
-                    path: format!("{side}.{}", field.key),
-                    side: Some(side),
+                questions.push(Question::new(
+                    format!("{side}.{}", field.key),
+                    Some(side),
                     field,
-                });
+                ));
             }
         }
         for field in &rubric.pair {
-            questions.push(Question {
-                path: field.key.to_owned(),
-                side: None,
-                field,
-            });
+            questions.push(Question::new(field.key.to_owned(), None, field));
         }
-        let units = questions.iter().map(|_| HashMap::new()).collect();
+        let tallies = questions
+            .iter()
+            .map(|q| vec![0; q.names.len() + 1])
+            .collect();
+        let sxs = questions
+            .iter()
+            .position(|q| q.side.is_none() && q.field.key == SXS);
         Self {
             questions,
             counts: Counts::default(),
-            fields: BTreeMap::new(),
-            units,
+            tallies,
             task_index: HashMap::new(),
-            sxs_by_task: HashMap::new(),
+            keys: Vec::new(),
+            codes: Vec::new(),
             raters: Vec::new(),
             rater_index: HashMap::new(),
-            sxs_scores: Vec::new(),
+            sxs,
             shown_scores: Vec::new(),
             by_swap: [(0, 0.0); 2],
             model_pairs: BTreeMap::new(),
         }
     }
 
+    fn rater(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.rater_index.get(name) {
+            return i;
+        }
+        self.raters.push(RaterTally {
+            name: name.to_owned(),
+            ..RaterTally::default()
+        });
+        let i = (self.raters.len() - 1) as u32;
+        self.rater_index.insert(name.to_owned(), i);
+        i
+    }
+
     pub fn add(&mut self, row: &RatingFacts) {
-        let c = &mut self.counts;
-        c.ratings += 1;
-        let rater = *self
-            .rater_index
-            .entry(row.rater.clone())
-            .or_insert_with(|| {
-                self.raters.push(RaterTally {
-                    name: row.rater.clone(),
-                    ..RaterTally::default()
-                });
-                (self.raters.len() - 1) as u32
-            });
+        self.counts.ratings += 1;
+        let rater = self.rater(&row.rater);
         let tally = &mut self.raters[rater as usize];
         if row.status != "draft" {
             tally.finished += 1;
             tally.skipped += u64::from(row.outcome == "skipped");
             tally.out_of_scope += u64::from(row.outcome == "out_of_scope");
         }
+        let c = &mut self.counts;
         if !row.included() {
             c.excluded += 1;
             match (row.status.as_str(), row.outcome.as_str()) {
@@ -276,60 +311,131 @@ impl Accumulator {
         tally.times.push(f64::from(row.time_spent_s));
         let next = self.task_index.len() as u32;
         let task = *self.task_index.entry(row.task_id).or_insert(next);
-        let answers = &row.answers.0;
+        self.keys.push((task, rater));
+        // Answers are read without building a JSON tree: only the keys and raw values.
+        let top: RawMap = serde_json::from_str(&row.answers).unwrap_or_default();
+        let side = |name: &str| -> RawMap {
+            top.get(name)
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .unwrap_or_default()
+        };
+        let (a, b) = (side("a"), side("b"));
         for (i, q) in self.questions.iter().enumerate() {
-            let Some(value) = q.value(answers) else {
-                continue;
+            let map = match q.side {
+                Some("a") => &a,
+                Some(_) => &b,
+                None => &top,
             };
-            *self
-                .fields
-                .entry(q.path.clone())
-                .or_default()
-                .entry(Question::label(value))
-                .or_default() += 1;
-            if let Some(code) = q.code(value) {
-                self.units[i].entry(task).or_default().push(code);
-            }
+            let code = map.get(q.field.key).map_or(0, |raw| q.code(raw));
+            self.tallies[i][usize::from(code)] += 1;
+            self.codes.push(code);
         }
-        if let Some(score) = answers.get(SXS).and_then(Value::as_i64) {
-            self.sxs_scores.push(score as f64);
-            self.sxs_by_task
-                .entry(task)
-                .or_default()
-                .push((rater, score));
-            let shown = if row.swapped { 8 - score } else { score };
-            self.shown_scores.push(shown as f64);
-            let side = &mut self.by_swap[usize::from(row.swapped)];
-            side.0 += 1;
-            side.1 += score as f64;
-            if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
-                let tally = self.model_pairs.entry((a.clone(), b.clone())).or_default();
-                tally[if score < 4 {
-                    0
-                } else if score == 4 {
-                    1
-                } else {
-                    2
-                }] += 1;
+        let Some(score) = self
+            .sxs
+            .map(|i| self.codes[self.codes.len() - self.questions.len() + i])
+        else {
+            return;
+        };
+        if score == 0 {
+            return;
+        }
+        let score = i64::from(score);
+        let shown = if row.swapped { 8 - score } else { score };
+        self.shown_scores.push(shown as f64);
+        let side = &mut self.by_swap[usize::from(row.swapped)];
+        side.0 += 1;
+        side.1 += score as f64;
+        if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
+            let slot = if score < 4 {
+                0
+            } else if score == 4 {
+                1
+            } else {
+                2
+            };
+            match self.model_pairs.get_mut(&(a.clone(), b.clone())) {
+                Some(t) => t[slot] += 1,
+                None => {
+                    let mut t = [0; 3];
+                    t[slot] = 1;
+                    self.model_pairs.insert((a.clone(), b.clone()), t);
+                }
             }
         }
     }
 
     pub fn finish(mut self, tasks: i64) -> Metrics {
         self.counts.tasks = tasks;
+        let nq = self.questions.len();
+        // Agreement, task by task: order the ratings by task and walk the groups.
+        let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| self.keys[i as usize].0);
+        let mut builders: Vec<agreement::Builder> = self
+            .questions
+            .iter()
+            .map(|q| agreement::Builder::new((1..=q.names.len() as i64).collect(), q.level()))
+            .collect();
+        let mut pairs = vec![(0u64, 0u64); self.raters.len()];
+        let mut values = Vec::new();
+        for group in order.chunk_by(|&x, &y| self.keys[x as usize].0 == self.keys[y as usize].0) {
+            for (qi, (q, builder)) in self.questions.iter().zip(builders.iter_mut()).enumerate() {
+                values.clear();
+                for &r in group {
+                    let code = self.codes[r as usize * nq + qi];
+                    if code > 0 && !q.unscaled[usize::from(code) - 1] {
+                        values.push(usize::from(code) - 1);
+                    }
+                }
+                builder.add_unit(&values);
+            }
+            if let Some(si) = self.sxs {
+                for (i, &x) in group.iter().enumerate() {
+                    for &y in &group[i + 1..] {
+                        let (sx, sy) = (
+                            self.codes[x as usize * nq + si],
+                            self.codes[y as usize * nq + si],
+                        );
+                        if sx == 0 || sy == 0 {
+                            continue;
+                        }
+                        for r in [self.keys[x as usize].1, self.keys[y as usize].1] {
+                            pairs[r as usize].0 += 1;
+                            pairs[r as usize].1 += u64::from(sx == sy);
+                        }
+                    }
+                }
+            }
+        }
         let agreement = self
             .questions
             .iter()
-            .zip(&self.units)
-            .map(|(q, units)| {
-                let values: Vec<Vec<i64>> = units.values().cloned().collect();
-                (q.path.clone(), agreement::agreement(&values, q.field.level))
-            })
+            .zip(&builders)
+            .map(|(q, b)| (q.path.clone(), b.finish()))
             .collect();
-        let n = self.sxs_scores.len() as u64;
+        let mut fields: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (q, tally) in self.questions.iter().zip(&self.tallies) {
+            for (code, &n) in tally.iter().enumerate().skip(1) {
+                if n > 0 {
+                    fields
+                        .entry(q.path.clone())
+                        .or_default()
+                        .insert(q.names[code - 1].clone(), n);
+                }
+            }
+        }
+        let scores: Vec<f64> = match self.sxs {
+            Some(si) => self
+                .codes
+                .chunks(nq)
+                .filter(|c| c[si] > 0)
+                .map(|c| f64::from(c[si]) + self.questions[si].min as f64 - 1.0)
+                .collect(),
+            None => vec![],
+        };
+        let n = scores.len() as u64;
         let mut distribution: BTreeMap<String, u64> = (1..=7).map(|s| (s.to_string(), 0)).collect();
         let (mut a, mut t, mut b) = (0, 0, 0);
-        for &s in &self.sxs_scores {
+        for &s in &scores {
             *distribution.entry((s as i64).to_string()).or_default() += 1;
             if s < 4.0 {
                 a += 1;
@@ -341,24 +447,12 @@ impl Accumulator {
         }
         let sxs = SxsSummary {
             n,
-            mean: stats::mean(&self.sxs_scores),
+            mean: stats::mean(&scores),
             distribution,
             a_wins: stats::share(a, n),
             ties: stats::share(t, n),
             b_wins: stats::share(b, n),
         };
-        // Pairs of side-by-side scores between each rater and the others on shared tasks.
-        let mut pairs = vec![(0u64, 0u64); self.raters.len()];
-        for scores in self.sxs_by_task.values() {
-            for (i, (ri, si)) in scores.iter().enumerate() {
-                for (rj, sj) in scores.iter().skip(i + 1) {
-                    for (r, _) in [(ri, rj), (rj, ri)] {
-                        pairs[*r as usize].0 += 1;
-                        pairs[*r as usize].1 += u64::from(si == sj);
-                    }
-                }
-            }
-        }
         let raters = self
             .raters
             .iter_mut()
@@ -418,7 +512,7 @@ impl Accumulator {
         Metrics {
             counts: self.counts,
             sxs,
-            fields: self.fields,
+            fields,
             agreement,
             raters,
             position_bias,
@@ -429,7 +523,7 @@ impl Accumulator {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::rubric::by_name;
@@ -447,7 +541,7 @@ mod tests {
             rater: rater.into(),
             outcome: outcome.into(),
             status: status.into(),
-            answers: sqlx::types::Json(answers.as_object().cloned().unwrap_or_default()),
+            answers: answers.to_string(),
             swapped,
             time_spent_s: 60,
             model_a: Some("m1".into()),

@@ -226,7 +226,8 @@ impl super::Store {
         batch_id: Uuid,
         mut each: impl FnMut(RatingFacts) + Send,
     ) -> StoreResult<()> {
-        let sql = "SELECT r.task_id, u.username AS rater, r.outcome, r.status, r.answers, a.swapped, r.time_spent_s,
+        let sql = "SELECT r.task_id, u.username AS rater, r.outcome, r.status, CAST(r.answers AS TEXT) AS answers,
+                          a.swapped, r.time_spent_s,
                           t.model_a, t.model_b
                    FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    JOIN tasks t ON t.id = r.task_id
