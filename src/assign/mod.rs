@@ -66,6 +66,28 @@ pub struct Rendered {
     pub response_b: String,
 }
 
+impl Rendered {
+    /// The responses in the order a viewer sees them: B first when `swapped`.
+    pub fn responses(self, swapped: bool) -> (String, String) {
+        if swapped {
+            (self.response_b, self.response_a)
+        } else {
+            (self.response_a, self.response_b)
+        }
+    }
+}
+
+/// A task and its rendered HTML (rendered on first view); 404 if there is no such task.
+pub async fn task_with_html(state: &AppState, task_id: uuid::Uuid) -> AppResult<(Task, Rendered)> {
+    let task = state
+        .store()
+        .task(task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let html = rendered(state, &task).await?;
+    Ok((task, html))
+}
+
 /// Renders a task once and keeps the result with it.
 pub async fn rendered(state: &AppState, task: &Task) -> AppResult<Rendered> {
     if let Some(cached) = task

@@ -243,17 +243,9 @@ async fn form_page(
     errors: FieldErrors,
     general_error: Option<String>,
 ) -> AppResult<FormPage> {
-    let task = state
-        .store()
-        .task(owned.assignment.task_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let rendered = super::rendered(state, &task).await?;
-    let (a_html, b_html) = if owned.assignment.swapped {
-        (rendered.response_b, rendered.response_a)
-    } else {
-        (rendered.response_a, rendered.response_b)
-    };
+    let (task, rendered) = super::task_with_html(state, owned.assignment.task_id).await?;
+    let prompt_html = rendered.prompt.clone();
+    let (a_html, b_html) = rendered.responses(owned.assignment.swapped);
     let form = form_view(
         owned.rubric,
         &owned.batch.classifications.0,
@@ -266,7 +258,7 @@ async fn form_page(
         assignment_id: owned.assignment.id,
         batch_name: owned.batch.name.clone(),
         external_id: task.external_id,
-        prompt_html: rendered.prompt,
+        prompt_html,
         a_html,
         b_html,
         form,

@@ -73,18 +73,10 @@ async fn page(
     answers: Answers,
     errors: FieldErrors,
 ) -> AppResult<RatingPage> {
-    let task = state
-        .store()
-        .task(access.rating.task_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let rendered = crate::assign::rendered(state, &task).await?;
+    let (task, rendered) = crate::assign::task_with_html(state, access.rating.task_id).await?;
+    let prompt_html = rendered.prompt.clone();
     let turn = access.viewer == Viewer::Owner && access.assignment.swapped;
-    let (a_html, b_html) = if turn {
-        (rendered.response_b, rendered.response_a)
-    } else {
-        (rendered.response_a, rendered.response_b)
-    };
+    let (a_html, b_html) = rendered.responses(turn);
     let r = &access.rating;
     Ok(RatingPage {
         layout,
@@ -105,7 +97,7 @@ async fn page(
             &errors,
         ),
         error_count: errors.len(),
-        prompt_html: rendered.prompt,
+        prompt_html,
         a_html,
         b_html,
     })

@@ -226,12 +226,7 @@ async fn review_page(
     layout: Layout,
     error: Option<String>,
 ) -> AppResult<ReviewPage> {
-    let task = state
-        .store()
-        .task(access.rating.task_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let rendered = crate::assign::rendered(state, &task).await?;
+    let (task, rendered) = crate::assign::task_with_html(state, access.rating.task_id).await?;
     let rater = state
         .store()
         .user_by_id(access.rating.rater_id)
@@ -355,12 +350,7 @@ async fn task(
         .task_by_external_id(batch_id, &external_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let task = state
-        .store()
-        .task(task_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let rendered = crate::assign::rendered(&state, &task).await?;
+    let (_, rendered) = crate::assign::task_with_html(&state, task_id).await?;
     let ratings = state.store().task_ratings(task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
     let rows = rows(rubric, &sets);
