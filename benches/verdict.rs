@@ -125,11 +125,20 @@ impl Server {
 
     /// The server's peak resident memory so far, in MiB.
     fn peak_rss_mib(&self) -> f64 {
+        self.status_mib("VmHWM:")
+    }
+
+    /// The server's resident memory now, in MiB.
+    fn rss_mib(&self) -> f64 {
+        self.status_mib("VmRSS:")
+    }
+
+    fn status_mib(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
             .lines()
-            .find(|l| l.starts_with("VmHWM:"))
+            .find(|l| l.starts_with(field))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|kb| kb.parse::<f64>().ok())
             .map_or(0.0, |kb| kb / 1024.0)
@@ -476,6 +485,241 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
     }
 }
 
+/// Start-up to first answer, and resident memory once idle.
+async fn bench_startup(opts: &Options) -> (f64, f64) {
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    // Migrate first, so start-up measures serving, not creating the schema.
+    persona(&db, "admin", "admin");
+    let started = Instant::now();
+    let server = Server::start(&db);
+    let client = Client::new();
+    loop {
+        if let Ok(r) = client.get(server.url("/healthz")).send().await
+            && r.status() == StatusCode::OK
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let first_answer_ms = started.elapsed().as_secs_f64() * 1000.0;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = server.rss_mib();
+    server.stop();
+    db.drop_it().await;
+    (first_answer_ms, idle)
+}
+
+struct Throughput {
+    raters: usize,
+    ratings: usize,
+    seconds: f64,
+    errors: usize,
+    submit: Stats,
+    next: Stats,
+}
+
+/// `raters` simulated raters, each taking the next task and submitting it, as fast as
+/// they can for `seconds`.
+async fn bench_concurrent_raters(opts: &Options, raters: usize, seconds: f64) -> Throughput {
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    let admin = persona(&db, "admin", "admin");
+    let server = Server::start(&db);
+    let (batch, _) = upload(&admin, &server, "load", tasks(100_000, 200)).await;
+    let batch = batch["id"].as_str().expect("id").to_owned();
+    let mut clients = Vec::with_capacity(raters);
+    for i in 0..raters {
+        let name = format!("load{i}");
+        let made = admin
+            .post(server.url("/api/v1/users"))
+            .json(&json!({"username": name, "role": "rater", "password": PASSWORD}))
+            .send()
+            .await
+            .expect("user");
+        assert_eq!(made.status(), StatusCode::CREATED);
+        let token: Value = admin
+            .post(server.url("/api/v1/tokens"))
+            .json(&json!({"name": "load", "username": name}))
+            .send()
+            .await
+            .expect("token")
+            .json()
+            .await
+            .expect("JSON");
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            "authorization",
+            format!("Bearer {}", token["token"].as_str().expect("token"))
+                .parse()
+                .expect("header"),
+        );
+        clients.push(
+            Client::builder()
+                .default_headers(headers)
+                .pool_max_idle_per_host(1)
+                .build()
+                .expect("client"),
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for client in clients {
+        let next_url = server.url(&format!("/api/v1/batches/{batch}/next"));
+        let base = server.base.clone();
+        workers.spawn(async move {
+            let (mut next_ms, mut submit_ms, mut errors) = (Vec::new(), Vec::new(), 0usize);
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let Ok(response) = client.post(&next_url).send().await else {
+                    errors += 1;
+                    continue;
+                };
+                if response.status() != StatusCode::OK {
+                    errors += 1;
+                    continue;
+                }
+                let Ok(next) = response.json::<Value>().await else {
+                    errors += 1;
+                    continue;
+                };
+                next_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                let id = next["assignment_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let t = Instant::now();
+                match client
+                    .post(format!("{base}/api/v1/assignments/{id}/submit"))
+                    .json(&answers())
+                    .send()
+                    .await
+                {
+                    Ok(r) if r.status() == StatusCode::OK => {
+                        submit_ms.push(t.elapsed().as_secs_f64() * 1000.0)
+                    }
+                    _ => errors += 1,
+                }
+            }
+            (next_ms, submit_ms, errors)
+        });
+    }
+    let (mut next_ms, mut submit_ms, mut errors) = (Vec::new(), Vec::new(), 0);
+    while let Some(done) = workers.join_next().await {
+        let (n, s, e) = done.expect("worker");
+        next_ms.extend(n);
+        submit_ms.extend(s);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    server.stop();
+    db.drop_it().await;
+    let ratings = submit_ms.len();
+    Throughput {
+        raters,
+        ratings,
+        seconds: elapsed,
+        errors,
+        submit: stats(submit_ms),
+        next: stats(next_ms),
+    }
+}
+
+/// Requests per second and latency of `url` under `connections` concurrent clients.
+async fn load(client: &Client, url: &str, connections: usize, seconds: f64) -> (f64, Stats) {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..connections {
+        let (client, url) = (client.clone(), url.to_owned());
+        workers.spawn(async move {
+            let mut ms = Vec::new();
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let response = client.get(&url).send().await.expect("request");
+                assert!(
+                    response.status().is_success(),
+                    "{url}: {}",
+                    response.status()
+                );
+                let _ = response.bytes().await.expect("body");
+                ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            ms
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = workers.join_next().await {
+        all.extend(done.expect("worker"));
+    }
+    let rate = all.len() as f64 / started.elapsed().as_secs_f64();
+    (rate, stats(all))
+}
+
+/// The rater's task page (rendered Markdown and code) against a static file, both under
+/// `connections` concurrent clients.
+async fn bench_task_page(
+    opts: &Options,
+    connections: usize,
+    seconds: f64,
+) -> ((f64, Stats), (f64, Stats)) {
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    let admin = persona(&db, "admin", "admin");
+    persona(&db, "reader", "rater");
+    let server = Server::start(&db);
+    upload(&admin, &server, "pages", tasks(100, 6000)).await;
+    let browser = Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let login = browser
+        .get(server.url("/login"))
+        .send()
+        .await
+        .expect("login page")
+        .text()
+        .await
+        .expect("body");
+    let marker = "name=\"csrf_token\" value=\"";
+    let start = login.find(marker).expect("token") + marker.len();
+    let token = &login[start..start + login[start..].find('"').expect("quote")];
+    browser
+        .post(server.url("/login"))
+        .form(&[
+            ("csrf_token", token),
+            ("username", "reader"),
+            ("password", PASSWORD),
+        ])
+        .send()
+        .await
+        .expect("login");
+    let queue = browser
+        .get(server.url("/"))
+        .send()
+        .await
+        .expect("queue")
+        .text()
+        .await
+        .expect("body");
+    let next = queue
+        .split("href=\"")
+        .find_map(|s| s.split('"').next().filter(|h| h.ends_with("/next")))
+        .expect("next link");
+    let form = browser.get(server.url(next)).send().await.expect("form");
+    let page_url = form.url().to_string();
+    assert!(page_url.contains("/assignments/"), "{page_url}");
+    let page = load(&browser, &page_url, connections, seconds).await;
+    let file = load(
+        &browser,
+        &server.url("/static/app.css"),
+        connections,
+        seconds,
+    )
+    .await;
+    server.stop();
+    db.drop_it().await;
+    (page, file)
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -509,6 +753,7 @@ fn main() {
     } else {
         (10_000, &[1_000, 10_000, 100_000], 300, 1_000_000)
     };
+    let (load_raters, load_seconds) = if opts.quick { (16, 3.0) } else { (256, 20.0) };
     // SQLite always; PostgreSQL too when a server is named.
     let mut backends: Vec<(&str, Option<String>)> = vec![("SQLite", None)];
     if let Some(url) = &opts.database_url {
@@ -529,6 +774,9 @@ fn main() {
     let mut next_rows = String::new();
     let mut large_rows = String::new();
     let mut export_rows = String::new();
+    let mut load_rows = String::new();
+    let mut page_rows = String::new();
+    let mut startup_rows = String::new();
     for (backend, url) in &backends {
         let run = Options {
             database_url: url.clone(),
@@ -555,6 +803,37 @@ fn main() {
                 s.p50, s.p90, s.p99, s.mean
             );
         }
+        eprintln!("start-up and idle memory ({backend})");
+        let (first_ms, idle_mib) = runtime.block_on(bench_startup(&run));
+        let _ = writeln!(
+            startup_rows,
+            "| {backend} | {first_ms:.0} ms | {idle_mib:.1} MiB |"
+        );
+        eprintln!("{load_raters} concurrent raters for {load_seconds} s ({backend})");
+        let t = runtime.block_on(bench_concurrent_raters(&run, load_raters, load_seconds));
+        let _ = writeln!(
+            load_rows,
+            "| {backend} | {} | {} | {:.0} ratings/s | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} |",
+            t.raters,
+            t.ratings,
+            t.ratings as f64 / t.seconds,
+            t.next.p50,
+            t.next.p99,
+            t.submit.p50,
+            t.submit.p99,
+            t.errors
+        );
+        eprintln!("task page under 64 connections ({backend})");
+        let ((page_rate, page), (file_rate, file)) =
+            runtime.block_on(bench_task_page(&run, 64, load_seconds / 2.0));
+        let _ = writeln!(
+            page_rows,
+            "| {backend} | {page_rate:.0} req/s | {:.1} ms | {:.1} ms | {file_rate:.0} req/s | {:.1} ms | {:.0}% |",
+            page.p50,
+            page.p99,
+            file.p99,
+            100.0 * page_rate / file_rate
+        );
         eprintln!("metrics and exports: {large} ratings ({backend})");
         let big = runtime.block_on(bench_large_batch(&run, large));
         let _ = writeln!(
@@ -590,6 +869,38 @@ fn main() {
     let _ = writeln!(md, "| database | tasks in batch | p50 | p90 | p99 | mean |");
     let _ = writeln!(md, "|---|---|---|---|---|---|");
     let _ = writeln!(md, "{next_rows}");
+    let _ = writeln!(md, "## Start-up and idle memory\n");
+    let _ = writeln!(
+        md,
+        "From starting `verdict serve` (database already migrated) to the first 200 from `/healthz`, and resident memory after a second idle.\n"
+    );
+    let _ = writeln!(md, "| database | start-up to first answer | idle memory |");
+    let _ = writeln!(md, "|---|---|---|");
+    let _ = writeln!(md, "{startup_rows}");
+    let _ = writeln!(md, "## Concurrent raters\n");
+    let _ = writeln!(
+        md,
+        "{load_raters} simulated raters, each with its own token and connection, taking the next task and submitting it \
+         in a loop for {load_seconds} s (100,000 tasks, overlap 1, durable commits). The load generator runs on the same 2 cores.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| database | raters | ratings | throughput | next p50 | next p99 | submit p50 | submit p99 | errors |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "{load_rows}");
+    let _ = writeln!(md, "## Rater task page\n");
+    let _ = writeln!(
+        md,
+        "`GET /assignments/{{id}}` (a task of about 6 KB: prompt and two answers rendered from Markdown with highlighted \
+         code) under 64 concurrent connections, against `GET /static/app.css` under the same load.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| database | task page | p50 | p99 | static file | static p99 | page / static |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "{page_rows}");
     let _ = writeln!(md, "## Metrics of a large batch\n");
     let _ = writeln!(
         md,
