@@ -112,7 +112,7 @@ impl super::Store {
              WHERE t.batch_id = $1 AND NOT t.is_full
                AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = $2)
              ORDER BY t.seq LIMIT 1{}",
-            self.lock_clause()
+            self.skip_locked_clause()
         );
         let pick = transaction!(self, |tx| {
             let own = sqlx::query_as::<_, Assignment>(&own_sql)

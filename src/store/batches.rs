@@ -8,7 +8,7 @@ use serde::Serialize;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::{Backend, StoreResult, read, transaction, write};
+use super::{StoreResult, read, transaction, write};
 use crate::auth::Role;
 use crate::batches::import::NewTask;
 use crate::rubric::Question;
@@ -393,15 +393,6 @@ impl super::Store {
                 .map(|done| done.rows_affected())
         })?;
         Ok(())
-    }
-
-    pub(crate) fn lock_clause(&self) -> &'static str {
-        match self.backend() {
-            // PostgreSQL: concurrent pickers skip rows another transaction is taking.
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-            // SQLite: a write transaction already excludes every other writer.
-            Backend::Sqlite => "",
-        }
     }
 }
 

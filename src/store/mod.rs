@@ -187,6 +187,25 @@ impl Store {
         }
     }
 
+    /// What a `SELECT` appends to lock the rows it reads for the rest of the transaction,
+    /// waiting for a transaction that holds them. SQLite needs nothing: a write
+    /// transaction already excludes every other writer.
+    pub(crate) fn lock_clause(&self) -> &'static str {
+        match self.backend() {
+            Backend::Postgres => " FOR UPDATE",
+            Backend::Sqlite => "",
+        }
+    }
+
+    /// Like [`Store::lock_clause`], but passing over rows another transaction holds: for
+    /// picking any free row, so concurrent pickers do not queue behind each other.
+    pub(crate) fn skip_locked_clause(&self) -> &'static str {
+        match self.backend() {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        }
+    }
+
     pub(crate) fn pools(&self) -> PoolRef<'_> {
         match &self.pools {
             Pools::Sqlite { write, read } => PoolRef::Sqlite { write, read },

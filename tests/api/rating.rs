@@ -192,6 +192,25 @@ async fn a_retried_submit_stores_one_rating(app: &TestApp) {
 }
 db_test!(a_retried_submit_stores_one_rating: TestApp);
 
+async fn concurrent_submits_of_one_assignment_store_one_rating(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "clicks", &tasks_jsonl(1), "").await;
+    let id = assignment_id(&app.next(&rater, &batch).await.unwrap());
+    // A double click, a retry and a second tab, all at once.
+    let answers = complete_answers();
+    let responses =
+        futures_join_all((0..6).map(|_| app.act(&rater, &id, "submit", &answers))).await;
+    let mut ids = Vec::new();
+    for response in responses {
+        ids.push(json_with(response, StatusCode::OK).await["rating_id"].clone());
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "one rating: {ids:?}");
+    assert_eq!(app.count("SELECT COUNT(*) FROM ratings").await, 1);
+    assert_eq!(app.count("SELECT COUNT(*) FROM rating_history").await, 1);
+}
+db_test!(concurrent_submits_of_one_assignment_store_one_rating: TestApp);
+
 async fn a_skipped_task_is_never_offered_to_that_rater_again(app: &TestApp) {
     let admin = app.admin().await;
     let first = app.rater().await;
