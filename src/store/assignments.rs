@@ -45,6 +45,11 @@ pub struct Task {
     pub rendered: Option<Json<Value>>,
 }
 
+/// Gives one of a task's slots back to the pool (`$1` the task, `$2` the batch's
+/// overlap): after an expired lease, a skip, or a rejected rating.
+pub(crate) const RELEASE_SLOT: &str =
+    "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1";
+
 /// How many times a pick is retried when a concurrent request took the same slot.
 const PICK_ATTEMPTS: usize = 5;
 
@@ -141,13 +146,11 @@ impl super::Store {
                 .fetch_all(&mut *tx)
                 .await?;
                 for (task_id,) in expired {
-                    sqlx::query(
-                        "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1",
-                    )
-                    .bind(task_id)
-                    .bind(batch.overlap)
-                    .execute(&mut *tx)
-                    .await?;
+                    sqlx::query(RELEASE_SLOT)
+                        .bind(task_id)
+                        .bind(batch.overlap)
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 let candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
                     .bind(batch.id)

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::assignments::{ASSIGNMENT_COLUMNS, Assignment};
+use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
 use super::{StoreResult, read, transaction};
 use crate::rubric::Answers;
 
@@ -91,7 +91,20 @@ pub(crate) fn snapshot(rating: &Rating) -> Value {
     })
 }
 
+/// Reads the rating of an assignment (`$1`).
+fn rating_of_assignment_sql() -> String {
+    format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1")
+}
+
 impl super::Store {
+    /// Reads an assignment (`$1`) and locks it for the rest of the transaction.
+    fn locked_assignment_sql(&self) -> String {
+        format!(
+            "SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1{}",
+            self.lock_clause()
+        )
+    }
+
     pub async fn rating(&self, id: Uuid) -> StoreResult<Option<Rating>> {
         let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1");
         Ok(read!(self, |pool| sqlx::query_as::<_, Rating>(&sql)
@@ -101,7 +114,7 @@ impl super::Store {
     }
 
     pub async fn rating_of_assignment(&self, assignment_id: Uuid) -> StoreResult<Option<Rating>> {
-        let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1");
+        let sql = rating_of_assignment_sql();
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, Rating>(&sql)
                 .bind(assignment_id)
@@ -165,11 +178,8 @@ impl super::Store {
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
-        let lock = self.lock_clause();
-        let assignment_sql =
-            format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1{lock}");
-        let rating_sql =
-            format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1");
+        let assignment_sql = self.locked_assignment_sql();
+        let rating_sql = rating_of_assignment_sql();
         let outcome = transaction!(self, |tx| {
             let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
                 .bind(assignment_id)
@@ -227,11 +237,8 @@ impl super::Store {
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
-        let lock = self.lock_clause();
-        let assignment_sql =
-            format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1{lock}");
-        let rating_sql =
-            format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1");
+        let assignment_sql = self.locked_assignment_sql();
+        let rating_sql = rating_of_assignment_sql();
         let (answers, skip_reason, note) = match finish {
             Finish::Rated { answers } => (answers.clone(), None, None),
             Finish::Skipped { reason, note } => {
@@ -301,13 +308,11 @@ impl super::Store {
                     .execute(&mut *tx)
                     .await?;
                 if outcome == "skipped" {
-                    sqlx::query(
-                        "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1",
-                    )
-                    .bind(assignment.task_id)
-                    .bind(overlap)
-                    .execute(&mut *tx)
-                    .await?;
+                    sqlx::query(RELEASE_SLOT)
+                        .bind(assignment.task_id)
+                        .bind(overlap)
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 let rating = sqlx::query_as::<_, Rating>(&rating_sql)
                     .bind(assignment.id)

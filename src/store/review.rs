@@ -6,6 +6,7 @@ use futures_util::TryStreamExt;
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use super::assignments::RELEASE_SLOT;
 use super::ratings::{RATING_COLUMNS, Rating, Refusal, insert_history};
 use super::{StoreResult, read, transaction};
 use crate::metrics::RatingFacts;
@@ -162,14 +163,12 @@ impl super::Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-                if status == "rejected" && before.outcome != "skipped" {
-                    sqlx::query(
-                        "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1",
-                    )
-                    .bind(before.task_id)
-                    .bind(overlap)
-                    .execute(&mut *tx)
-                    .await?;
+                if status == "rejected" {
+                    sqlx::query(RELEASE_SLOT)
+                        .bind(before.task_id)
+                        .bind(overlap)
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 let after = sqlx::query_as::<_, Rating>(&plain)
                     .bind(rating_id)
