@@ -1,26 +1,17 @@
 // The admin's batch pages in a real browser: upload with progress, errors by line,
 // settings.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launchBrowser, login, startVerdict, watchedPage } from "./harness.mjs";
+import { test } from "node:test";
+import { login, startVerdict, suite, watchedPage } from "./harness.mjs";
 
-let server;
-let browser;
-before(async () => {
-  server = await startVerdict();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const env = suite(startVerdict);
 
 const task = (id) => JSON.stringify({ external_id: id, prompt: "Reverse a string in Go", response_a: "Use a rune slice.", response_b: "Use bytes." });
 
 async function uploadPage() {
-  const page = await watchedPage(browser);
-  await login(page, server.base, "admin");
-  await page.goto(`${server.base}/admin/batches`);
+  const page = await watchedPage(env.browser);
+  await login(page, env.server.base, "admin");
+  await page.goto(`${env.server.base}/admin/batches`);
   return page;
 }
 

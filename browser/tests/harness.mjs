@@ -3,6 +3,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 
 const BIN = process.env.VERDICT_BIN ?? new URL("../../target/debug/verdict", import.meta.url).pathname;
@@ -87,6 +88,24 @@ export async function launchBrowser() {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
   });
+}
+
+/**
+ * Registers hooks that start a server with `start` (`startVerdict` or `startDemo`) and a
+ * browser before a file's tests and stop both after them. The returned object holds
+ * `server` and `browser` once the tests run.
+ */
+export function suite(start) {
+  const env = {};
+  before(async () => {
+    env.server = await start();
+    env.browser = await launchBrowser();
+  });
+  after(async () => {
+    await env.browser?.close();
+    await env.server?.stop();
+  });
+  return env;
 }
 
 /**

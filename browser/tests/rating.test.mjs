@@ -1,25 +1,16 @@
 // The rating form in a real browser, on `verdict demo`: keyboard-only rating, inline
 // errors, skip, out of scope, and drafts that survive a reload.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launchBrowser, login, startDemo, watchedPage } from "./harness.mjs";
+import { test } from "node:test";
+import { login, startDemo, suite, watchedPage } from "./harness.mjs";
 
-let demo;
-let browser;
-before(async () => {
-  demo = await startDemo();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await demo?.stop();
-});
+const env = suite(startDemo);
 
 /** A rater signed in and on the form of their next task. */
 async function onNextTask(username) {
-  const page = await watchedPage(browser);
+  const page = await watchedPage(env.browser);
   await page.setViewportSize({ width: 1400, height: 1000 });
-  await login(page, demo.base, username, demo.passwords[username]);
+  await login(page, env.server.base, username, env.server.passwords[username]);
   await Promise.all([page.waitForNavigation(), page.click("a.button")]);
   await page.waitForSelector("#rating-form");
   return page;
@@ -51,7 +42,7 @@ test("a rater fills and submits the whole form by keyboard", async () => {
   await page.keyboard.up("Control");
   await page.waitForSelector("#rating-form");
   assert.notEqual(page.url(), first, "straight to the next task");
-  await page.goto(`${demo.base}/ratings`);
+  await page.goto(`${env.server.base}/ratings`);
   const rows = await page.locator("tbody tr").allTextContents();
   assert.equal(rows.length, 1);
   assert.match(rows[0], /rated\s+submitted/);
@@ -96,7 +87,7 @@ test("skipping asks for a reason and moves on", async () => {
   await page.fill('#skip-form textarea[name="note"]', "Needs a GPU to run.");
   await Promise.all([page.waitForNavigation(), page.click("#skip-submit")]);
   assert.notEqual(page.url(), url);
-  await page.goto(`${demo.base}/ratings`);
+  await page.goto(`${env.server.base}/ratings`);
   assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /skipped\s+submitted/);
 });
 
@@ -111,7 +102,7 @@ test("out of scope needs an explanation, then moves on", async () => {
   await page.fill("#oos-explanation", "The prompt asks for travel advice, not code.");
   await Promise.all([page.waitForNavigation(), page.click("#oos-submit")]);
   assert.notEqual(page.url(), url);
-  await page.goto(`${demo.base}/ratings`);
+  await page.goto(`${env.server.base}/ratings`);
   assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /out of scope\s+submitted/);
 });
 

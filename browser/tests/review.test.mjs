@@ -1,24 +1,15 @@
 // A lead's review in a real browser, on `verdict demo`: the batch page, returning a
 // rating with a comment, the rater seeing it.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launchBrowser, login, startDemo, watchedPage } from "./harness.mjs";
+import { test } from "node:test";
+import { login, startDemo, suite, watchedPage } from "./harness.mjs";
 
-let demo;
-let browser;
-before(async () => {
-  demo = await startDemo();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await demo?.stop();
-});
+const env = suite(startDemo);
 
 async function signedIn(username) {
-  const page = await watchedPage(browser);
+  const page = await watchedPage(env.browser);
   await page.setViewportSize({ width: 1400, height: 1000 });
-  await login(page, demo.base, username, demo.passwords[username]);
+  await login(page, env.server.base, username, env.server.passwords[username]);
   return page;
 }
 
@@ -46,7 +37,7 @@ test("a lead returns a rating with a comment and the rater sees it", async () =>
   assert.equal(new URL(lead.url()).pathname, "/review");
   assert.deepEqual(await lead.problems(), []);
 
-  await rater.goto(`${demo.base}/ratings`);
+  await rater.goto(`${env.server.base}/ratings`);
   const mine = rater.locator("tbody tr", { hasText: "returned" });
   assert.match(await mine.textContent(), /B runs with SQLite; please try again\./);
   await Promise.all([rater.waitForNavigation(), mine.locator("a").click()]);
