@@ -6,7 +6,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::state::AppState;
-use crate::{assign, batches, dashboard, error, export, ratings, review, store, users};
+use crate::{assign, audit, batches, dashboard, error, export, ratings, review, store, users};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -33,6 +33,7 @@ use crate::{assign, batches, dashboard, error, export, ratings, review, store, u
         review::api::review,
         dashboard::metrics_api,
         export::api::export,
+        audit::list,
     ),
     components(schemas(error::ErrorBody, users::UserView, store::tokens::ApiToken)),
     modifiers(&Security),

@@ -40,8 +40,18 @@ enum Command {
     Import(ImportArgs),
     /// Export a batch's ratings (canonical orientation, one row per rating).
     Export(ExportArgs),
+    /// Write a consistent copy of a SQLite database to a new file, while it is in use
+    /// (on PostgreSQL, use pg_dump; the error says how).
+    Backup(BackupArgs),
     /// Run a demo: a fresh database with demo accounts and a demo batch.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct BackupArgs {
+    /// The file to write; it must not exist yet.
+    #[arg(long)]
+    to: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -214,10 +224,37 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Token(cmd) => token(&store, cmd).await,
         Command::Import(args) => import(&store, args).await,
         Command::Export(args) => export(&store, args).await,
+        Command::Backup(args) => backup(&store, &args, &cli.database_url).await,
         Command::Demo(_) => unreachable!("handled above"),
     };
     store.close().await;
     result
+}
+
+async fn backup(store: &Store, args: &BackupArgs, database_url: &str) -> anyhow::Result<()> {
+    if store.backend() == crate::store::Backend::Postgres {
+        anyhow::bail!(
+            "verdict backup copies SQLite databases; for PostgreSQL run \
+             `pg_dump --format=custom --file {} '{database_url}'` (restore with pg_restore)",
+            args.to.display()
+        );
+    }
+    if args.to.exists() {
+        anyhow::bail!(
+            "{} already exists: choose a new file name",
+            args.to.display()
+        );
+    }
+    let to = args
+        .to
+        .to_str()
+        .context("the backup path must be valid UTF-8")?;
+    store
+        .backup_into(to)
+        .await
+        .with_context(|| format!("cannot write the backup to {to}"))?;
+    eprintln!("backup written to {to}");
+    Ok(())
 }
 
 async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Result<()> {
@@ -322,7 +359,7 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
                 },
             )?;
             let state = AppState::new(store.clone(), Config::default());
-            let user = users::create(&state, new)
+            let user = users::create(&state, new, None)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             println!("created {} ({})", user.username, user.role);

@@ -39,7 +39,7 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         let password = crate::auth::tokens::generate()[4..20].to_owned();
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(&password))
             .map_err(|e| anyhow::anyhow!("demo account: {e:?}"))?;
-        crate::users::create(&state, new)
+        crate::users::create(&state, new, None)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         credentials.push((username, role, password));
@@ -98,7 +98,7 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         ]),
         ..SettingsRequest::default()
     };
-    crate::batches::update(&state, imported.batch.id, settings)
+    crate::batches::update(&state, imported.batch.id, settings, None)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
 

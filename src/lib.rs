@@ -21,6 +21,7 @@ use tracing::Level;
 
 pub mod api;
 pub mod assign;
+pub mod audit;
 pub mod auth;
 pub mod batches;
 pub mod cli;
@@ -73,6 +74,8 @@ pub fn router(state: AppState) -> Router {
         .merge(review::page_router())
         .merge(review::api_router())
         .merge(export::api_router())
+        .merge(audit::api_router())
+        .merge(audit::page_router())
         .merge(dashboard::page_router())
         .merge(dashboard::api_router())
         .merge(api::router())

@@ -64,6 +64,9 @@ impl TryFrom<String> for Role {
 /// Session key: when the session signed in (unix seconds), for the absolute lifetime.
 pub const LOGIN_AT_KEY: &str = "login_at";
 
+/// Session key: when the session last renewed its idle expiry (unix milliseconds).
+const SEEN_AT_KEY: &str = "seen_at";
+
 /// How a request proved who it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
@@ -157,6 +160,23 @@ pub async fn session_user(session: &Session, state: &AppState) -> Result<Option<
     if too_old || user.is_none() {
         session.flush().await.map_err(session_err)?;
         return Ok(None);
+    }
+    // The idle lifetime counts from the last request, but a session is only saved (and
+    // its expiry pushed back) when it changes: renewing it once a tenth of the idle time
+    // has passed keeps an active user signed in at the cost of one write per interval.
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let seen_at = session
+        .get::<i64>(SEEN_AT_KEY)
+        .await
+        .map_err(session_err)?
+        .unwrap_or(0);
+    let refresh_ms =
+        i64::try_from(state.config().session_idle.as_millis() / 10).unwrap_or(i64::MAX);
+    if now_ms.saturating_sub(seen_at) >= refresh_ms {
+        session
+            .insert(SEEN_AT_KEY, now_ms)
+            .await
+            .map_err(session_err)?;
     }
     Ok(user)
 }

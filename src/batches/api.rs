@@ -62,7 +62,12 @@ pub async fn upload(
         StatusCode::PAYLOAD_TOO_LARGE => crate::web::too_large(&state),
         _ => AppError::BadRequest(e.body_text()),
     })?;
+    let size = bytes.len();
     let imported = super::import(&state, new, format, bytes, |_| {}).await?;
+    let detail = serde_json::json!({
+        "created": imported.created, "unchanged": imported.unchanged, "bytes": size
+    });
+    crate::audit::record(&state, &admin, "batch.upload", &imported.batch.name, detail).await;
     Ok((
         StatusCode::CREATED,
         Json(UploadResult {
@@ -112,7 +117,7 @@ pub async fn update(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<SettingsRequest>,
 ) -> AppResult<Json<BatchView>> {
-    super::update(&state, id, request).await?;
+    super::update(&state, id, request, Some(&admin)).await?;
     let summary = visible(&state, id, &admin).await?;
     Ok(Json(view(&state, summary, &admin).await?))
 }

@@ -243,7 +243,26 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 }
 
 /// Checks a settings change (every broken field reported) and applies it.
-pub async fn update(state: &AppState, id: Uuid, request: SettingsRequest) -> AppResult<Batch> {
+/// `actor` is the admin who asked (recorded in the audit log), `None` from the demo.
+pub async fn update(
+    state: &AppState,
+    id: Uuid,
+    request: SettingsRequest,
+    actor: Option<&User>,
+) -> AppResult<Batch> {
+    let changed: Vec<&str> = [
+        ("state", request.state.is_some()),
+        ("overlap", request.overlap.is_some()),
+        ("randomize", request.randomize.is_some()),
+        ("lease_minutes", request.lease_minutes.is_some()),
+        ("min_explanation_len", request.min_explanation_len.is_some()),
+        ("classifications", request.classifications.is_some()),
+        ("raters", request.raters.is_some()),
+        ("leads", request.leads.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect();
     let mut fields = FieldErrors::new();
     if let Some(s) = request.state.as_deref()
         && s != "open"
@@ -289,11 +308,16 @@ pub async fn update(state: &AppState, id: Uuid, request: SettingsRequest) -> App
         raters,
         leads,
     };
-    state
+    let batch = state
         .store()
         .update_batch(id, &changes)
         .await?
-        .ok_or(AppError::NotFound)
+        .ok_or(AppError::NotFound)?;
+    if let Some(actor) = actor {
+        let detail = serde_json::json!({ "changed": changed });
+        crate::audit::record(state, actor, "batch.settings", &batch.name, detail).await;
+    }
+    Ok(batch)
 }
 
 fn check_questions(questions: &[Question], fields: &mut FieldErrors) {

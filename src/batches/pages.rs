@@ -188,7 +188,9 @@ async fn save(
     CsrfForm(form): CsrfForm<SettingsForm>,
 ) -> AppResult<Response> {
     let result = match form.request() {
-        Ok(request) => super::update(&state, id, request).await.map(|_| ()),
+        Ok(request) => super::update(&state, id, request, Some(&page_user.user))
+            .await
+            .map(|_| ()),
         Err(fields) => Err(AppError::invalid(fields)),
     };
     match result {

@@ -70,6 +70,8 @@ pub async fn export(
             .map(|chunk| (Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), rx))
     });
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
+    let detail = serde_json::to_value(&query).map_err(AppError::internal)?;
+    crate::audit::record(&state, &lead, "batch.export", &summary.batch.name, detail).await;
     let filename = format!(
         "{}-ratings-{}.{}",
         slug(&summary.batch.name),

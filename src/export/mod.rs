@@ -4,7 +4,7 @@
 
 use axum::Router;
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult, FieldErrors};
@@ -50,7 +50,7 @@ impl Format {
 }
 
 /// The export's query: format and filters.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ExportQuery {
     /// `csv` (default) or `jsonl`.

@@ -97,6 +97,11 @@ pub async fn decide(
     match outcome {
         Ok(rating) => {
             tracing::info!(lead = %lead.username, rating = %rating.id, decision = %decision.decision, "rating reviewed");
+            let detail = serde_json::json!({
+                "decision": decision.decision, "batch": access.batch.name, "comment": comment
+            });
+            let target = rating.id.to_string();
+            crate::audit::record(state, lead, "rating.review", &target, detail).await;
             Ok(rating)
         }
         Err(Refusal::Stale { current }) => Err(stale(current)),

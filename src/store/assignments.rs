@@ -112,9 +112,12 @@ impl super::Store {
             "SELECT {ASSIGNMENT_COLUMNS} FROM assignments a
              WHERE a.rater_id = $1 AND a.batch_id = $2 AND a.state = 'open'"
         );
+        // `is_full = FALSE`, not `NOT is_full`: SQLite only walks the `tasks_pool` index
+        // (batch, is_full, seq) for an equality, and would otherwise step over every
+        // full task before the first open one.
         let pick_sql = format!(
             "SELECT t.id FROM tasks t
-             WHERE t.batch_id = $1 AND NOT t.is_full
+             WHERE t.batch_id = $1 AND t.is_full = FALSE
                AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = $2)
              ORDER BY t.seq LIMIT 1{}",
             self.skip_locked_clause()

@@ -95,19 +95,30 @@ pub struct BatchChanges {
 /// Rows a multi-row INSERT carries: 11 columns each, well under both backends' limits.
 const INSERT_CHUNK: usize = 500;
 
+/// The progress columns of a batch `b`. Each count is written so that it reads an
+/// index only (`tasks_pool`, `ratings_batch`): listing batches must stay quick however
+/// many ratings they hold. A task is done when it is full and nobody holds it open.
 fn progress_sql(rater: &str) -> String {
     format!(
         "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id) AS tasks,
-         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.claimed >= b.overlap
-              AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.state = 'open')) AS tasks_done,
-         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.outcome = 'rated' AND r.status <> 'draft') AS rated,
-         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.outcome = 'out_of_scope') AS out_of_scope,
-         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.outcome = 'skipped') AS skipped,
+         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE)
+           - (SELECT COUNT(DISTINCT a.task_id) FROM assignments a JOIN tasks t ON t.id = a.task_id
+              WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE) AS tasks_done,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
+              AND r.status IN ({FINISHED}) AND r.outcome = 'rated') AS rated,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
+              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'out_of_scope') AS out_of_scope,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
+              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'skipped') AS skipped,
          (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open') AS in_progress,
          (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.rater_id = {rater}
               AND a.state IN ('done', 'skipped')) AS mine"
     )
 }
+
+/// Every rating status but `draft`, spelled out so that counts can seek the
+/// `ratings_batch` index (batch, status, outcome) status by status.
+const FINISHED: &str = "'submitted', 'returned', 'accepted', 'rejected'";
 
 impl super::Store {
     pub async fn batch(&self, id: Uuid) -> StoreResult<Option<Batch>> {

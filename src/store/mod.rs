@@ -5,17 +5,24 @@
 //! `transaction!` macros expand the same code once per backend so that the types stay
 //! concrete (sqlx's `Any` driver does not carry uuid and chrono types).
 
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{PgPool, SqlitePool};
+use sqlx::{ConnectOptions, PgPool, SqlitePool};
+
+use group::GroupWriter;
 
 pub mod assignments;
+pub mod audit;
 pub mod batches;
+pub mod group;
 pub mod ratings;
 pub mod review;
+mod scan;
 pub mod sessions;
 pub mod tokens;
 pub mod users;
@@ -30,11 +37,13 @@ pub enum Backend {
 #[derive(Debug, Clone)]
 enum Pools {
     /// SQLite allows one writer at a time; a single write connection serialises writers in
-    /// the process instead of letting them fight over the file lock, and readers run
-    /// concurrently beside it thanks to WAL.
+    /// the process (and groups their commits) instead of letting them fight over the file
+    /// lock, and readers run concurrently beside it thanks to WAL.
     Sqlite {
-        write: SqlitePool,
+        write: Arc<GroupWriter>,
         read: SqlitePool,
+        /// The database file, for long scans on a connection of their own ([`scan`]).
+        path: PathBuf,
     },
     Postgres(PgPool),
 }
@@ -68,26 +77,45 @@ macro_rules! read {
     };
 }
 
-/// Runs `$body` with `$pool` bound to the pool that takes writes.
+/// Runs `$body`, one write, with `$pool` bound to something that takes it: on SQLite the
+/// write connection inside a group commit (see [`group`]), on PostgreSQL the pool. The
+/// body evaluates to a `Result` whose error comes from `sqlx::Error`; it is returned once
+/// the write is durable.
 macro_rules! write {
     ($store:expr, |$pool:ident| $body:expr) => {
         match $store.pools() {
-            $crate::store::PoolRef::Sqlite { write: $pool, .. } => $body,
+            $crate::store::PoolRef::Sqlite { write, .. } => {
+                match $crate::store::group::GroupWriter::enter(write).await {
+                    Err(e) => Err(e.into()),
+                    Ok(mut turn) => {
+                        let out = {
+                            let $pool = turn.conn();
+                            $body
+                        };
+                        turn.leave(out).await
+                    }
+                }
+            }
             $crate::store::PoolRef::Postgres($pool) => $body,
         }
     };
 }
 
 /// Runs `$body` inside one write transaction, bound to `$tx`; commits when the body
-/// finishes, rolls back if it returns early with `?`.
+/// finishes, rolls back if it returns early with `?`. On SQLite the transaction is a
+/// savepoint in a group commit (see [`group`]); either way the value is returned only
+/// once it is durable.
 macro_rules! transaction {
     ($store:expr, |$tx:ident| $body:expr) => {
         match $store.pools() {
             $crate::store::PoolRef::Sqlite { write, .. } => {
-                let mut $tx = write.begin_with("BEGIN IMMEDIATE").await?;
-                let out = $body;
-                $tx.commit().await?;
-                out
+                let mut turn = $crate::store::group::GroupWriter::enter(write).await?;
+                let out: Result<_, $crate::store::StoreError> = async {
+                    let $tx = turn.conn();
+                    Ok($body)
+                }
+                .await;
+                turn.leave(out).await?
             }
             $crate::store::PoolRef::Postgres(pool) => {
                 let mut $tx = pool.begin().await?;
@@ -104,7 +132,7 @@ pub(crate) use {read, transaction, write};
 /// Borrowed pools, so the macros can match without cloning.
 pub(crate) enum PoolRef<'a> {
     Sqlite {
-        write: &'a SqlitePool,
+        write: &'a Arc<GroupWriter>,
         read: &'a SqlitePool,
     },
     Postgres(&'a PgPool),
@@ -131,15 +159,13 @@ impl Store {
                 .synchronous(SqliteSynchronous::Full)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(10));
-            let write = SqlitePoolOptions::new()
-                .max_connections(1)
-                .connect_with(options.clone())
-                .await?;
+            let path = options.get_filename().to_owned();
+            let write = Arc::new(GroupWriter::new(options.connect().await?));
             let read = SqlitePoolOptions::new()
                 .max_connections(8)
                 .connect_with(options.read_only(true))
                 .await?;
-            Pools::Sqlite { write, read }
+            Pools::Sqlite { write, read, path }
         } else {
             return Err(StoreError::Db(sqlx::Error::Configuration(
                 format!(
@@ -154,7 +180,11 @@ impl Store {
     /// Applies the embedded migrations of this backend.
     pub async fn migrate(&self) -> StoreResult<()> {
         match &self.pools {
-            Pools::Sqlite { write, .. } => sqlx::migrate!("migrations/sqlite").run(write).await?,
+            Pools::Sqlite { write, .. } => {
+                write
+                    .exclusive(async |conn| sqlx::migrate!("migrations/sqlite").run(conn).await)
+                    .await??
+            }
             Pools::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
         }
         Ok(())
@@ -179,7 +209,7 @@ impl Store {
     /// Closes every connection, waiting for queries under way.
     pub async fn close(&self) {
         match &self.pools {
-            Pools::Sqlite { write, read } => {
+            Pools::Sqlite { write, read, .. } => {
                 read.close().await;
                 write.close().await;
             }
@@ -206,9 +236,31 @@ impl Store {
         }
     }
 
+    /// Writes a consistent copy of a SQLite database to the new file `to`, beside
+    /// running writers (`VACUUM INTO` reads one snapshot).
+    pub async fn backup_into(&self, to: &str) -> StoreResult<()> {
+        match &self.pools {
+            Pools::Sqlite { read, .. } => {
+                sqlx::query("VACUUM INTO $1").bind(to).execute(read).await?;
+                Ok(())
+            }
+            Pools::Postgres(_) => Err(StoreError::Db(sqlx::Error::Configuration(
+                "backups of PostgreSQL are taken with pg_dump".into(),
+            ))),
+        }
+    }
+
+    /// The SQLite database file, when that is the backend.
+    pub(crate) fn sqlite_path(&self) -> Option<PathBuf> {
+        match &self.pools {
+            Pools::Sqlite { path, .. } => Some(path.clone()),
+            Pools::Postgres(_) => None,
+        }
+    }
+
     pub(crate) fn pools(&self) -> PoolRef<'_> {
         match &self.pools {
-            Pools::Sqlite { write, read } => PoolRef::Sqlite { write, read },
+            Pools::Sqlite { write, read, .. } => PoolRef::Sqlite { write, read },
             Pools::Postgres(pool) => PoolRef::Postgres(pool),
         }
     }

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::assignments::RELEASE_SLOT;
 use super::ratings::{RATING_COLUMNS, Rating, Refusal, insert_history};
-use super::{StoreResult, read, transaction};
+use super::{StoreResult, read, scan, transaction};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
@@ -231,6 +231,26 @@ impl super::Store {
                    FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    JOIN tasks t ON t.id = r.task_id
                    WHERE r.batch_id = $1";
+        if let Some(path) = self.sqlite_path() {
+            let facts = |row: &rusqlite::Row| {
+                Ok(RatingFacts {
+                    task_id: scan::get_uuid(row, 0)?,
+                    rater: row.get(1)?,
+                    outcome: row.get(2)?,
+                    status: row.get(3)?,
+                    answers: row.get(4)?,
+                    swapped: row.get(5)?,
+                    time_spent_s: row.get(6)?,
+                    model_a: row.get(7)?,
+                    model_b: row.get(8)?,
+                })
+            };
+            let mut rows = scan::scan(path, sql.into(), vec![scan::uuid(batch_id)], facts);
+            while let Some(batch) = rows.batch().await? {
+                batch.into_iter().for_each(&mut each);
+            }
+            return Ok(());
+        }
         read!(self, |pool| {
             let mut rows = sqlx::query_as::<_, RatingFacts>(sql)
                 .bind(batch_id)
@@ -264,6 +284,28 @@ impl super::Store {
                      AND ($5 IS NULL OR r.submitted_at >= $5) AND ($6 IS NULL OR r.submitted_at < $6)
                    ORDER BY r.submitted_at, r.id";
         let mut count = 0u64;
+        if let Some(path) = self.sqlite_path() {
+            let params = vec![
+                scan::uuid(batch_id),
+                scan::text(filter.outcome.as_deref()),
+                scan::text(filter.status.as_deref()),
+                scan::text(filter.rater.as_deref()),
+                scan::time(filter.submitted_since),
+                scan::time(filter.submitted_until),
+            ];
+            let mut rows = scan::scan(path, sql.into(), params, export_row);
+            'rows: while let Some(batch) = rows.batch().await? {
+                for row in batch {
+                    count += 1;
+                    if let Some(chunk) = each(row)
+                        && out.send(chunk).await.is_err()
+                    {
+                        break 'rows;
+                    }
+                }
+            }
+            return Ok(count);
+        }
         read!(self, |pool| {
             let mut rows = sqlx::query_as::<_, ExportRow>(sql)
                 .bind(batch_id)
@@ -285,4 +327,32 @@ impl super::Store {
         })?;
         Ok(count)
     }
+}
+
+/// An export row from a [`scan`] (the columns of `export_rows`' query, in order).
+fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
+    let answers: String = row.get(9)?;
+    let answers = serde_json::from_str(&answers).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(9, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok(ExportRow {
+        rating_id: scan::get_uuid(row, 0)?,
+        batch: row.get(1)?,
+        external_id: row.get(2)?,
+        rater: row.get(3)?,
+        outcome: row.get(4)?,
+        status: row.get(5)?,
+        swapped: row.get(6)?,
+        model_a: row.get(7)?,
+        model_b: row.get(8)?,
+        answers: Json(answers),
+        skip_reason: row.get(10)?,
+        note: row.get(11)?,
+        time_spent_s: row.get(12)?,
+        version: row.get(13)?,
+        created_at: scan::get_time(row, 14)?.unwrap_or_default(),
+        submitted_at: scan::get_time(row, 15)?,
+        reviewed_at: scan::get_time(row, 16)?,
+        review_comment: row.get(17)?,
+    })
 }

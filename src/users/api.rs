@@ -55,7 +55,7 @@ pub struct CreateUser {
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 415, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
-    _: RequireAdmin,
+    RequireAdmin(admin): RequireAdmin,
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateUser>,
 ) -> AppResult<(StatusCode, Json<UserView>)> {
@@ -65,7 +65,7 @@ pub async fn create(
         body.password.as_deref(),
     )
     .map_err(AppError::invalid)?;
-    let user = super::create(&state, new).await?;
+    let user = super::create(&state, new, Some(&admin)).await?;
     Ok((StatusCode::CREATED, Json(user.into())))
 }
 

@@ -111,13 +111,18 @@ impl NewUser {
 }
 
 /// Hashes the password and stores the account; 409 when the username is taken.
-pub async fn create(state: &AppState, new: NewUser) -> AppResult<User> {
+/// `actor` is the admin who asked (recorded in the audit log), `None` from the CLI.
+pub async fn create(state: &AppState, new: NewUser, actor: Option<&User>) -> AppResult<User> {
     let hash = password::hash(new.password).await?;
     let user = state
         .store()
         .create_user(&new.username, new.role, &hash)
         .await?;
     tracing::info!(username = %user.username, role = %user.role, "user created");
+    if let Some(actor) = actor {
+        let detail = serde_json::json!({ "role": user.role.as_str() });
+        crate::audit::record(state, actor, "user.create", &user.username, detail).await;
+    }
     Ok(user)
 }
 
@@ -170,6 +175,16 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
         return Err(AppError::invalid(fields));
     }
     let user = find(state, id).await?;
+    let mut detail = serde_json::Map::new();
+    if let Some(role) = role {
+        detail.insert("role".into(), role.as_str().into());
+    }
+    if let Some(active) = changes.active {
+        detail.insert("active".into(), active.into());
+    }
+    if changes.password.is_some() {
+        detail.insert("password_changed".into(), true.into());
+    }
     if let Some(role) = role {
         state.store().set_role(user.id, role).await?;
     }
@@ -181,6 +196,7 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
         state.store().set_password_hash(user.id, &hash).await?;
     }
     tracing::info!(admin = %admin.username, username = %user.username, "user changed");
+    crate::audit::record(state, admin, "user.update", &user.username, detail.into()).await;
     find(state, id).await
 }
 

@@ -87,7 +87,7 @@ async fn create(
 ) -> AppResult<Response> {
     let parsed = NewUser::parse(Some(&form.username), Some(&form.role), Some(&form.password));
     let (status, errors) = match parsed {
-        Ok(new) => match super::create(&state, new).await {
+        Ok(new) => match super::create(&state, new, Some(&page_user.user)).await {
             Ok(_) => return Ok(Redirect::to("/admin/users").into_response()),
             Err(AppError::Conflict(why)) => (
                 StatusCode::CONFLICT,

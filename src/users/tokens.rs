@@ -78,9 +78,13 @@ pub async fn create(
                 .await?
                 .ok_or(AppError::NotFound)?
         }
-        _ => user,
+        _ => user.clone(),
     };
     let (token, secret) = issue(&state, &owner, &name).await?;
+    if owner.id != user.id {
+        let detail = serde_json::json!({ "name": token.name });
+        crate::audit::record(&state, &user, "token.create", &owner.username, detail).await;
+    }
     Ok((
         StatusCode::CREATED,
         Json(NewToken {

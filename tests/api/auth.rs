@@ -3,7 +3,10 @@
 use reqwest::StatusCode;
 use reqwest::header::{LOCATION, RETRY_AFTER, SET_COOKIE};
 use serde_json::json;
+use std::time::{Duration, Instant};
+
 use verdict::Config;
+use verdict::store::Backend;
 
 use crate::helpers::{Fixture, Go, PASSWORD, TestApp, bearer, csrf_token, db_test, json_with};
 
@@ -510,3 +513,132 @@ async fn only_admins_make_tokens_for_others(app: &TestApp) {
     );
 }
 db_test!(only_admins_make_tokens_for_others: TestApp);
+
+/// Signs in and returns the session cookie (`name=value`), to send by hand: a browser
+/// would drop it client-side once its Max-Age passes, and this checks the server.
+async fn session_cookie(app: &TestApp, username: &str) -> String {
+    let login = app
+        .submit_login(&app.browser(), username, PASSWORD, "/")
+        .await;
+    let cookie = login.headers()[SET_COOKIE].to_str().unwrap();
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+/// Whether the server still signs in a request with this cookie; a request that renews
+/// the session hands back a new cookie, which replaces `cookie`.
+async fn signed_in(app: &TestApp, cookie: &mut String) -> bool {
+    let me = reqwest::Client::new()
+        .get(app.url("/api/v1/me"))
+        .header(reqwest::header::COOKIE, cookie.as_str())
+        .send()
+        .await
+        .unwrap();
+    if let Some(renewed) = me.headers().get(SET_COOKIE) {
+        *cookie = renewed
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned();
+    }
+    me.status() == StatusCode::OK
+}
+
+/// How many times a lifetime test starts over when the machine was too slow for a
+/// request to prove anything (two requests further apart than the lifetime allows).
+const LIFETIME_ATTEMPTS: usize = 5;
+
+#[tokio::test]
+async fn an_idle_session_ends_and_an_active_one_lives_on() {
+    let idle = Duration::from_millis(2000);
+    // The server renews the expiry at most once a tenth of the idle time, so a request
+    // proves the session alive only if it came within nine tenths of the previous one.
+    let provable = idle * 8 / 10;
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let config = Config {
+            session_idle: idle,
+            ..Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        let admin = app.admin().await;
+        let mut lived = false;
+        for _ in 0..LIFETIME_ATTEMPTS {
+            let signed_in_at = Instant::now();
+            let mut active = session_cookie(&app, &admin.username).await;
+            let mut idle_cookie = session_cookie(&app, &admin.username).await;
+            let mut previous = signed_in_at;
+            // Three idle lifetimes, with a request every tenth of one.
+            while signed_in_at.elapsed() < idle * 3 {
+                tokio::time::sleep(idle / 10).await;
+                let sent = Instant::now();
+                let alive = signed_in(&app, &mut active).await;
+                let gap = previous.elapsed();
+                if !alive {
+                    assert!(
+                        gap >= provable,
+                        "{backend:?}: an active session ended {gap:?} after its last request"
+                    );
+                    break; // too slow to tell: start over
+                }
+                previous = sent;
+            }
+            if signed_in_at.elapsed() >= idle * 3 {
+                lived = true;
+                assert!(
+                    !signed_in(&app, &mut idle_cookie).await,
+                    "{backend:?}: the idle session ended on the server"
+                );
+                break;
+            }
+        }
+        assert!(lived, "{backend:?}: no attempt kept a session busy");
+    }
+}
+
+#[tokio::test]
+async fn a_session_ends_at_its_absolute_lifetime_however_active() {
+    let absolute = Duration::from_secs(3);
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let config = Config {
+            session_absolute: absolute,
+            ..Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        let admin = app.admin().await;
+        let mut proved_alive = false;
+        for _ in 0..LIFETIME_ATTEMPTS {
+            let before_login = Instant::now();
+            let mut cookie = session_cookie(&app, &admin.username).await;
+            let signed_in_at = Instant::now();
+            // Busy for the whole lifetime and a little beyond it.
+            while signed_in_at.elapsed() < absolute + absolute / 3 {
+                let alive = signed_in(&app, &mut cookie).await;
+                // The server started the session between `before_login` and
+                // `signed_in_at`: an answer that came before `before_login + absolute` was
+                // certainly within the lifetime, one sent after `signed_in_at + absolute`
+                // certainly past it.
+                if before_login.elapsed() < absolute {
+                    assert!(alive, "{backend:?}: ended within the lifetime");
+                    proved_alive = true;
+                }
+                tokio::time::sleep(absolute / 10).await;
+            }
+            assert!(
+                !signed_in(&app, &mut cookie).await,
+                "{backend:?}: past the lifetime"
+            );
+            if proved_alive {
+                break;
+            }
+        }
+        assert!(
+            proved_alive,
+            "{backend:?}: no request came within the lifetime"
+        );
+    }
+}

@@ -5,7 +5,10 @@ use serde_json::json;
 use verdict::Config;
 use verdict::store::Backend;
 
-use crate::helpers::{Fixture, Go, TestApp, db_test, json_with, tasks_jsonl};
+use crate::helpers::{
+    Fixture, Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl,
+};
+use verdict::auth::Role;
 
 async fn upload(
     app: &TestApp,
@@ -475,3 +478,67 @@ async fn a_large_upload_is_stored_whole_and_in_order(app: &TestApp) {
     );
 }
 db_test!(a_large_upload_is_stored_whole_and_in_order: TestApp);
+
+async fn progress(app: &TestApp, who: &Persona, batch: &str) -> serde_json::Value {
+    let one = who
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}")))
+        .go()
+        .await;
+    json_with(one, StatusCode::OK).await["progress"].clone()
+}
+
+async fn progress_counts_follow_the_work(app: &TestApp) {
+    let admin = app.admin().await;
+    let (first, second) = (app.rater().await, app.persona("second", Role::Rater).await);
+    let batch = app
+        .batch(&admin, "progress", &tasks_jsonl(3), "&randomize=false")
+        .await;
+    let counts = |p: &serde_json::Value| {
+        [
+            "tasks",
+            "tasks_done",
+            "rated",
+            "skipped",
+            "out_of_scope",
+            "in_progress",
+        ]
+        .map(|k| p[k].as_i64().unwrap_or(-1))
+    };
+    assert_eq!(
+        counts(&progress(app, &admin, &batch).await),
+        [3, 0, 0, 0, 0, 0]
+    );
+    // An open assignment fills its task (overlap 1) but does not finish it.
+    let t1 = app.next(&first, &batch).await.unwrap();
+    let t1 = t1["assignment_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        counts(&progress(app, &admin, &batch).await),
+        [3, 0, 0, 0, 0, 1]
+    );
+    app.act(&first, &t1, "submit", &complete_answers()).await;
+    assert_eq!(
+        counts(&progress(app, &admin, &batch).await),
+        [3, 1, 1, 0, 0, 0]
+    );
+    // A skip gives the task back: it is not done.
+    let t2 = app.next(&second, &batch).await.unwrap();
+    let t2 = t2["assignment_id"].as_str().unwrap().to_owned();
+    app.act(&second, &t2, "skip", &json!({"reason": "too_long"}))
+        .await;
+    assert_eq!(
+        counts(&progress(app, &admin, &batch).await),
+        [3, 1, 1, 1, 0, 0]
+    );
+    // Out of scope finishes the task without a rating that counts.
+    let t3 = app.next(&second, &batch).await.unwrap();
+    let t3 = t3["assignment_id"].as_str().unwrap().to_owned();
+    let oos = json!({"explanation": "The prompt asks for a poem, not code at all."});
+    let done = app.act(&second, &t3, "out-of-scope", &oos).await;
+    assert_eq!(done.status(), StatusCode::OK);
+    assert_eq!(
+        counts(&progress(app, &admin, &batch).await),
+        [3, 2, 1, 1, 1, 0]
+    );
+}
+db_test!(progress_counts_follow_the_work: TestApp);

@@ -9,9 +9,9 @@ use reqwest::StatusCode;
 
 use crate::helpers::{Go, TestDb, bearer, csrf_token, db_test};
 
-const BIN: &str = env!("CARGO_BIN_EXE_verdict");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_verdict");
 
-fn verdict(db: &TestDb, args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) fn verdict(db: &TestDb, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(BIN)
         .args(args)
         .env("DATABASE_URL", &db.url)

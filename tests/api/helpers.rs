@@ -67,6 +67,16 @@ pub struct TestDb {
 static PG_NOT_RUN: Once = Once::new();
 
 impl TestDb {
+    /// An existing SQLite database (a backup, say), left in place afterwards.
+    pub fn at(url: String) -> Self {
+        Self {
+            url,
+            backend: Backend::Sqlite,
+            dir: None,
+            postgres: None,
+        }
+    }
+
     pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
         self.dir.as_ref().map(|d| d.path().join("verdict.db"))
     }
@@ -223,7 +233,7 @@ impl TestApp {
     pub async fn persona(&self, username: &str, role: Role) -> Persona {
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(PASSWORD))
             .expect("valid user");
-        let user = verdict::users::create(&self.state, new)
+        let user = verdict::users::create(&self.state, new, None)
             .await
             .expect("create user");
         let (_, token) = verdict::users::tokens::issue(&self.state, &user, "tests")

@@ -3,9 +3,12 @@
 
 mod helpers;
 
+mod audit;
 mod auth;
 mod batches;
 mod cli;
+mod durability;
+mod input;
 mod pages;
 mod rating;
 mod review;

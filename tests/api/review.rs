@@ -576,3 +576,48 @@ async fn the_batch_page_shows_charts_and_the_disagreement_view(app: &TestApp) {
     assert!(task.contains("2 · A better") && task.contains("6 · B better"));
 }
 db_test!(the_batch_page_shows_charts_and_the_disagreement_view: TestApp);
+
+/// A server error tells the caller which request failed and nothing of the database.
+async fn a_server_error_carries_a_request_id_and_no_sql(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "broken", &tasks_jsonl(1), "&randomize=false")
+        .await;
+    let rating = submit(app, &rater, &batch, &complete_answers()).await;
+    // The table a review writes to disappears under the running server.
+    app.execute("DROP TABLE reviews").await;
+    let failed = review(
+        app,
+        &lead,
+        &rating,
+        json!({"decision": "accept", "version": 1}),
+    )
+    .await;
+    assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let header_id = failed
+        .headers()
+        .get("x-request-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = failed.text().await.unwrap();
+    let error: Value = serde_json::from_str(&body).expect("a JSON error");
+    let id = error["request_id"].as_str().expect("a request id");
+    assert_eq!(
+        Some(id.to_owned()),
+        header_id,
+        "the id in the body is the response's"
+    );
+    let lower = body.to_lowercase();
+    for leak in [
+        "reviews", "table", "relation", "sqlx", "select", "insert", "panicked", ".rs:",
+    ] {
+        assert!(!lower.contains(leak), "the error shows {leak:?}: {body}");
+    }
+    // Nothing half-done: the rating is still waiting for review.
+    let status = app
+        .count("SELECT COUNT(*) FROM ratings WHERE status = 'submitted'")
+        .await;
+    assert_eq!(status, 1);
+}
+db_test!(a_server_error_carries_a_request_id_and_no_sql: TestApp);

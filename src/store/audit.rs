@@ -1,0 +1,65 @@
+//! The audit log: what admins and leads did, who, when.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::{StoreResult, read, write};
+
+/// One entry, with the actor's username (empty once the account is gone).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AuditEntry {
+    pub at: DateTime<Utc>,
+    pub actor: Option<String>,
+    pub action: String,
+    pub target: Option<String>,
+    pub detail: Json<Value>,
+}
+
+impl super::Store {
+    pub async fn record_audit(
+        &self,
+        actor: Option<Uuid>,
+        action: &str,
+        target: &str,
+        detail: &Value,
+    ) -> StoreResult<()> {
+        write!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO audit_log (id, actor_id, action, target, detail, at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(Uuid::now_v7())
+            .bind(actor)
+            .bind(action)
+            .bind(target)
+            .bind(Json(detail))
+            .bind(Utc::now())
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    /// The latest `limit` entries, newest first; `action` keeps one kind.
+    pub async fn audit_entries(
+        &self,
+        action: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<AuditEntry>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, AuditEntry>(
+                "SELECT l.at, u.username AS actor, l.action, l.target, l.detail
+                 FROM audit_log l LEFT JOIN users u ON u.id = l.actor_id
+                 WHERE ($1 IS NULL OR l.action = $1)
+                 ORDER BY l.at DESC, l.id DESC LIMIT $2",
+            )
+            .bind(action)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+}

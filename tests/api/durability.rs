@@ -1,0 +1,293 @@
+//! Nothing acknowledged is lost: raters take tasks and submit them while the server is
+//! killed with SIGKILL at random moments and started again, cycle after cycle. Every
+//! rating the server answered 200 for is there afterwards, once, and the database is
+//! consistent.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use verdict::store::Backend;
+
+use crate::cli::{BIN, verdict};
+use crate::helpers::{TestDb, bearer, complete_answers, db_test, tasks_jsonl};
+
+const CYCLES: usize = 12;
+const RATERS: usize = 48;
+
+/// `verdict serve` on a free port; returns the process and its base URL.
+fn serve(db: &TestDb) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &db.url)
+        .env("RUST_LOG", "warn,verdict::cli=info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start verdict");
+    let (tx, rx) = mpsc::channel();
+    let lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Some(addr) = line.split("listening on ").nth(1) {
+                let _ = tx.send(addr.split_whitespace().next().unwrap_or("").to_owned());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the server reports its address");
+    (child, base)
+}
+
+fn kill_9(child: &mut Child) {
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+}
+
+/// A pseudo-random number below `n`, different each call.
+fn random_below(n: u64) -> u64 {
+    (uuid::Uuid::new_v4().as_u128() % u128::from(n)) as u64
+}
+
+/// One rater's loop: next, submit, until the server goes away. Returns the ratings the
+/// server acknowledged (assignment id to rating id).
+async fn rate_until_gone(base: String, token: String, batch: String) -> Vec<(String, String)> {
+    let client = bearer(&token);
+    let mut acknowledged = Vec::new();
+    loop {
+        let Ok(next) = client
+            .post(format!("{base}/api/v1/batches/{batch}/next"))
+            .send()
+            .await
+        else {
+            return acknowledged;
+        };
+        if next.status() != StatusCode::OK {
+            return acknowledged;
+        }
+        let Ok(next) = next.json::<Value>().await else {
+            return acknowledged;
+        };
+        let assignment = next["assignment_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let Ok(done) = client
+            .post(format!("{base}/api/v1/assignments/{assignment}/submit"))
+            .json(&complete_answers())
+            .send()
+            .await
+        else {
+            return acknowledged;
+        };
+        if done.status() != StatusCode::OK {
+            return acknowledged;
+        }
+        // A 200 whose body was cut off by the kill still counts as acknowledged.
+        let rating = match done.json::<Value>().await {
+            Ok(body) => body["id"].as_str().unwrap_or_default().to_owned(),
+            Err(_) => String::new(),
+        };
+        acknowledged.push((assignment, rating));
+    }
+}
+
+/// Runs `$body` with `$pool` bound to a pool on the test database, whichever backend.
+macro_rules! with_pool {
+    ($db:expr, |$pool:ident| $body:expr) => {
+        match $db.backend {
+            Backend::Sqlite => {
+                let $pool = sqlx::SqlitePool::connect(&$db.url).await.expect("connect");
+                let out = $body;
+                $pool.close().await;
+                out
+            }
+            Backend::Postgres => {
+                let $pool = sqlx::PgPool::connect(&$db.url).await.expect("connect");
+                let out = $body;
+                $pool.close().await;
+                out
+            }
+        }
+    };
+}
+
+async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
+    let admin_added = verdict(
+        db,
+        &[
+            "user",
+            "add",
+            "--username",
+            "admin",
+            "--role",
+            "admin",
+            "--password-stdin",
+        ],
+        Some("durability admin password\n"),
+    );
+    assert!(admin_added.status.success());
+    let token = verdict(db, &["token", "create", "--username", "admin"], None);
+    let admin = bearer(String::from_utf8_lossy(&token.stdout).trim());
+
+    let (mut server, base) = serve(db);
+    let upload = admin
+        .post(format!("{base}/api/v1/batches?name=durable&randomize=true"))
+        .header("content-type", "application/x-ndjson")
+        .body(tasks_jsonl(5000))
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(upload.status(), StatusCode::CREATED);
+    let batch = upload.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut tokens = Vec::new();
+    for i in 0..RATERS {
+        let name = format!("rater{i}");
+        let made = admin
+            .post(format!("{base}/api/v1/users"))
+            .json(&json!({"username": name, "role": "rater", "password": "a rater password"}))
+            .send()
+            .await
+            .expect("user");
+        assert_eq!(made.status(), StatusCode::CREATED);
+        let token: Value = admin
+            .post(format!("{base}/api/v1/tokens"))
+            .json(&json!({"name": "durability", "username": name}))
+            .send()
+            .await
+            .expect("token")
+            .json()
+            .await
+            .expect("JSON");
+        tokens.push(token["token"].as_str().expect("token").to_owned());
+    }
+    kill_9(&mut server);
+
+    let mut acknowledged: HashMap<String, String> = HashMap::new();
+    for _ in 0..CYCLES {
+        let (mut server, base) = serve(db);
+        let raters: Vec<_> = tokens
+            .iter()
+            .map(|t| tokio::spawn(rate_until_gone(base.clone(), t.clone(), batch.clone())))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(150 + random_below(600))).await;
+        kill_9(&mut server);
+        for rater in raters {
+            for (assignment, rating) in rater.await.expect("rater") {
+                let before = acknowledged.insert(assignment.clone(), rating);
+                assert!(before.is_none(), "{assignment} was acknowledged twice");
+            }
+        }
+    }
+    assert!(
+        acknowledged.len() > CYCLES,
+        "the raters got work done between kills ({} ratings)",
+        acknowledged.len()
+    );
+
+    // Start once more, so recovery runs as it would in production, and take an online
+    // backup beside the running server (SQLite; PostgreSQL is backed up with pg_dump).
+    let (mut server, base) = serve(db);
+    let health = reqwest::get(format!("{base}/healthz"))
+        .await
+        .expect("health");
+    assert_eq!(health.status(), StatusCode::OK);
+    let backup = tempfile::tempdir().expect("dir");
+    let backup_file = backup.path().join("backup.db");
+    let taken = verdict(
+        db,
+        &["backup", "--to", backup_file.to_str().expect("path")],
+        None,
+    );
+    let said = String::from_utf8_lossy(&taken.stderr).into_owned();
+    match db.backend {
+        Backend::Sqlite => assert!(taken.status.success(), "{said}"),
+        Backend::Postgres => {
+            assert!(!taken.status.success());
+            assert!(said.contains("pg_dump --format=custom"), "{said}");
+        }
+    }
+    let again = verdict(
+        db,
+        &["backup", "--to", backup_file.to_str().expect("path")],
+        None,
+    );
+    assert!(
+        !again.status.success(),
+        "an existing file is never overwritten"
+    );
+    kill_9(&mut server);
+    check_stored(db, &acknowledged).await;
+    if db.backend == Backend::Sqlite {
+        // The copy, opened as a database of its own, holds the same.
+        let copy = TestDb::at(format!("sqlite://{}", backup_file.display()));
+        check_stored(&copy, &acknowledged).await;
+    }
+}
+db_test!(acknowledged_ratings_survive_sigkill_at_random_moments: TestDb);
+
+/// Every acknowledged rating is stored, once, and the database is consistent.
+async fn check_stored(db: &TestDb, acknowledged: &HashMap<String, String>) {
+    let (stored, duplicates, bad_claims, integrity) = with_pool!(db, |pool| {
+        let stored: Vec<(uuid::Uuid, uuid::Uuid, String)> =
+            sqlx::query_as("SELECT assignment_id, id, status FROM ratings WHERE outcome = 'rated'")
+                .fetch_all(&pool)
+                .await
+                .expect("ratings");
+        let duplicates: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM (SELECT task_id FROM ratings GROUP BY task_id HAVING COUNT(*) > 1) d",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("duplicates");
+        // Overlap 1: a task's claimed count is its open and finished assignments.
+        let bad_claims: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM tasks t WHERE t.claimed <>
+               (SELECT COUNT(*) FROM assignments a WHERE a.task_id = t.id AND a.state IN ('open', 'done'))",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("claims");
+        let integrity: String = match db.backend {
+            Backend::Sqlite => sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_one(&pool)
+                .await
+                .expect("integrity"),
+            Backend::Postgres => "ok".to_owned(),
+        };
+        (stored, duplicates, bad_claims, integrity)
+    });
+    let stored: HashMap<String, (String, String)> = stored
+        .into_iter()
+        .map(|(a, r, s)| (a.to_string(), (r.to_string(), s)))
+        .collect();
+    for (assignment, rating) in acknowledged {
+        let (id, status) = stored
+            .get(assignment)
+            .unwrap_or_else(|| panic!("acknowledged rating of {assignment} was lost"));
+        assert_eq!(status, "submitted", "{assignment}");
+        if !rating.is_empty() {
+            assert_eq!(
+                id, rating,
+                "{assignment}: the rating acknowledged is the one stored"
+            );
+        }
+    }
+    assert_eq!(
+        duplicates, 0,
+        "a task with overlap 1 has one rating at most"
+    );
+    assert_eq!(
+        bad_claims, 0,
+        "every task's claimed count matches its assignments"
+    );
+    assert_eq!(integrity, "ok");
+}
