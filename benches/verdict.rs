@@ -460,10 +460,17 @@ async fn bench_task_page(
         .await
         .expect("body");
     let next = queue
-        .split("href=\"")
+        .split("action=\"")
         .find_map(|s| s.split('"').next().filter(|h| h.ends_with("/next")))
-        .expect("next link");
-    let form = browser.get(server.url(next)).send().await.expect("form");
+        .expect("next task button");
+    let start = queue.find(marker).expect("token") + marker.len();
+    let token = &queue[start..start + queue[start..].find('"').expect("quote")];
+    let form = browser
+        .post(server.url(next))
+        .form(&[("csrf_token", token)])
+        .send()
+        .await
+        .expect("form");
     let page_url = form.url().to_string();
     assert!(page_url.contains("/assignments/"), "{page_url}");
     let page = load(&browser, &page_url, connections, seconds).await;

@@ -11,7 +11,7 @@ async function onNextTask(username) {
   const page = await watchedPage(env.browser);
   await page.setViewportSize({ width: 1400, height: 1000 });
   await login(page, env.server.base, username, env.server.passwords[username]);
-  await Promise.all([page.waitForNavigation(), page.click("a.button")]);
+  await Promise.all([page.waitForNavigation(), page.click('form[action$="/next"] button')]);
   await page.waitForSelector("#rating-form");
   return page;
 }

@@ -20,7 +20,7 @@ use crate::web::{ApiPath, Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/batches/{id}/next", get(next))
+        .route("/batches/{id}/next", get(waiting).post(next))
         .route("/assignments/{id}", get(form))
         .route("/assignments/{id}/submit", post(submit))
         .route("/assignments/{id}/draft", post(draft))
@@ -32,32 +32,63 @@ pub fn router() -> Router<AppState> {
 #[template(path = "assign/done.html")]
 struct DonePage {
     layout: Layout,
+    batch_id: Uuid,
     batch_name: String,
 }
 
-/// `GET /batches/{id}/next`: to the form of the rater's next assignment.
-async fn next(
+/// `GET /batches/{id}/next`: to the rater's open assignment in the batch if there is
+/// one, otherwise the page that says nothing is left, with a button to look again.
+/// Claims nothing: a GET never changes state (the button posts).
+async fn waiting(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(batch_id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    match super::next(&state, batch_id, &page_user.user).await? {
-        Some(assignment) => {
-            Ok(Redirect::to(&format!("/assignments/{}", assignment.id)).into_response())
-        }
-        None => {
-            let batch = state
-                .store()
-                .batch(batch_id)
-                .await?
-                .ok_or(AppError::NotFound)?;
-            Ok(render(&DonePage {
-                layout: page_user.layout,
-                batch_name: batch.name,
-            })?
-            .into_response())
-        }
+    if !state.store().may_rate(batch_id, page_user.user.id).await? {
+        return Err(AppError::NotFound);
     }
+    if let Some(open) = state
+        .store()
+        .open_assignment(batch_id, page_user.user.id)
+        .await?
+    {
+        return Ok(Redirect::to(&format!("/assignments/{}", open.id)).into_response());
+    }
+    let batch = state
+        .store()
+        .batch(batch_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    Ok(render(&DonePage {
+        layout: page_user.layout,
+        batch_id,
+        batch_name: batch.name,
+    })?
+    .into_response())
+}
+
+/// The "Next task" button has nothing to send but its CSRF token.
+#[derive(Deserialize)]
+struct NextForm {}
+
+/// `POST /batches/{id}/next`: claims the rater's next task and goes to its form.
+async fn next(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(batch_id): ApiPath<Uuid>,
+    CsrfForm(NextForm {}): CsrfForm<NextForm>,
+) -> AppResult<Response> {
+    go_next(&state, batch_id, &page_user.user).await
+}
+
+/// Claims the rater's next task in the batch and redirects to its form, or to the
+/// page that says nothing is left.
+async fn go_next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Response> {
+    let to = match super::next(state, batch_id, user).await? {
+        Some(assignment) => format!("/assignments/{}", assignment.id),
+        None => format!("/batches/{batch_id}/next"),
+    };
+    Ok(Redirect::to(&to).into_response())
 }
 
 /// One option of a question, as the form shows it.
@@ -326,9 +357,10 @@ fn as_typed(input: &Value) -> (Answers, i32) {
     (input.as_object().cloned().unwrap_or_default(), time)
 }
 
-/// Where a finished assignment leads: the rater's next task in the same batch.
-fn to_next(owned: &Owned) -> Response {
-    Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response()
+/// Where a finished assignment leads: the rater's next task in the same batch (the
+/// finishing POST claims it).
+async fn to_next(state: &AppState, owned: &Owned, user: &User) -> AppResult<Response> {
+    go_next(state, owned.batch.id, user).await
 }
 
 /// `POST /assignments/{id}/submit`: on success to the next task; otherwise the form
@@ -345,7 +377,7 @@ async fn submit(
     };
     let input = answers_of(&owned, &pairs);
     match super::submit(&state, &owned, &page_user.user, &input).await {
-        Ok(_) => Ok(to_next(&owned)),
+        Ok(_) => to_next(&state, &owned, &page_user.user).await,
         Err(AppError::Validation { fields, .. }) => {
             // Keep what was typed: save it as the draft, then show it with the errors.
             let _ = super::save_draft(&state, &owned, &input).await;
@@ -403,7 +435,7 @@ async fn skip(
         form.note.as_deref(),
     )
     .await?;
-    Ok(to_next(&owned))
+    to_next(&state, &owned, &page_user.user).await
 }
 
 /// `POST /assignments/{id}/out-of-scope`: the explanation, with the answers on the form.
@@ -424,7 +456,7 @@ async fn out_of_scope(
         .unwrap_or_default();
     let input = answers_of(&owned, &pairs);
     match super::out_of_scope(&state, &owned, &page_user.user, &explanation, &input).await {
-        Ok(_) => Ok(to_next(&owned)),
+        Ok(_) => to_next(&state, &owned, &page_user.user).await,
         Err(AppError::Validation { fields, .. }) if fields.contains_key("explanation") => {
             let (shown, time) = as_typed(&input);
             let why = format!(

@@ -62,6 +62,23 @@ impl super::Store {
             .await)?)
     }
 
+    /// The rater's open assignment in a batch, if there is one; claims nothing.
+    pub async fn open_assignment(
+        &self,
+        batch_id: Uuid,
+        rater_id: Uuid,
+    ) -> StoreResult<Option<Assignment>> {
+        let sql = format!(
+            "SELECT {ASSIGNMENT_COLUMNS} FROM assignments a
+             WHERE a.rater_id = $1 AND a.batch_id = $2 AND a.state = 'open'"
+        );
+        Ok(read!(self, |pool| sqlx::query_as::<_, Assignment>(&sql)
+            .bind(rater_id)
+            .bind(batch_id)
+            .fetch_optional(pool)
+            .await)?)
+    }
+
     pub async fn task(&self, id: Uuid) -> StoreResult<Option<Task>> {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, Task>(
