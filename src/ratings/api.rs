@@ -33,8 +33,9 @@ pub async fn read(
 /// Revises a rating until a lead accepts it; a returned rating goes back for review.
 #[utoipa::path(put, path = "/api/v1/ratings/{id}", tag = "rating", request_body = Object,
     params(("id" = Uuid, Path, description = "rating id")),
-    responses((status = 200, body = RatingView), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = RatingView), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
 pub async fn revise(
     CurrentUser { user, .. }: CurrentUser,
     State(state): State<AppState>,

@@ -171,6 +171,10 @@ pub async fn revise(
     user: &User,
     input: &Value,
 ) -> AppResult<Rating> {
+    // Leads may read a rating; only its rater may change it.
+    if access.viewer != Viewer::Owner {
+        return Err(AppError::Forbidden);
+    }
     if !access.revisable() {
         return Err(AppError::Conflict(match access.rating.outcome.as_str() {
             "skipped" => "a skipped task has no answers to revise".into(),

@@ -629,6 +629,22 @@ async fn no_one_touches_another_raters_assignment_or_rating(app: &TestApp) {
         "leads and admins see who rated"
     );
     assert!(lead_view["swapped"].is_boolean());
+    // Seeing a rating is not changing it: a valid revision by an admin is refused.
+    let before = app.count("SELECT COUNT(*) FROM rating_history").await;
+    let mut changed = complete_answers();
+    changed["sxs"] = json!(-3);
+    changed["sxs_explanation"] = json!("The admin's own view, which must not be stored.");
+    let revised = admin.api.put(app.url(&rating)).json(&changed).go().await;
+    assert_eq!(
+        json_with(revised, StatusCode::FORBIDDEN).await["error"],
+        "your role does not allow this"
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM rating_history").await,
+        before
+    );
+    let after = json_with(admin.api.get(app.url(&rating)).go().await, StatusCode::OK).await;
+    assert_eq!(after["answers"], lead_view["answers"]);
 }
 db_test!(no_one_touches_another_raters_assignment_or_rating: TestApp);
 
