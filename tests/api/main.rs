@@ -12,5 +12,6 @@ mod input;
 mod pages;
 mod rating;
 mod review;
+mod routes;
 mod schema;
 mod users;

@@ -1,0 +1,541 @@
+//! Every route, for every kind of caller, gets the status this table says. The routes
+//! are read from the router's source (every `.route(` call under `src/`), so a route
+//! added without a row here fails this test; a row without a route does too.
+//!
+//! The same run checks three more promises: no GET changes what the database holds, no
+//! page or JSON a rater can load shows another rater's answers, and every POST page form
+//! refuses a request without its CSRF token.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use reqwest::{Client, Method, StatusCode};
+use serde_json::json;
+use verdict::store::Backend;
+
+use crate::helpers::{
+    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, tasks_jsonl,
+};
+
+/// Who asks, in the order of the columns of [`MATRIX`].
+const CALLERS: [&str; 6] = [
+    "anonymous",
+    "rater",
+    "other rater",
+    "lead",
+    "admin",
+    "deactivated",
+];
+
+/// What each placeholder stands for: `{assignment}` the rater's open assignment,
+/// `{rating}` the rater's submitted rating, `{user}` an account nobody else touches,
+/// `{token}` a spare token of the rater, `{batch}` and `{task}` the batch and one of its
+/// tasks. Requests carry a body that is valid in form but not in content (an empty JSON
+/// object, a form with only its CSRF token), so 422 (or 400 for a form missing a field)
+/// means "let through to validation", and an empty change is a 200 or 303 that changes
+/// nothing. Leads and admins may read a rating, not change it. Anonymous and deactivated
+/// callers have no session, so a form's CSRF token cannot match: 403.
+///
+/// Expected statuses, one per caller in the order of [`CALLERS`].
+#[rustfmt::skip]
+const MATRIX: &[(&str, &str, [u16; 6])] = &[
+    // Public.
+    ("GET", "/healthz", [200, 200, 200, 200, 200, 200]),
+    ("GET", "/static/app.css", [200, 200, 200, 200, 200, 200]),
+    ("GET", "/api/v1/openapi.json", [200, 200, 200, 200, 200, 200]),
+    ("GET", "/login", [200, 303, 303, 303, 303, 200]),
+    ("POST", "/login", [403, 400, 400, 400, 400, 403]),
+    // Everyone signed in.
+    ("GET", "/", [303, 200, 200, 200, 200, 303]),
+    ("GET", "/api/v1/me", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/api/v1/tokens", [401, 200, 200, 200, 200, 401]),
+    ("POST", "/api/v1/tokens", [401, 422, 422, 422, 422, 401]),
+    ("DELETE", "/api/v1/tokens/{token}", [401, 204, 404, 404, 404, 401]),
+    ("GET", "/ratings", [303, 200, 200, 200, 200, 303]),
+    // A rater's own work: nobody else's, not even an admin's.
+    ("GET", "/ratings/{rating}", [303, 200, 404, 200, 200, 303]),
+    ("POST", "/ratings/{rating}", [303, 422, 404, 403, 403, 303]),
+    ("GET", "/api/v1/ratings/{rating}", [401, 200, 404, 200, 200, 401]),
+    ("PUT", "/api/v1/ratings/{rating}", [401, 422, 404, 403, 403, 401]),
+    ("GET", "/assignments/{assignment}", [303, 200, 404, 404, 404, 303]),
+    ("POST", "/assignments/{assignment}/submit", [303, 422, 404, 404, 404, 303]),
+    ("POST", "/assignments/{assignment}/draft", [303, 200, 404, 404, 404, 303]),
+    ("POST", "/assignments/{assignment}/skip", [303, 422, 404, 404, 404, 303]),
+    ("POST", "/assignments/{assignment}/out-of-scope", [303, 422, 404, 404, 404, 303]),
+    ("PUT", "/api/v1/assignments/{assignment}/draft", [401, 200, 404, 404, 404, 401]),
+    ("POST", "/api/v1/assignments/{assignment}/submit", [401, 422, 404, 404, 404, 401]),
+    ("POST", "/api/v1/assignments/{assignment}/skip", [401, 422, 404, 404, 404, 401]),
+    ("POST", "/api/v1/assignments/{assignment}/out-of-scope", [401, 422, 404, 404, 404, 401]),
+    // Taking work from a batch one rates in.
+    ("GET", "/batches/{batch}/next", [303, 303, 303, 200, 200, 303]),
+    ("POST", "/batches/{batch}/next", [303, 303, 303, 303, 303, 303]),
+    ("POST", "/api/v1/batches/{batch}/next", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/api/v1/batches", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/api/v1/batches/{batch}", [401, 200, 200, 200, 200, 401]),
+    // Leads and admins.
+    ("GET", "/batches/{batch}", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/api/v1/batches/{batch}/metrics", [401, 403, 403, 200, 200, 401]),
+    ("GET", "/api/v1/batches/{batch}/export", [401, 403, 403, 200, 200, 401]),
+    ("GET", "/batches/{batch}/tasks/{task}", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/review", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/review/{rating}", [303, 403, 403, 200, 200, 303]),
+    ("POST", "/review/{rating}", [303, 403, 403, 400, 400, 303]),
+    ("POST", "/api/v1/ratings/{rating}/review", [401, 403, 403, 422, 422, 401]),
+    // Admins only.
+    ("GET", "/admin/users", [303, 403, 403, 403, 200, 303]),
+    ("POST", "/admin/users", [303, 403, 403, 403, 422, 303]),
+    ("POST", "/admin/users/{user}", [303, 403, 403, 403, 303, 303]),
+    ("GET", "/api/v1/users", [401, 403, 403, 403, 200, 401]),
+    ("POST", "/api/v1/users", [401, 403, 403, 403, 422, 401]),
+    ("PATCH", "/api/v1/users/{user}", [401, 403, 403, 403, 200, 401]),
+    ("GET", "/admin/batches", [303, 403, 403, 403, 200, 303]),
+    ("GET", "/admin/batches/{batch}", [303, 403, 403, 403, 200, 303]),
+    ("POST", "/admin/batches/{batch}", [303, 403, 403, 403, 422, 303]),
+    ("POST", "/api/v1/batches", [401, 403, 403, 403, 422, 401]),
+    ("PATCH", "/api/v1/batches/{batch}", [401, 403, 403, 403, 200, 401]),
+    ("GET", "/admin/audit", [303, 403, 403, 403, 200, 303]),
+    ("GET", "/api/v1/audit", [401, 403, 403, 403, 200, 401]),
+    // Last: it ends the session it is sent with.
+    ("POST", "/logout", [403, 303, 303, 303, 303, 403]),
+];
+
+/// Words in the other raters' answers that no page of the rater may show.
+const RATER_SECRET: &str = "explained-by-rater-one";
+const OTHER_SECRET: &str = "explained-by-rater-two";
+
+/// The `(method, path)` of every `.route(` call in the router's source.
+fn routes_in_source() -> BTreeSet<(String, String)> {
+    let mut found = BTreeSet::new();
+    let mut files = vec![std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src"
+    ))];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .expect("read src")
+                    .map(|e| e.expect("entry").path()),
+            );
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let source = std::fs::read_to_string(&path).expect("read source");
+            for call in source.split(".route(").skip(1) {
+                found.extend(route_call(call));
+            }
+        }
+    }
+    found
+}
+
+/// The routes of one `.route(` call: its path, and each method router called at the
+/// top level of its second argument (`get(a).post(b)` gives GET and POST).
+fn route_call(call: &str) -> Vec<(String, String)> {
+    let call = call.trim_start();
+    let Some(rest) = call.strip_prefix('"') else {
+        return Vec::new(); // not a call with a literal path (e.g. documentation text)
+    };
+    let end = rest.find('"').expect("closing quote of a route path");
+    let path = &rest[..end];
+    let mut methods = Vec::new();
+    let mut depth = 1;
+    let mut word = String::new();
+    let mut in_string = false;
+    for c in rest[end + 1..].chars() {
+        match c {
+            '"' => in_string = !in_string,
+            _ if in_string => {}
+            '(' | '{' | '[' => {
+                if depth == 1 && !word.is_empty() {
+                    methods.push(word.to_uppercase());
+                }
+                depth += 1;
+                word.clear();
+            }
+            ')' | '}' | ']' => {
+                depth -= 1;
+                word.clear();
+                if depth == 0 {
+                    break;
+                }
+            }
+            c if c.is_alphanumeric() || c == '_' => word.push(c),
+            _ => word.clear(),
+        }
+    }
+    // A mounted path with a wildcard is listed with one concrete file.
+    let path = path.replace("{*path}", "app.css");
+    methods
+        .into_iter()
+        .filter(|m| ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&m.as_str()))
+        .map(|m| (m, path.clone()))
+        .collect()
+}
+
+#[test]
+fn every_route_has_a_row_and_every_row_a_route() {
+    let routes = routes_in_source();
+    assert!(routes.len() > 40, "the source scan found {routes:?}");
+    let rows: BTreeSet<(String, String)> = MATRIX
+        .iter()
+        .map(|(m, p, _)| (m.to_string(), pattern(p)))
+        .collect();
+    assert_eq!(rows.len(), MATRIX.len(), "a route has two rows");
+    let routes: BTreeSet<(String, String)> =
+        routes.into_iter().map(|(m, p)| (m, pattern(&p))).collect();
+    let missing: Vec<_> = routes.difference(&rows).collect();
+    let stale: Vec<_> = rows.difference(&routes).collect();
+    assert!(missing.is_empty(), "routes without a row: {missing:?}");
+    assert!(stale.is_empty(), "rows without a route: {stale:?}");
+}
+
+/// A path with every placeholder reduced to `{}`, so the router's names and the
+/// table's can differ.
+fn pattern(path: &str) -> String {
+    let mut out = String::new();
+    let mut in_placeholder = false;
+    for c in path.chars() {
+        match c {
+            '{' => {
+                in_placeholder = true;
+                out.push_str("{}");
+            }
+            '}' => in_placeholder = false,
+            _ if in_placeholder => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// One caller: how it signs its requests.
+struct Caller {
+    name: &'static str,
+    /// For `/api/` paths: a bearer token, or nothing.
+    api: Client,
+    /// For pages: a cookie session, and the CSRF token of that session.
+    browser: Client,
+    csrf: Option<String>,
+}
+
+/// The world the table is checked in.
+struct World {
+    callers: Vec<Caller>,
+    ids: BTreeMap<&'static str, String>,
+}
+
+async fn world(app: &TestApp) -> World {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let other = app.persona("other", verdict::auth::Role::Rater).await;
+    let gone = app.persona("deactivated", verdict::auth::Role::Rater).await;
+    let target = app.persona("target", verdict::auth::Role::Rater).await;
+    let batch = app
+        .batch(&admin, "matrix", &tasks_jsonl(12), "&overlap=3")
+        .await;
+    // Each rater submits one rating (with an explanation only they wrote) and keeps
+    // one assignment open with a draft.
+    let mut ratings = BTreeMap::new();
+    for (who, secret) in [(&rater, RATER_SECRET), (&other, OTHER_SECRET)] {
+        let next = app.next(who, &batch).await.expect("a task");
+        let assignment = next["assignment_id"].as_str().unwrap().to_owned();
+        let mut answers = complete_answers();
+        answers["sxs_explanation"] = json!(format!("{secret}: A handles the empty input."));
+        let submitted = app.act(who, &assignment, "submit", &answers).await;
+        let submitted = json_with(submitted, StatusCode::OK).await;
+        ratings.insert(
+            who.username.clone(),
+            submitted["rating_id"].as_str().unwrap().to_owned(),
+        );
+        let next = app.next(who, &batch).await.expect("a second task");
+        let open = next["assignment_id"].as_str().unwrap().to_owned();
+        let mut draft = json!({});
+        draft["sxs_explanation"] = json!(format!("{secret} in a draft"));
+        let saved = app.act(who, &open, "draft", &draft).await;
+        assert_eq!(saved.status(), StatusCode::OK, "draft of {}", who.username);
+        if who.username == rater.username {
+            ratings.insert("open".into(), open);
+        }
+    }
+    let spare = rater
+        .api
+        .post(app.url("/api/v1/tokens"))
+        .json(&json!({"name": "spare"}))
+        .go()
+        .await;
+    let spare = json_with(spare, StatusCode::CREATED).await["id"]
+        .as_str()
+        .expect("token id")
+        .to_owned();
+    let task = "t1".to_owned();
+
+    let mut callers = vec![Caller {
+        name: "anonymous",
+        api: app.browser(),
+        browser: app.browser(),
+        csrf: None,
+    }];
+    for (name, persona) in [
+        ("rater", &rater),
+        ("other rater", &other),
+        ("lead", &lead),
+        ("admin", &admin),
+        ("deactivated", &gone),
+    ] {
+        callers.push(signed_in(app, name, persona).await);
+    }
+    // Signed in with a session and a token, then deactivated: both must stop working.
+    let deactivated = admin
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", gone.id)))
+        .json(&json!({"active": false}))
+        .go()
+        .await;
+    assert_eq!(deactivated.status(), StatusCode::OK);
+
+    let ids = BTreeMap::from([
+        ("batch", batch),
+        ("task", task),
+        ("assignment", ratings["open"].clone()),
+        ("rating", ratings["rater"].clone()),
+        ("user", target.id.to_string()),
+        ("token", spare),
+    ]);
+    World { callers, ids }
+}
+
+async fn signed_in(app: &TestApp, name: &'static str, persona: &Persona) -> Caller {
+    let browser = persona.browser_for(app).await;
+    let home = browser.get(app.url("/ratings")).go().await;
+    let csrf = csrf_token(&home.text().await.expect("page"));
+    Caller {
+        name,
+        api: persona.api.clone(),
+        browser,
+        csrf: Some(csrf),
+    }
+}
+
+impl World {
+    fn path(&self, template: &str) -> String {
+        let mut path = template.to_owned();
+        for (name, id) in &self.ids {
+            path = path.replace(&format!("{{{name}}}"), id);
+        }
+        assert!(!path.contains('{'), "no id for {template}");
+        path
+    }
+
+    /// Sends one row's request as one caller; returns the status and the body.
+    async fn send(
+        &self,
+        app: &TestApp,
+        caller: &Caller,
+        method: &str,
+        path: &str,
+    ) -> (u16, String) {
+        let method = Method::from_bytes(method.as_bytes()).expect("method");
+        let url = app.url(path);
+        let request = if path.starts_with("/api/") {
+            let request = caller.api.request(method.clone(), url);
+            match method {
+                Method::GET | Method::DELETE => request,
+                _ if path == "/api/v1/batches" => request
+                    .header("content-type", "application/x-ndjson")
+                    .body(""),
+                // A skip without a reason would be refused before its owner is known.
+                _ if path.ends_with("/skip") => request.json(&json!({"reason": "not-offered"})),
+                _ => request.json(&json!({})),
+            }
+        } else {
+            let request = caller.browser.request(method.clone(), url);
+            match (&method, &caller.csrf) {
+                (&Method::GET, _) => request,
+                (_, Some(token)) => request.form(&[("csrf_token", token.as_str())]),
+                (_, None) => request.form(&[("csrf_token", "")]),
+            }
+        };
+        let response = request.go().await;
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+}
+
+/// Every table's rows as sorted text, leaving out what a read may rightly write: the
+/// sessions table (a session's own expiry is renewed by activity), the cache of a task's
+/// rendered HTML (filled on first view), and the audit entries of exports (an export is
+/// a read that the audit log records by design).
+async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
+    let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    match app.db.backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&app.db.url)
+                .await
+                .expect("connect");
+            let names: Vec<(String,)> = sqlx::query_as(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            )
+            .fetch_all(&pool)
+            .await
+            .expect("tables");
+            for (table,) in names {
+                let columns: Vec<(String,)> =
+                    sqlx::query_as(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                        .fetch_all(&pool)
+                        .await
+                        .expect("columns");
+                let row = columns
+                    .iter()
+                    .filter(|(c,)| c != "rendered")
+                    .map(|(c,)| format!("quote(\"{c}\")"))
+                    .collect::<Vec<_>>()
+                    .join(" || ',' || ");
+                let rows: Vec<(String,)> =
+                    sqlx::query_as(&format!("SELECT {row} FROM \"{table}\""))
+                        .fetch_all(&pool)
+                        .await
+                        .expect("rows");
+                tables.insert(table, rows.into_iter().map(|(r,)| r).collect());
+            }
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connect");
+            let names: Vec<(String,)> =
+                sqlx::query_as("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
+                    .fetch_all(&pool)
+                    .await
+                    .expect("tables");
+            for (table,) in names {
+                let rows: Vec<(String,)> = sqlx::query_as(&format!(
+                    "SELECT (to_jsonb(t) - 'rendered')::text FROM \"{table}\" t"
+                ))
+                .fetch_all(&pool)
+                .await
+                .expect("rows");
+                tables.insert(table, rows.into_iter().map(|(r,)| r).collect());
+            }
+            pool.close().await;
+        }
+    }
+    tables.remove("sessions");
+    if let Some(audit) = tables.get_mut("audit_log") {
+        audit.retain(|row| !row.contains("batch.export"));
+    }
+    tables.values_mut().for_each(|rows| rows.sort());
+    tables
+}
+
+async fn the_route_matrix_holds_for_every_caller(app: &TestApp) {
+    let world = world(app).await;
+    let mut wrong = Vec::new();
+    let mut shown: Vec<(&str, String, String)> = Vec::new();
+    // GETs first, with the database compared before and after: no GET changes it.
+    let before = contents(app).await;
+    for pass in ["GET", "other"] {
+        if pass == "other" {
+            let after = contents(app).await;
+            for (table, rows) in &before {
+                assert_eq!(
+                    rows, &after[table],
+                    "a GET changed table {table} on {:?}",
+                    app.db.backend
+                );
+            }
+        }
+        for (method, template, expected) in MATRIX {
+            if (pass == "GET") != (*method == "GET") {
+                continue;
+            }
+            let path = world.path(template);
+            for (caller, want) in world.callers.iter().zip(expected) {
+                let (got, body) = world.send(app, caller, method, &path).await;
+                if got != *want {
+                    wrong.push(format!(
+                        "{method} {template} as {}: {got}, expected {want}",
+                        caller.name
+                    ));
+                }
+                if *method == "GET" && got == 200 {
+                    shown.push((caller.name, format!("{method} {template}"), body));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{:?}: {} of {} requests got the wrong status:\n{}",
+        app.db.backend,
+        wrong.len(),
+        MATRIX.len() * CALLERS.len(),
+        wrong.join("\n")
+    );
+    // No rater sees the other's answers, anywhere; the leads do (so the check can fail).
+    for (caller, request, body) in &shown {
+        let foreign = match *caller {
+            "rater" => OTHER_SECRET,
+            "other rater" => RATER_SECRET,
+            _ => continue,
+        };
+        assert!(
+            !body.contains(foreign),
+            "{caller} saw another rater's answers at {request}"
+        );
+    }
+    let sees = |who: &str, request: &str, secret: &str| {
+        shown
+            .iter()
+            .any(|(c, r, b)| *c == who && r == request && b.contains(secret))
+    };
+    assert!(sees("rater", "GET /ratings/{rating}", RATER_SECRET));
+    assert!(sees("rater", "GET /api/v1/ratings/{rating}", RATER_SECRET));
+    assert!(sees("lead", "GET /review/{rating}", RATER_SECRET));
+    assert!(sees(
+        "admin",
+        "GET /api/v1/batches/{batch}/export",
+        OTHER_SECRET
+    ));
+}
+db_test!(the_route_matrix_holds_for_every_caller: TestApp);
+
+/// Every POST page form, sent with a session but without its CSRF token, is refused and
+/// changes nothing.
+async fn every_page_form_refuses_a_missing_csrf_token(app: &TestApp) {
+    let world = world(app).await;
+    let admin = &world.callers[4];
+    let before = contents(app).await;
+    for (method, template, _) in MATRIX {
+        if *method != "POST" || template.starts_with("/api/") {
+            continue;
+        }
+        let path = world.path(template);
+        let response = admin
+            .browser
+            .post(app.url(&path))
+            .form(&[("note", "no token")])
+            .go()
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::FORBIDDEN,
+            "POST {template} without a CSRF token"
+        );
+        let cross_site = admin
+            .browser
+            .post(app.url(&path))
+            .header("sec-fetch-site", "cross-site")
+            .form(&[("csrf_token", admin.csrf.as_deref().unwrap())])
+            .go()
+            .await;
+        assert_eq!(
+            cross_site.status(),
+            StatusCode::FORBIDDEN,
+            "POST {template} from another site"
+        );
+    }
+    assert_eq!(
+        before,
+        contents(app).await,
+        "a refused form changed something"
+    );
+}
+db_test!(every_page_form_refuses_a_missing_csrf_token: TestApp);
