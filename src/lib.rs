@@ -82,6 +82,10 @@ pub fn router(state: AppState) -> Router {
         .route("/static/{*path}", get(web::assets::serve))
         .route("/healthz", get(web::healthz))
         .fallback(web::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            web::screen,
+        ))
         .layer(axum::middleware::from_fn(web::finish_errors))
         .layer(sessions)
         // Body extractors stop reading at the configured limit and answer 413 in the

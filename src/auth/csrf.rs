@@ -123,6 +123,7 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for CsrfForm<T> {
         let field: TokenField = serde_urlencoded::from_bytes(&bytes)
             .map_err(|e| AppError::BadRequest(format!("malformed form: {e}")))?;
         verify(&session, field.csrf_token.as_deref()).await?;
+        crate::web::refuse_nul_in_form(&bytes)?;
         let form = serde_urlencoded::from_bytes(&bytes)
             .map_err(|e| AppError::BadRequest(format!("malformed form: {e}")))?;
         Ok(Self(form))

@@ -73,11 +73,22 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, AppError> {
         use axum::extract::rejection::JsonRejection;
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(Self(value)),
-            Err(JsonRejection::MissingJsonContentType(_)) => Err(AppError::UnsupportedMediaType(
+        if !is_json(req.headers()) {
+            return Err(AppError::UnsupportedMediaType(
                 "send the body as JSON with Content-Type: application/json".into(),
-            )),
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| match e.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => too_large(state),
+                _ => AppError::BadRequest(e.body_text()),
+            })?;
+        match Json::<T>::from_bytes(&bytes) {
+            Ok(Json(value)) => {
+                refuse_nul_in_json(&bytes)?;
+                Ok(Self(value))
+            }
             Err(JsonRejection::JsonSyntaxError(e)) => Err(AppError::BadRequest(format!(
                 "malformed JSON: {}",
                 e.body_text()
@@ -86,10 +97,110 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
                 message: e.body_text(),
                 fields: Default::default(),
             }),
-            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large(state)),
             Err(e) => Err(AppError::BadRequest(e.body_text())),
         }
     }
+}
+
+/// Whether a request says its body is JSON (`application/json` or `application/*+json`).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(essence) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+    else {
+        return false;
+    };
+    let essence = essence.trim().to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// NUL characters are refused wherever text comes in: SQLite would store one and
+/// PostgreSQL refuse it, and no rating needs one. JSON can only spell NUL as the escape
+/// `\u0000`, so the raw body is searched for it (an escape is one preceded by an odd
+/// run of backslashes), and only a body that has one is parsed again to name the field.
+fn refuse_nul_in_json(bytes: &[u8]) -> Result<(), AppError> {
+    let escaped_nul = bytes.windows(5).enumerate().any(|(i, w)| {
+        w == b"u0000" && bytes[..i].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
+    });
+    if !escaped_nul {
+        return Ok(());
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
+    Err(nul_in(&nul_path(&value, "").unwrap_or_default()))
+}
+
+/// The 422 for a NUL character in a field, saying so in its message too (a page shows
+/// only the message).
+fn nul_in(field: &str) -> AppError {
+    let mut fields = crate::error::FieldErrors::new();
+    fields.insert(field.to_owned(), "contains a NUL character".to_owned());
+    AppError::Validation {
+        message: format!("{field} contains a NUL character"),
+        fields,
+    }
+}
+
+/// The path (`a.b`, `list.0`) of the first key or string in `value` holding a NUL.
+fn nul_path(value: &serde_json::Value, at: &str) -> Option<String> {
+    let join = |key: &str| {
+        if at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match value {
+        serde_json::Value::String(text) if text.contains('\0') => Some(at.to_owned()),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_path(item, &join(&i.to_string()))),
+        serde_json::Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                Some(join(key))
+            } else {
+                nul_path(item, &join(key))
+            }
+        }),
+        _ => None,
+    }
+}
+
+/// A form body's fields refused for a NUL character, like JSON's.
+pub fn refuse_nul_in_form(bytes: &[u8]) -> Result<(), AppError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(bytes).unwrap_or_default();
+    match pairs
+        .iter()
+        .find(|(key, value)| key.contains('\0') || value.contains('\0'))
+    {
+        Some((key, _)) => Err(nul_in(key)),
+        None => Ok(()),
+    }
+}
+
+/// Screens every request before its handler runs: a body announced larger than the
+/// limit gets 413 at once, without reading (or waiting for) any of it, and an address
+/// with a NUL character gets 400.
+pub async fn screen(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > state.config().max_upload_bytes) {
+        return too_large(&state).into_response();
+    }
+    let target = req.uri().path_and_query().map_or("", |p| p.as_str());
+    if target.to_ascii_lowercase().contains("%00") {
+        return AppError::BadRequest("the address contains a NUL character".into()).into_response();
+    }
+    next.run(req).await
 }
 
 /// Path parameters whose rejection (e.g. an id that is not a UUID) is an app error.

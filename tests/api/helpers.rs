@@ -175,6 +175,8 @@ pub struct Persona {
     pub id: uuid::Uuid,
     /// Sends `Authorization: Bearer <token>` on every request.
     pub api: Client,
+    /// The API token itself, for requests made by hand.
+    pub token: String,
 }
 
 pub const PASSWORD: &str = "correct horse battery";
@@ -243,6 +245,7 @@ impl TestApp {
             username: username.into(),
             id: user.id,
             api: bearer(&token),
+            token,
         }
     }
 

@@ -1,9 +1,14 @@
-//! Mass assignment: fields a caller may not set (who rated, a rating's status, an
-//! account's id or role where it is not asked for) are refused by name, and nothing is
-//! stored.
+//! Bad input of every kind gets a clear 4xx and stores nothing: fields a caller may not
+//! set (mass assignment), broken upload files, NUL characters (which PostgreSQL cannot
+//! store and SQLite can: the answer is the same on both), and bodies over the limit,
+//! refused before they are read.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use verdict::Config;
+use verdict::store::Backend;
 
 use crate::helpers::{Go, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
 
@@ -107,3 +112,267 @@ async fn fields_a_caller_may_not_set_are_refused_and_nothing_changes(app: &TestA
     );
 }
 db_test!(fields_a_caller_may_not_set_are_refused_and_nothing_changes: TestApp);
+
+/// Uploads `body` as a new batch and returns the status and JSON answer.
+async fn upload(
+    app: &TestApp,
+    admin: &crate::helpers::Persona,
+    name: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    let response = admin
+        .api
+        .post(app.url(&format!("/api/v1/batches?name={name}")))
+        .header("content-type", content_type)
+        .body(body)
+        .go()
+        .await;
+    let status = response.status();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// The message of the first bad record of a refused upload.
+fn first_error(answer: &Value) -> &str {
+    answer["errors"][0]["message"].as_str().unwrap_or_default()
+}
+
+async fn broken_files_are_refused_with_their_line_and_store_nothing(app: &TestApp) {
+    let admin = app.admin().await;
+    let good = tasks_jsonl(2);
+    let task = |id: &str, prompt: &str| {
+        json!({"external_id": id, "prompt": prompt, "response_a": "A", "response_b": "B"})
+            .to_string()
+    };
+    let mut invalid_utf8 = good.clone().into_bytes();
+    invalid_utf8.extend_from_slice(b"{\"external_id\": \"t9\", \"prompt\": \"caf\xe9\"}\n");
+    let nested = format!(
+        "{{\"external_id\": \"deep\", \"prompt\": \"p\", \"response_a\": \"A\", \"response_b\": \"B\", \"metadata\": {}1{}}}\n",
+        "{\"a\": ".repeat(200),
+        "}".repeat(200)
+    );
+    let ten_mb_line = task("huge", &"x".repeat(10 * 1024 * 1024));
+    let refused: Vec<(&str, &str, Vec<u8>, &str)> = vec![
+        (
+            "utf8",
+            "application/x-ndjson",
+            invalid_utf8,
+            "not valid UTF-8",
+        ),
+        (
+            "nul",
+            "application/x-ndjson",
+            format!("{good}{}\n", task("t9", "a\u{0}b")).into_bytes(),
+            "prompt contains a NUL character",
+        ),
+        (
+            "nested",
+            "application/x-ndjson",
+            nested.into_bytes(),
+            "malformed JSON: recursion limit exceeded",
+        ),
+        (
+            "line",
+            "application/x-ndjson",
+            ten_mb_line.into_bytes(),
+            "prompt is 10.0 MiB, over the limit of 2 MiB for one field",
+        ),
+        (
+            "dup",
+            "application/x-ndjson",
+            format!("{good}{good}").into_bytes(),
+            "external_id \"t1\" appears again (first on line 1)",
+        ),
+        (
+            "ragged",
+            "text/csv",
+            b"external_id,prompt,response_a,response_b\nc1,p,A,B\nc2,p,A\n".to_vec(),
+            "has 3 fields, the header has 4",
+        ),
+    ];
+    for (name, content_type, body, message) in refused {
+        let (status, answer) = upload(app, &admin, name, content_type, body).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name}: {answer}");
+        assert!(
+            first_error(&answer).starts_with(message),
+            "{name}: {answer}"
+        );
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 0);
+    assert_eq!(app.count("SELECT COUNT(*) FROM batches").await, 0);
+
+    // A byte-order mark and CRLF line ends are how some editors save a file: accepted.
+    let crlf = format!("\u{feff}{}", good.replace('\n', "\r\n"));
+    let (status, answer) = upload(
+        app,
+        &admin,
+        "bom",
+        "application/x-ndjson",
+        crlf.into_bytes(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let csv = "\u{feff}external_id,prompt,response_a,response_b\r\nc1,p,A,B\r\n";
+    let (status, answer) = upload(app, &admin, "bomcsv", "text/csv", csv.into()).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 3);
+    let first = app
+        .count("SELECT COUNT(*) FROM tasks WHERE external_id = 't1'")
+        .await;
+    assert_eq!(first, 1, "the mark is not part of the first id");
+}
+db_test!(broken_files_are_refused_with_their_line_and_store_nothing: TestApp);
+
+/// PostgreSQL refuses NUL in text and SQLite stores it: verdict refuses it first, with
+/// the same answer on both, wherever text comes in.
+async fn nul_characters_get_the_same_answer_on_both_databases(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "nul", &tasks_jsonl(2), "").await;
+    let next = app.next(&rater, &batch).await.unwrap();
+    let assignment = next["assignment_id"].as_str().unwrap().to_owned();
+    let before = crate::routes::contents(app).await;
+    let mut answers = complete_answers();
+    answers["sxs_explanation"] = json!("A is right\u{0} and B is not, clearly so.");
+    let mut refusals = Vec::new();
+    for action in ["draft", "submit"] {
+        let response = app.act(&rater, &assignment, action, &answers).await;
+        refusals.push((
+            action.to_owned(),
+            response.status(),
+            response.json::<Value>().await.unwrap_or_default(),
+        ));
+    }
+    let user = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "nul\u{0}user", "role": "rater", "password": "a long enough password"}))
+        .go()
+        .await;
+    refusals.push((
+        "user".into(),
+        user.status(),
+        user.json().await.unwrap_or_default(),
+    ));
+    let token = rater
+        .api
+        .post(app.url("/api/v1/tokens"))
+        .json(&json!({"name": "bad\u{0}name"}))
+        .go()
+        .await;
+    refusals.push((
+        "token".into(),
+        token.status(),
+        token.json().await.unwrap_or_default(),
+    ));
+    let (status, answer) = upload(
+        app,
+        &admin,
+        "nul%00name",
+        "application/x-ndjson",
+        tasks_jsonl(1).into_bytes(),
+    )
+    .await;
+    refusals.push(("batch name".into(), status, answer));
+    let browser = rater.browser_for(app).await;
+    let form = browser
+        .get(app.url(&format!("/assignments/{assignment}")))
+        .go()
+        .await;
+    let token = crate::helpers::csrf_token(&form.text().await.unwrap());
+    let page_draft = browser
+        .post(app.url(&format!("/assignments/{assignment}/draft")))
+        .form(&[
+            ("csrf_token", token.as_str()),
+            ("sxs_explanation", "typed with a NUL \u{0} in it"),
+        ])
+        .go()
+        .await;
+    let page_status = page_draft.status();
+    let page_text = page_draft.text().await.unwrap_or_default();
+    refusals.push(("page draft".into(), page_status, json!(page_text)));
+    for (what, status, answer) in &refusals {
+        // A NUL in the address is a malformed request (400); in a field, a bad value.
+        let expected = if what == "batch name" {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::UNPROCESSABLE_ENTITY
+        };
+        assert_eq!(*status, expected, "{what}: {answer}");
+        let text = answer.to_string();
+        assert!(text.contains("NUL"), "{what} names the NUL: {answer}");
+    }
+    assert!(
+        before == crate::routes::contents(app).await,
+        "a refused NUL changed something"
+    );
+}
+db_test!(nul_characters_get_the_same_answer_on_both_databases: TestApp);
+
+/// Sends the head of a request that announces a body over the limit, and a little of
+/// the body, then waits for the answer without sending the rest: the server must answer
+/// 413 from the announced length, not read (or wait for) the whole body first.
+async fn refused_before_the_body(app: &TestApp, head: &str, limit: u64) -> String {
+    let mut stream = tokio::net::TcpStream::connect(app.url("").trim_start_matches("http://"))
+        .await
+        .expect("connect");
+    let request = format!(
+        "{head}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        limit + 1
+    );
+    stream.write_all(request.as_bytes()).await.expect("head");
+    stream.write_all(&[b'x'; 1024]).await.expect("some body");
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    answer.extend_from_slice(&buf[..n]);
+                    if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    assert!(
+        read.is_ok(),
+        "no answer while the body was still unsent: {head}"
+    );
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_before_it_is_read() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let limit = 1024 * 1024;
+        let config = Config {
+            max_upload_bytes: limit,
+            ..Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        let admin = app.admin().await;
+        let token = &admin.token;
+        let host = app.url("").trim_start_matches("http://").to_owned();
+        for (what, path, content_type) in [
+            ("upload", "/api/v1/batches?name=big", "application/x-ndjson"),
+            ("JSON", "/api/v1/users", "application/json"),
+            ("form", "/login", "application/x-www-form-urlencoded"),
+        ] {
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: {content_type}\r\n"
+            );
+            let answer = refused_before_the_body(&app, &head, limit).await;
+            assert!(
+                answer.starts_with("HTTP/1.1 413"),
+                "{backend:?} {what}: {answer}"
+            );
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM batches").await, 0);
+    }
+}

@@ -364,7 +364,7 @@ impl World {
 /// sessions table (a session's own expiry is renewed by activity), the cache of a task's
 /// rendered HTML (filled on first view), and the audit entries of exports (an export is
 /// a read that the audit log records by design).
-async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
+pub(crate) async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
     let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
     match app.db.backend {
         Backend::Sqlite => {
