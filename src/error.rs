@@ -131,6 +131,7 @@ impl IntoResponse for AppError {
         };
         let retry_after = match &self {
             Self::TooManyRequests { retry_after_s } => Some(*retry_after_s),
+            Self::Unavailable => Some(1),
             _ => None,
         };
         let (fields, errors, error_count) = match self {
@@ -164,9 +165,14 @@ impl From<StoreError> for AppError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Duplicate(what) => Self::Conflict(format!("{what} is already taken")),
-            StoreError::Db(
-                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
-            ) => Self::Unavailable,
+            StoreError::Db(ref db) if crate::store::is_unavailable(db) => Self::Unavailable,
+            // The requests' screening refuses NUL first; should one still reach
+            // PostgreSQL (which cannot store it), it is the caller's text, not a fault.
+            StoreError::Db(sqlx::Error::Database(ref db))
+                if matches!(db.code().as_deref(), Some("22021" | "22P05")) =>
+            {
+                Self::BadRequest("text contains a NUL character".into())
+            }
             other => Self::internal(other),
         }
     }

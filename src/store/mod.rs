@@ -67,6 +67,30 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Whether an error says the database cannot serve anyone right now (down, restarting,
+/// out of connections, its connection cut, or a SQLite file still locked after the busy
+/// timeout) rather than anything about the request: such a request gets 503 and may be
+/// retried.
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // PostgreSQL: connection exceptions (class 08), shutting down or starting up
+            // (57P01-57P03), too many connections (53300). SQLite: busy (5 and its
+            // extended codes), locked (6).
+            code.starts_with("08")
+                || matches!(
+                    code.as_ref(),
+                    "57P01" | "57P02" | "57P03" | "53300" | "5" | "261" | "517" | "6"
+                )
+        }),
+        _ => false,
+    }
+}
+
 /// Runs `$body` with `$pool` bound to a pool that may serve reads.
 macro_rules! read {
     ($store:expr, |$pool:ident| $body:expr) => {

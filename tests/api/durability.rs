@@ -295,3 +295,165 @@ async fn check_stored(db: &TestDb, acknowledged: &HashMap<String, String>) {
     );
     assert_eq!(integrity, "ok");
 }
+
+/// `pg_ctlcluster` on the machine's one PostgreSQL cluster (`stop` or `start`).
+fn pg_cluster(action: &str) {
+    let version = std::fs::read_dir("/etc/postgresql")
+        .expect("a Debian PostgreSQL cluster in /etc/postgresql")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .next()
+        .expect("a cluster version");
+    let mut command = Command::new("pg_ctlcluster");
+    command.args(["--skip-systemctl-redirect", &version, "main", action]);
+    if action == "stop" {
+        // Fast shutdown: open connections are cut, as a crash or a restart would.
+        command.args(["--", "-m", "fast"]);
+    }
+    let status = command.status().expect("pg_ctlcluster");
+    assert!(status.success(), "pg_ctlcluster {action}");
+}
+
+/// What the raters saw while PostgreSQL went away and came back.
+#[derive(Default)]
+struct Outage {
+    /// Assignments whose submit got 200.
+    acknowledged: Vec<String>,
+    /// How many answers were 503.
+    unavailable: usize,
+    /// Anything other than 2xx or 503, with the request.
+    unexpected: Vec<String>,
+    /// Ratings acknowledged after PostgreSQL was back.
+    after_recovery: usize,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stops and starts the machine's PostgreSQL server: run alone, as .ci/run does"]
+async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    use tokio::sync::Mutex;
+
+    let app = crate::helpers::TestApp::with_config(Backend::Postgres, verdict::Config::default())
+        .await
+        .expect("set TEST_DATABASE_URL to a PostgreSQL server this test may restart");
+    let admin = app.admin().await;
+    let batch = app
+        .batch(&admin, "restart", &tasks_jsonl(2000), "&overlap=1")
+        .await;
+    // 0: before the outage, 1: during it, 2: PostgreSQL answers again.
+    let phase = Arc::new(AtomicU8::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let outage = Arc::new(Mutex::new(Outage::default()));
+    let mut raters = Vec::new();
+    for i in 0..16 {
+        let rater = app
+            .persona(&format!("rater{i}"), verdict::auth::Role::Rater)
+            .await;
+        let (next_url, base) = (
+            app.url(&format!("/api/v1/batches/{batch}/next")),
+            app.url("/api/v1/assignments"),
+        );
+        let (phase, stop, outage) = (phase.clone(), stop.clone(), outage.clone());
+        raters.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let next = rater
+                    .api
+                    .post(&next_url)
+                    .send()
+                    .await
+                    .expect("the app answers");
+                let status = next.status();
+                let body: Value = next.json().await.unwrap_or_default();
+                if status != StatusCode::OK {
+                    let mut seen = outage.lock().await;
+                    match status {
+                        StatusCode::SERVICE_UNAVAILABLE => seen.unavailable += 1,
+                        other => seen.unexpected.push(format!("next: {other} {body}")),
+                    }
+                    drop(seen);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                let assignment = body["assignment_id"].as_str().expect("id").to_owned();
+                let done = rater
+                    .api
+                    .post(format!("{base}/{assignment}/submit"))
+                    .json(&complete_answers())
+                    .send()
+                    .await
+                    .expect("the app answers");
+                let status = done.status();
+                let mut seen = outage.lock().await;
+                match status {
+                    StatusCode::OK => {
+                        seen.acknowledged.push(assignment);
+                        if phase.load(Ordering::Relaxed) == 2 {
+                            seen.after_recovery += 1;
+                        }
+                    }
+                    StatusCode::SERVICE_UNAVAILABLE => seen.unavailable += 1,
+                    other => {
+                        let text = done.text().await.unwrap_or_default();
+                        seen.unexpected.push(format!("submit: {other} {text}"));
+                    }
+                }
+            }
+        }));
+    }
+
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    phase.store(1, Ordering::Relaxed);
+    tokio::task::spawn_blocking(|| pg_cluster("stop"))
+        .await
+        .expect("stop");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let health = reqwest::get(app.url("/healthz")).await.expect("health");
+    assert_eq!(health.status(), StatusCode::SERVICE_UNAVAILABLE);
+    tokio::task::spawn_blocking(|| pg_cluster("start"))
+        .await
+        .expect("start");
+    // The app reconnects by itself: no restart, no operator.
+    let mut healthy = false;
+    for _ in 0..120 {
+        let health = reqwest::get(app.url("/healthz")).await.expect("health");
+        if health.status() == StatusCode::OK {
+            healthy = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(healthy, "the app did not recover within 30 s");
+    phase.store(2, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    stop.store(true, Ordering::Relaxed);
+    for rater in raters {
+        rater.await.expect("rater");
+    }
+
+    let outage = outage.lock().await;
+    assert!(
+        outage.unexpected.is_empty(),
+        "answers other than 2xx and 503: {:?}",
+        outage.unexpected
+    );
+    assert!(outage.unavailable > 0, "no request met the outage");
+    assert!(
+        outage.after_recovery > 0,
+        "no rating was stored after recovery"
+    );
+    for assignment in &outage.acknowledged {
+        let stored = app
+            .count(&format!(
+                "SELECT COUNT(*) FROM ratings WHERE assignment_id = '{assignment}'
+                 AND status = 'submitted'"
+            ))
+            .await;
+        assert_eq!(stored, 1, "acknowledged rating of {assignment}");
+    }
+    eprintln!(
+        "restart: {} ratings acknowledged, {} after recovery, {} answers 503",
+        outage.acknowledged.len(),
+        outage.after_recovery,
+        outage.unavailable
+    );
+}
