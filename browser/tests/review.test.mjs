@@ -16,7 +16,7 @@ async function signedIn(username) {
 test("a lead returns a rating with a comment and the rater sees it", async () => {
   // rater1 submits the first task through the API with their session's CSRF token.
   const rater = await signedIn("rater1");
-  await Promise.all([rater.waitForNavigation(), rater.click("a.button")]);
+  await Promise.all([rater.waitForNavigation(), rater.click('form[action$="/next"] button')]);
   for (const [name, value] of [["a.executability", "yes_fully"], ["b.executability", "no"], ["a.instruction_following", "no_issues"],
     ["b.instruction_following", "no_issues"], ["a.correctness", "no_issues"], ["b.correctness", "no_issues"], ["sxs", "2"],
     ["classifications.language", "python"], ["classifications.kind", "bug fix"]]) {
