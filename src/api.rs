@@ -3,6 +3,7 @@
 use axum::routing::get;
 use axum::{Json, Router};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use crate::state::AppState;
@@ -36,7 +37,7 @@ use crate::{assign, audit, batches, dashboard, error, export, ratings, review, s
         audit::list,
     ),
     components(schemas(error::ErrorBody, users::UserView, store::tokens::ApiToken)),
-    modifiers(&Security),
+    modifiers(&Security, &SharedErrors),
     security(("bearer" = []), ("session" = [])),
 )]
 pub struct ApiDoc;
@@ -53,10 +54,68 @@ impl Modify for Security {
         components.add_security_scheme(
             "session",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
-                "id",
+                crate::SESSION_COOKIE,
                 "the session cookie set by POST /login; state-changing calls also send X-CSRF-Token",
             ))),
         );
+    }
+}
+
+/// The errors that come from what every API handler shares rather than from the handler
+/// itself, added to each operation they apply to unless its own annotation lists them:
+/// the request's screening and `ApiPath`/`ApiQuery` (400 for an address, an id or a query
+/// that does not parse), `CurrentUser` (401 without a valid token or session; 403 for a
+/// cookie-signed change without its CSRF token) and `ApiJson` or the upload's body (413
+/// too large, 415 wrong content type, 422 the wrong shape).
+struct SharedErrors;
+
+impl Modify for SharedErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            // Each operation, and whether it changes state.
+            let operations = [
+                (item.get.as_mut(), false),
+                (item.put.as_mut(), true),
+                (item.post.as_mut(), true),
+                (item.delete.as_mut(), true),
+                (item.patch.as_mut(), true),
+            ];
+            for (operation, changes) in operations {
+                let Some(operation) = operation else { continue };
+                let mut shared = vec![
+                    ("400", "the address, a parameter or the body does not parse"),
+                    ("401", "no valid bearer token or session"),
+                ];
+                if changes {
+                    shared.push(("403", "signed in by session cookie without X-CSRF-Token"));
+                }
+                if operation.request_body.is_some() {
+                    shared.extend([
+                        ("413", "the body is larger than the limit"),
+                        ("415", "the body's content type is not accepted"),
+                        ("422", "the body does not have the expected shape"),
+                    ]);
+                }
+                for (status, description) in shared {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| {
+                            ResponseBuilder::new()
+                                .description(description)
+                                .content(
+                                    "application/json",
+                                    ContentBuilder::new()
+                                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                                        .build(),
+                                )
+                                .build()
+                                .into()
+                        });
+                }
+            }
+        }
     }
 }
 

@@ -33,7 +33,6 @@ pub fn page_router() -> Router<AppState> {
 pub struct TaskView {
     pub external_id: String,
     /// A string, or a list of `{role, content}` messages.
-    #[schema(value_type = Object)]
     pub prompt: Value,
     pub response_a: String,
     pub response_b: String,

@@ -67,6 +67,7 @@ impl From<AuditEntry> for AuditView {
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// Only this action (`user.create`, `batch.upload`, `rating.review`, ...).
     pub action: Option<String>,

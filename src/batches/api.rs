@@ -35,9 +35,10 @@ pub struct UploadResult {
 /// (`application/x-ndjson`), a JSON array (`application/json`) or CSV (`text/csv`).
 /// Every record is checked first; if any is bad, nothing is stored.
 #[utoipa::path(post, path = "/api/v1/batches", tag = "batches", params(UploadParams),
-    request_body(content = String, content_type = "application/x-ndjson",
-        description = "the tasks, one per record: JSON Lines (application/x-ndjson), a JSON array \
-                       (application/json) or CSV (text/csv)"),
+    request_body(description = "the tasks, one per record: JSON Lines (application/x-ndjson), a JSON \
+                       array (application/json) or CSV (text/csv)",
+        content((String = "application/x-ndjson"), (Vec<Object> = "application/json"),
+            (String = "text/csv"))),
     responses((status = 201, body = UploadResult), (status = 403, body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 422, description = "bad records (errors by line) or bad parameters", body = ErrorBody)))]

@@ -127,6 +127,7 @@ pub fn name_violation(name: &str) -> Option<String> {
 /// What an upload asks for, as given in the query string or on the command line.
 #[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct UploadParams {
     /// The batch to create, or to add tasks to if it exists.
     pub name: Option<String>,

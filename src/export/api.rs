@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures_util::StreamExt;
 use uuid::Uuid;
 
 use super::{ExportQuery, parse};
@@ -64,11 +65,14 @@ pub async fn export(
             tracing::error!(%err, batch = %id, "export failed part way");
         }
     });
+    // Fused: the compression layer polls the body again after its end, and an unfused
+    // `unfold` panics on that, cutting a compressed download short.
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
             .map(|chunk| (Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), rx))
-    });
+    })
+    .fuse();
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
     let detail = serde_json::to_value(&query).map_err(AppError::internal)?;
     crate::audit::record(&state, &lead, "batch.export", &summary.batch.name, detail).await;

@@ -52,6 +52,7 @@ impl Format {
 /// The export's query: format and filters.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// `csv` (default) or `jsonl`.
     pub format: Option<String>,

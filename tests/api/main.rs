@@ -7,6 +7,7 @@ mod audit;
 mod auth;
 mod batches;
 mod cli;
+mod conformance;
 mod durability;
 mod input;
 mod pages;
