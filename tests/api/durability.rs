@@ -90,7 +90,7 @@ async fn rate_until_gone(base: String, token: String, batch: String) -> Vec<(Str
         }
         // A 200 whose body was cut off by the kill still counts as acknowledged.
         let rating = match done.json::<Value>().await {
-            Ok(body) => body["id"].as_str().unwrap_or_default().to_owned(),
+            Ok(body) => body["rating_id"].as_str().unwrap_or_default().to_owned(),
             Err(_) => String::new(),
         };
         acknowledged.push((assignment, rating));
@@ -273,6 +273,11 @@ async fn check_stored(db: &TestDb, acknowledged: &HashMap<String, String>) {
         .into_iter()
         .map(|(a, r, s)| (a.to_string(), (r.to_string(), s)))
         .collect();
+    // Only a 200 whose body the kill cut off comes without the rating's id.
+    assert!(
+        acknowledged.values().any(|rating| !rating.is_empty()),
+        "the acknowledgements carry the ratings' ids"
+    );
     for (assignment, rating) in acknowledged {
         let (id, status) = stored
             .get(assignment)
