@@ -194,18 +194,56 @@ fn csv_records(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
             "the header row has no {missing:?} column"
         )));
     }
+    let mut lines = CsvLines {
+        bytes,
+        seen: 0,
+        line: 1,
+    };
     Ok(Box::new(reader.into_byte_records().map(
         move |row| match row {
             Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
+                let line = e.position().map_or(0, |p| lines.at(p.byte()));
                 (line, Err(format!("unreadable CSV row: {e}")))
             }
             Ok(row) => {
-                let line = row.position().map_or(0, |p| p.line());
+                let line = row.position().map_or(0, |p| lines.at(p.byte()));
                 (line, csv_task(&names, &row))
             }
         },
     )))
+}
+
+/// The lines CSV records start on, from their byte offsets (which only grow), counting
+/// line breaks once. Not the csv crate's own `Position::line`: that is taken before the
+/// previous record's `\n` and any blank lines, so it is one short on every record of a
+/// CRLF file and after blank lines. Like the CSV reader, a lone `\r` ends a line too.
+struct CsvLines<'a> {
+    bytes: &'a [u8],
+    seen: usize,
+    line: u64,
+}
+
+impl CsvLines<'_> {
+    fn at(&mut self, offset: u64) -> u64 {
+        let bytes = self.bytes;
+        let offset = usize::try_from(offset).map_or(bytes.len(), |o| o.min(bytes.len()));
+        let start = offset
+            + bytes[offset..]
+                .iter()
+                .take_while(|b| matches!(b, b'\r' | b'\n'))
+                .count();
+        if start < self.seen {
+            (self.seen, self.line) = (0, 1);
+        }
+        let breaks = (self.seen..start)
+            .filter(|&i| {
+                bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+            })
+            .count();
+        self.line += breaks as u64;
+        self.seen = start;
+        self.line
+    }
 }
 
 fn csv_task(names: &[String], row: &csv::ByteRecord) -> Result<NewTask, String> {
@@ -273,11 +311,16 @@ pub fn parse_task(value: &Value) -> Result<NewTask, String> {
     let model_b = optional_text(object, "model_b")?;
     let metadata = match object.get("metadata") {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => {
+        Some(value @ Value::Object(map)) => {
             if depth(&Value::Object(map.clone())) > MAX_METADATA_DEPTH {
                 return Err(format!(
                     "metadata nests deeper than {MAX_METADATA_DEPTH} levels"
                 ));
+            }
+            // The serialised text escapes a NUL as `\u0000`, which PostgreSQL's jsonb
+            // refuses all the same: look in every key and string.
+            if holds_nul(value) {
+                return Err("metadata contains a NUL character".into());
             }
             let text = serde_json::to_string(map).map_err(|e| e.to_string())?;
             check_text("metadata", &text)?;
@@ -305,6 +348,16 @@ fn depth(value: &Value) -> usize {
         Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
         Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
         _ => 0,
+    }
+}
+
+/// Whether a NUL character is in any string or key of `value`.
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
     }
 }
 
@@ -605,6 +658,54 @@ mod tests {
     }
 
     #[test]
+    fn nul_in_metadata_is_refused() {
+        // Found by the import_csv fuzz target: the check of the serialised metadata saw
+        // `\u0000`, never a NUL, so PostgreSQL's jsonb column got to refuse it instead.
+        for metadata in [
+            json!({"language": "py\u{0}thon"}),
+            json!({"k\u{0}ey": "v"}),
+            json!({"deep": [{"x": ["\u{0}"]}]}),
+        ] {
+            let mut t = task("1");
+            t["metadata"] = metadata;
+            assert_eq!(
+                parse_task(&t).unwrap_err(),
+                "metadata contains a NUL character"
+            );
+        }
+        let csv = b"external_id,prompt,response_a,response_b,meta.language\n1,p,A,B,a\0b\n";
+        let checked = check_all(Format::Csv, csv);
+        assert_eq!(
+            checked.errors,
+            vec![RecordError {
+                line: 2,
+                message: "metadata contains a NUL character".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn metadata_numbers_are_read_exactly() {
+        // Found by the import_jsonl fuzz target: serde_json's default float parsing can be
+        // one bit off, so a task written back out and read again had another content hash.
+        let line = r#"{"external_id": "1", "prompt": "p", "response_a": "A", "response_b": "B", "metadata": {"score": 4.444444444444e35}}"#;
+        let (_, read) = records(Format::Jsonl, line.as_bytes())
+            .unwrap()
+            .next()
+            .unwrap();
+        let read = read.unwrap();
+        assert_eq!(read.metadata["score"].as_f64(), Some(4.444444444444e35));
+        let written = json!({"external_id": "1", "prompt": "p", "response_a": "A",
+            "response_b": "B", "metadata": read.metadata})
+        .to_string();
+        let (_, again) = records(Format::Jsonl, written.as_bytes())
+            .unwrap()
+            .next()
+            .unwrap();
+        assert_eq!(again, Ok(read));
+    }
+
+    #[test]
     fn deep_nesting_is_refused_without_a_crash() {
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         let checked = check_all(Format::Jsonl, deep.as_bytes());
@@ -693,6 +794,31 @@ mod tests {
         assert_eq!(tasks[1], (3, Err("has 3 fields, the header has 6".into())));
         let third = tasks[2].1.as_ref().unwrap();
         assert_eq!((tasks[2].0, third.model_a.clone()), (4, None));
+    }
+
+    #[test]
+    fn csv_rows_are_numbered_by_the_line_they_start_on() {
+        // Found by the import_csv fuzz target: the csv crate's own line numbers are one
+        // short with CRLF line endings and ignore the blank lines skipped before a row.
+        let crlf = "external_id,prompt,response_a,response_b\r\n1,p,A,B\r\n\r\n\
+                    2,\"multi\r\nline\",A,B\r\n3,p,A\r\n";
+        let lf = "external_id,prompt,response_a,response_b\n\n\n1,p,A,B\n2,p,A\n";
+        let cr = "external_id,prompt,response_a,response_b\r1,p,A,B\r\r2,\"a\rb\",A,B\r";
+        for (file, expected) in [(crlf, vec![2, 4, 6]), (lf, vec![4, 5]), (cr, vec![2, 4])] {
+            let lines: Vec<u64> = records(Format::Csv, file.as_bytes())
+                .unwrap()
+                .map(|(line, _)| line)
+                .collect();
+            assert_eq!(lines, expected, "{file:?}");
+        }
+        let checked = check_all(Format::Csv, crlf.as_bytes());
+        assert_eq!(
+            checked.errors,
+            vec![RecordError {
+                line: 6,
+                message: "has 3 fields, the header has 4".into()
+            }]
+        );
     }
 
     #[test]
