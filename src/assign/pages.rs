@@ -358,9 +358,17 @@ fn as_typed(input: &Value) -> (Answers, i32) {
 }
 
 /// Where a finished assignment leads: the rater's next task in the same batch (the
-/// finishing POST claims it).
+/// finishing POST claims it). The work is saved by then, so a failure to claim the next
+/// task is not the answer to this request: the rater goes to the batch's next page,
+/// which shows what there is.
 async fn to_next(state: &AppState, owned: &Owned, user: &User) -> AppResult<Response> {
-    go_next(state, owned.batch.id, user).await
+    match go_next(state, owned.batch.id, user).await {
+        Ok(response) => Ok(response),
+        Err(err) => {
+            tracing::warn!(%err, batch = %owned.batch.id, "could not claim the next task");
+            Ok(Redirect::to(&format!("/batches/{}/next", owned.batch.id)).into_response())
+        }
+    }
 }
 
 /// `POST /assignments/{id}/submit`: on success to the next task; otherwise the form
