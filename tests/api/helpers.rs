@@ -1,6 +1,7 @@
 //! The test harness: a fresh database per test, the real app on a random port, and
 //! persona clients that talk HTTP to it.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Once;
@@ -528,4 +529,69 @@ impl TestApp {
             server: Some(server),
         }
     }
+}
+
+/// Every table's rows as sorted text, leaving out what a read may rightly write: the
+/// sessions table (a session's own expiry is renewed by activity), the cache of a task's
+/// rendered HTML (filled on first view), and the audit entries of exports (an export is
+/// a read that the audit log records by design).
+pub async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
+    let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    match app.db.backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&app.db.url)
+                .await
+                .expect("connect");
+            let names: Vec<(String,)> = sqlx::query_as(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            )
+            .fetch_all(&pool)
+            .await
+            .expect("tables");
+            for (table,) in names {
+                let columns: Vec<(String,)> =
+                    sqlx::query_as(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                        .fetch_all(&pool)
+                        .await
+                        .expect("columns");
+                let row = columns
+                    .iter()
+                    .filter(|(c,)| c != "rendered")
+                    .map(|(c,)| format!("quote(\"{c}\")"))
+                    .collect::<Vec<_>>()
+                    .join(" || ',' || ");
+                let rows: Vec<(String,)> =
+                    sqlx::query_as(&format!("SELECT {row} FROM \"{table}\""))
+                        .fetch_all(&pool)
+                        .await
+                        .expect("rows");
+                tables.insert(table, rows.into_iter().map(|(r,)| r).collect());
+            }
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connect");
+            let names: Vec<(String,)> =
+                sqlx::query_as("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
+                    .fetch_all(&pool)
+                    .await
+                    .expect("tables");
+            for (table,) in names {
+                let rows: Vec<(String,)> = sqlx::query_as(&format!(
+                    "SELECT (to_jsonb(t) - 'rendered')::text FROM \"{table}\" t"
+                ))
+                .fetch_all(&pool)
+                .await
+                .expect("rows");
+                tables.insert(table, rows.into_iter().map(|(r,)| r).collect());
+            }
+            pool.close().await;
+        }
+    }
+    tables.remove("sessions");
+    if let Some(audit) = tables.get_mut("audit_log") {
+        audit.retain(|row| !row.contains("batch.export"));
+    }
+    tables.values_mut().for_each(|rows| rows.sort());
+    tables
 }

@@ -231,7 +231,7 @@ async fn nul_characters_get_the_same_answer_on_both_databases(app: &TestApp) {
     let batch = app.batch(&admin, "nul", &tasks_jsonl(2), "").await;
     let next = app.next(&rater, &batch).await.unwrap();
     let assignment = next["assignment_id"].as_str().unwrap().to_owned();
-    let before = crate::routes::contents(app).await;
+    let before = crate::helpers::contents(app).await;
     let mut answers = complete_answers();
     answers["sxs_explanation"] = json!("A is right\u{0} and B is not, clearly so.");
     let mut refusals = Vec::new();
@@ -303,7 +303,7 @@ async fn nul_characters_get_the_same_answer_on_both_databases(app: &TestApp) {
         assert!(text.contains("NUL"), "{what} names the NUL: {answer}");
     }
     assert!(
-        before == crate::routes::contents(app).await,
+        before == crate::helpers::contents(app).await,
         "a refused NUL changed something"
     );
 }

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::json;
-use verdict::store::Backend;
 
 use crate::helpers::{
     Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, tasks_jsonl,
@@ -360,80 +359,15 @@ impl World {
     }
 }
 
-/// Every table's rows as sorted text, leaving out what a read may rightly write: the
-/// sessions table (a session's own expiry is renewed by activity), the cache of a task's
-/// rendered HTML (filled on first view), and the audit entries of exports (an export is
-/// a read that the audit log records by design).
-pub(crate) async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
-    let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    match app.db.backend {
-        Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(&app.db.url)
-                .await
-                .expect("connect");
-            let names: Vec<(String,)> = sqlx::query_as(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-            )
-            .fetch_all(&pool)
-            .await
-            .expect("tables");
-            for (table,) in names {
-                let columns: Vec<(String,)> =
-                    sqlx::query_as(&format!("SELECT name FROM pragma_table_info('{table}')"))
-                        .fetch_all(&pool)
-                        .await
-                        .expect("columns");
-                let row = columns
-                    .iter()
-                    .filter(|(c,)| c != "rendered")
-                    .map(|(c,)| format!("quote(\"{c}\")"))
-                    .collect::<Vec<_>>()
-                    .join(" || ',' || ");
-                let rows: Vec<(String,)> =
-                    sqlx::query_as(&format!("SELECT {row} FROM \"{table}\""))
-                        .fetch_all(&pool)
-                        .await
-                        .expect("rows");
-                tables.insert(table, rows.into_iter().map(|(r,)| r).collect());
-            }
-            pool.close().await;
-        }
-        Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connect");
-            let names: Vec<(String,)> =
-                sqlx::query_as("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
-                    .fetch_all(&pool)
-                    .await
-                    .expect("tables");
-            for (table,) in names {
-                let rows: Vec<(String,)> = sqlx::query_as(&format!(
-                    "SELECT (to_jsonb(t) - 'rendered')::text FROM \"{table}\" t"
-                ))
-                .fetch_all(&pool)
-                .await
-                .expect("rows");
-                tables.insert(table, rows.into_iter().map(|(r,)| r).collect());
-            }
-            pool.close().await;
-        }
-    }
-    tables.remove("sessions");
-    if let Some(audit) = tables.get_mut("audit_log") {
-        audit.retain(|row| !row.contains("batch.export"));
-    }
-    tables.values_mut().for_each(|rows| rows.sort());
-    tables
-}
-
 async fn the_route_matrix_holds_for_every_caller(app: &TestApp) {
     let world = world(app).await;
     let mut wrong = Vec::new();
     let mut shown: Vec<(&str, String, String)> = Vec::new();
     // GETs first, with the database compared before and after: no GET changes it.
-    let before = contents(app).await;
+    let before = crate::helpers::contents(app).await;
     for pass in ["GET", "other"] {
         if pass == "other" {
-            let after = contents(app).await;
+            let after = crate::helpers::contents(app).await;
             for (table, rows) in &before {
                 assert_eq!(
                     rows, &after[table],
@@ -502,7 +436,7 @@ db_test!(the_route_matrix_holds_for_every_caller: TestApp);
 async fn every_page_form_refuses_a_missing_csrf_token(app: &TestApp) {
     let world = world(app).await;
     let admin = &world.callers[4];
-    let before = contents(app).await;
+    let before = crate::helpers::contents(app).await;
     for (method, template, _) in MATRIX {
         if *method != "POST" || template.starts_with("/api/") {
             continue;
@@ -534,7 +468,7 @@ async fn every_page_form_refuses_a_missing_csrf_token(app: &TestApp) {
     }
     assert_eq!(
         before,
-        contents(app).await,
+        crate::helpers::contents(app).await,
         "a refused form changed something"
     );
 }
