@@ -18,6 +18,8 @@ use crate::helpers::{TestDb, bearer, complete_answers, db_test, tasks_jsonl};
 
 const CYCLES: usize = 12;
 const RATERS: usize = 48;
+/// Tasks in the batch at first, and how many each top-up adds.
+const DURABLE_TASKS: usize = 5000;
 
 /// `verdict serve` on a free port; returns the process and its base URL.
 fn serve(db: &TestDb) -> (Child, String) {
@@ -139,7 +141,7 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
     let upload = admin
         .post(format!("{base}/api/v1/batches?name=durable&randomize=true"))
         .header("content-type", "application/x-ndjson")
-        .body(tasks_jsonl(5000))
+        .body(tasks_jsonl(DURABLE_TASKS))
         .send()
         .await
         .expect("upload");
@@ -175,9 +177,22 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
     // At least CYCLES kills, and more while too little work got done between them for
     // the check to mean much (a loaded machine answers slowly), up to a limit.
     let mut cycles = 0;
+    let mut uploaded = DURABLE_TASKS;
     while cycles < CYCLES || (acknowledged.len() <= CYCLES && cycles < CYCLES * 5) {
         cycles += 1;
         let (mut server, base) = serve(db);
+        // However fast the raters are, every cycle has work to be killed in the middle of.
+        if uploaded - acknowledged.len() < DURABLE_TASKS / 2 {
+            let topped_up = admin
+                .post(format!("{base}/api/v1/batches?name=durable&randomize=true"))
+                .header("content-type", "application/x-ndjson")
+                .body(crate::helpers::tasks_jsonl_from(uploaded + 1, DURABLE_TASKS))
+                .send()
+                .await
+                .expect("upload");
+            assert_eq!(topped_up.status(), StatusCode::CREATED);
+            uploaded += DURABLE_TASKS;
+        }
         let raters: Vec<_> = tokens
             .iter()
             .map(|t| tokio::spawn(rate_until_gone(base.clone(), t.clone(), batch.clone())))
@@ -323,12 +338,51 @@ fn pg_cluster(action: &str) {
 struct Outage {
     /// Assignments whose submit got 200.
     acknowledged: Vec<String>,
-    /// How many answers were 503.
-    unavailable: usize,
-    /// Anything other than 2xx or 503, with the request.
-    unexpected: Vec<String>,
+    /// Ratings acknowledged before PostgreSQL was stopped.
+    before_outage: usize,
     /// Ratings acknowledged after PostgreSQL was back.
     after_recovery: usize,
+    /// How many answers were 503.
+    unavailable: usize,
+    /// How many times `next` answered 204 (every task taken until the next top-up): a
+    /// normal answer, counted only to be reported.
+    empty: usize,
+    /// Anything other than 2xx or 503, with the request.
+    unexpected: Vec<String>,
+}
+
+/// Tasks in the batch at the start, and how many each top-up adds.
+const RESTART_TASKS: usize = 500;
+/// The batch is topped up whenever fewer tasks than this are left untaken.
+const RESTART_LOW_WATER: usize = 250;
+/// Ratings to see acknowledged before the outage, and again after it.
+const RESTART_RATINGS_PER_PHASE: usize = 40;
+
+/// Waits until `done` holds of what the raters saw, for at most two minutes: the phases of
+/// the restart test last as long as the work they need takes, however fast the machine.
+async fn wait_until(
+    outage: &tokio::sync::Mutex<Outage>,
+    what: &str,
+    done: impl Fn(&Outage) -> bool,
+) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        {
+            let seen = outage.lock().await;
+            if done(&seen) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what} did not happen within two minutes ({} ratings acknowledged, {} answers \
+                 503, unexpected: {:?})",
+                seen.acknowledged.len(),
+                seen.unavailable,
+                seen.unexpected
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -343,12 +397,56 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
         .expect("set TEST_DATABASE_URL to a PostgreSQL server this test may restart");
     let admin = app.admin().await;
     let batch = app
-        .batch(&admin, "restart", &tasks_jsonl(2000), "&overlap=1")
+        .batch(&admin, "restart", &tasks_jsonl(RESTART_TASKS), "&overlap=1")
         .await;
     // 0: before the outage, 1: during it, 2: PostgreSQL answers again.
     let phase = Arc::new(AtomicU8::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let outage = Arc::new(Mutex::new(Outage::default()));
+
+    // The raters never run out of work, however fast they are: the batch is topped up with
+    // new tasks whenever few are left. An upload that meets the outage answers 503 and is
+    // sent again; a repeated upload of the same tasks changes nothing.
+    let feeder = {
+        let (stop, outage) = (stop.clone(), outage.clone());
+        let url = app.url("/api/v1/batches?name=restart&overlap=1");
+        let admin = admin.api.clone();
+        tokio::spawn(async move {
+            let mut uploaded = RESTART_TASKS;
+            while !stop.load(Ordering::Relaxed) {
+                let taken = outage.lock().await.acknowledged.len();
+                if uploaded.saturating_sub(taken) >= RESTART_LOW_WATER {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+                let sent = admin
+                    .post(&url)
+                    .header("content-type", "application/x-ndjson")
+                    .body(crate::helpers::tasks_jsonl_from(uploaded + 1, RESTART_TASKS))
+                    .send()
+                    .await
+                    .expect("the app answers");
+                match sent.status() {
+                    StatusCode::CREATED => uploaded += RESTART_TASKS,
+                    StatusCode::SERVICE_UNAVAILABLE => {
+                        outage.lock().await.unavailable += 1;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    other => {
+                        let text = sent.text().await.unwrap_or_default();
+                        outage
+                            .lock()
+                            .await
+                            .unexpected
+                            .push(format!("upload: {other} {text}"));
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+            uploaded
+        })
+    };
+
     let mut raters = Vec::new();
     for i in 0..16 {
         let rater = app
@@ -373,6 +471,7 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
                     let mut seen = outage.lock().await;
                     match status {
                         StatusCode::SERVICE_UNAVAILABLE => seen.unavailable += 1,
+                        StatusCode::NO_CONTENT => seen.empty += 1,
                         other => seen.unexpected.push(format!("next: {other} {body}")),
                     }
                     drop(seen);
@@ -392,8 +491,10 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
                 match status {
                     StatusCode::OK => {
                         seen.acknowledged.push(assignment);
-                        if phase.load(Ordering::Relaxed) == 2 {
-                            seen.after_recovery += 1;
+                        match phase.load(Ordering::Relaxed) {
+                            0 => seen.before_outage += 1,
+                            2 => seen.after_recovery += 1,
+                            _ => {}
                         }
                     }
                     StatusCode::SERVICE_UNAVAILABLE => seen.unavailable += 1,
@@ -406,14 +507,23 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
         }));
     }
 
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    wait_until(&outage, "ratings before the outage", |seen| {
+        seen.before_outage >= RESTART_RATINGS_PER_PHASE
+    })
+    .await;
     phase.store(1, Ordering::Relaxed);
+    let unavailable_before = outage.lock().await.unavailable;
     tokio::task::spawn_blocking(|| pg_cluster("stop"))
         .await
         .expect("stop");
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let health = reqwest::get(app.url("/healthz")).await.expect("health");
     assert_eq!(health.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // The raters keep asking while the database is away, and are answered 503.
+    wait_until(&outage, "a 503 during the outage", |seen| {
+        seen.unavailable > unavailable_before
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     tokio::task::spawn_blocking(|| pg_cluster("start"))
         .await
         .expect("start");
@@ -429,22 +539,21 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
     }
     assert!(healthy, "the app did not recover within 30 s");
     phase.store(2, Ordering::Relaxed);
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    wait_until(&outage, "ratings after recovery", |seen| {
+        seen.after_recovery >= RESTART_RATINGS_PER_PHASE
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
     for rater in raters {
         rater.await.expect("rater");
     }
+    let uploaded = feeder.await.expect("feeder");
 
     let outage = outage.lock().await;
     assert!(
         outage.unexpected.is_empty(),
         "answers other than 2xx and 503: {:?}",
         outage.unexpected
-    );
-    assert!(outage.unavailable > 0, "no request met the outage");
-    assert!(
-        outage.after_recovery > 0,
-        "no rating was stored after recovery"
     );
     for assignment in &outage.acknowledged {
         let stored = app
@@ -455,10 +564,20 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
             .await;
         assert_eq!(stored, 1, "acknowledged rating of {assignment}");
     }
+    let duplicates = app
+        .count(
+            "SELECT COUNT(*) FROM (SELECT task_id FROM ratings GROUP BY task_id
+             HAVING COUNT(*) > 1) d",
+        )
+        .await;
+    assert_eq!(duplicates, 0, "a task with overlap 1 has one rating at most");
     eprintln!(
-        "restart: {} ratings acknowledged, {} after recovery, {} answers 503",
+        "restart: {} ratings acknowledged ({} before the outage, {} after recovery), {} answers \
+         503, {} empty answers from next, {uploaded} tasks uploaded",
         outage.acknowledged.len(),
+        outage.before_outage,
         outage.after_recovery,
-        outage.unavailable
+        outage.unavailable,
+        outage.empty
     );
 }

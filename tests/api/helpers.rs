@@ -392,7 +392,12 @@ pub async fn dump_database(app: &TestApp) -> String {
 
 /// `n` tasks as JSON Lines, ids `t1`..`tn`, each with models and metadata.
 pub fn tasks_jsonl(n: usize) -> String {
-    (1..=n)
+    tasks_jsonl_from(1, n)
+}
+
+/// `n` tasks with external ids `t{first}` onwards, to top a batch up with new ones.
+pub fn tasks_jsonl_from(first: usize, n: usize) -> String {
+    (first..first + n)
         .map(|i| {
             serde_json::json!({
                 "external_id": format!("t{i}"),
