@@ -29,6 +29,7 @@ use crate::{assign, audit, batches, dashboard, error, export, ratings, review, s
         assign::api::submit,
         assign::api::skip,
         assign::api::out_of_scope,
+        assign::api::release,
         ratings::api::read,
         ratings::api::revise,
         review::api::review,

@@ -90,10 +90,12 @@ struct ImportArgs {
     /// The rubric of a new batch.
     #[arg(long, default_value = "blackhat")]
     rubric: String,
-    /// Raters per task in a new batch.
-    #[arg(long, default_value_t = 1)]
-    overlap: i32,
-    /// Show A and B in a fixed order (a new batch randomises by default).
+    /// Raters per task in a new batch (default 1); when adding to an existing batch, it
+    /// must be the batch's (change it with the batch's settings).
+    #[arg(long)]
+    overlap: Option<i32>,
+    /// Show A and B in a fixed order (a new batch randomises by default); when adding to
+    /// an existing batch, the batch must already show them so.
     #[arg(long)]
     no_randomize: bool,
     /// jsonl, json or csv (default: from the file name).
@@ -434,8 +436,8 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     let params = crate::batches::UploadParams {
         name: Some(args.name),
         rubric: Some(args.rubric),
-        overlap: Some(args.overlap),
-        randomize: Some(!args.no_randomize),
+        overlap: args.overlap,
+        randomize: args.no_randomize.then_some(false),
     };
     let new = crate::batches::new_batch(&params, None).map_err(describe)?;
     let bar = indicatif::ProgressBar::new(bytes.len() as u64);

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::store::StoreError;
+use crate::store::ratings::Refusal;
 
 /// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
 pub type FieldErrors = BTreeMap<String, String>;
@@ -165,6 +166,9 @@ impl From<StoreError> for AppError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Duplicate(what) => Self::Conflict(format!("{what} is already taken")),
+            StoreError::Retry => {
+                Self::Conflict("changed by another request at the same time; try again".into())
+            }
             StoreError::Db(ref db) if crate::store::is_unavailable(db) => Self::Unavailable,
             // The requests' screening refuses NUL first; should one still reach
             // PostgreSQL (which cannot store it), it is the caller's text, not a fault.
@@ -177,3 +181,20 @@ impl From<StoreError> for AppError {
         }
     }
 }
+
+impl From<Refusal> for AppError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Closed(why) => Self::Conflict(why.into()),
+            Refusal::Expired => Self::Conflict(EXPIRED.into()),
+            Refusal::Stale { current } => Self::Conflict(format!(
+                "this rating changed since you loaded it (it is at version {current} now); \
+                 reload and decide again"
+            )),
+        }
+    }
+}
+
+/// What a rater is told when their time on a task ran out.
+pub const EXPIRED: &str = "your time on this task ran out and it went back to the pool for \
+     another rater; what you wrote is kept as a draft in your ratings";

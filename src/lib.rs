@@ -104,7 +104,8 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves, then finishes requests under
-/// way. Also runs the housekeeping task (expired sessions, rate-limiter memory).
+/// way. Also runs the housekeeping task (expired sessions and leases, rate-limiter
+/// memory).
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -127,6 +128,21 @@ async fn housekeeping(state: AppState) {
         state.login_limiter().shrink();
         if let Err(err) = state.store().delete_expired_sessions().await {
             tracing::warn!(%err, "could not delete expired sessions");
+        }
+        // Taking a task sweeps its batch too; this keeps progress true where nobody does.
+        match state
+            .store()
+            .release(store::assignments::Release::LeaseOver)
+            .await
+        {
+            Ok(ended) if !ended.is_empty() => {
+                tracing::info!(
+                    count = ended.len(),
+                    "assignments whose lease ran out went back to the pool"
+                );
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(%err, "could not end assignments whose lease ran out"),
         }
     }
 }

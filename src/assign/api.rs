@@ -10,7 +10,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{TaskView, owned};
-use crate::auth::CurrentUser;
+use crate::auth::{CurrentUser, RequireLead};
 use crate::error::{AppResult, ErrorBody};
 use crate::rubric::{Question, Rubric};
 use crate::state::AppState;
@@ -24,6 +24,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/assignments/{id}/submit", post(submit))
         .route("/api/v1/assignments/{id}/skip", post(skip))
         .route("/api/v1/assignments/{id}/out-of-scope", post(out_of_scope))
+        .route("/api/v1/assignments/{id}/release", post(release))
 }
 
 /// An assignment as handed to its rater.
@@ -203,4 +204,31 @@ pub async fn out_of_scope(
             .await?
             .into(),
     ))
+}
+
+/// An assignment as a lead sees it after releasing it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Released {
+    pub assignment_id: Uuid,
+    /// `expired`: the task went back to the pool.
+    pub state: String,
+}
+
+/// Ends a rater's open assignment so its task goes back to the pool for other raters
+/// (a lead of the batch, or an admin). A draft stays with the rater, who is told their
+/// time ran out if they go on.
+#[utoipa::path(post, path = "/api/v1/assignments/{id}/release", tag = "review",
+    params(("id" = Uuid, Path, description = "assignment id")),
+    responses((status = 200, body = Released), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn release(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<Released>> {
+    let assignment = super::release(&state, id, &lead).await?;
+    Ok(Json(Released {
+        assignment_id: assignment.id,
+        state: assignment.state,
+    }))
 }

@@ -14,7 +14,7 @@ use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::state::AppState;
 use crate::store::assignments::{Assignment, Task};
 use crate::store::batches::Batch;
-use crate::store::ratings::{Finish, Rating, Refusal};
+use crate::store::ratings::{Finish, Rating};
 use crate::store::users::User;
 
 pub mod api;
@@ -135,6 +135,20 @@ pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> 
         .ok_or(AppError::NotFound)?;
     let rubric = rubric::by_name(&batch.rubric)
         .ok_or_else(|| AppError::internal("batch has an unknown rubric"))?;
+    // Work on a task held (or held until lately) needs the batch open and the rater
+    // still one of its raters; a finished one may still be looked at.
+    if matches!(assignment.state.as_str(), "open" | "expired") {
+        if batch.state != "open" {
+            return Err(AppError::Conflict(
+                "this batch is closed; your draft is kept for when it opens again".into(),
+            ));
+        }
+        if !state.store().may_rate(batch.id, user.id).await? {
+            return Err(AppError::Conflict(
+                "you are no longer one of this batch's raters".into(),
+            ));
+        }
+    }
     Ok(Owned {
         assignment,
         batch,
@@ -155,6 +169,33 @@ pub async fn next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Op
     let randomize = batch.randomize;
     let swap = move || randomize && OsRng.next_u32() & 1 == 1;
     Ok(state.store().next_assignment(&batch, user.id, swap).await?)
+}
+
+/// Releases an open assignment by hand: `lead` must lead its batch (or be an admin);
+/// 404 otherwise, 409 if it is no longer open. Recorded in the audit log.
+pub async fn release(state: &AppState, id: Uuid, lead: &User) -> AppResult<Assignment> {
+    let assignment = state
+        .store()
+        .assignment(id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let batch = crate::batches::visible(state, assignment.batch_id, lead).await?;
+    let released = state
+        .store()
+        .release(crate::store::assignments::Release::One(id))
+        .await?;
+    let Some(mut ended) = released.into_iter().next() else {
+        return Err(AppError::Conflict(format!(
+            "this assignment is no longer open (it is {})",
+            assignment.state
+        )));
+    };
+    ended.state = "expired".into();
+    let detail = serde_json::json!({
+        "batch": batch.batch.name, "task": assignment.task_id, "rater": assignment.rater_id
+    });
+    crate::audit::record(state, lead, "assignment.release", &id.to_string(), detail).await;
+    Ok(ended)
 }
 
 /// The saved answers of an assignment, in the orientation its rater was shown.
@@ -187,13 +228,6 @@ fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i3
     ))
 }
 
-fn refused(refusal: Refusal) -> AppError {
-    match refusal {
-        Refusal::Closed(why) => AppError::Conflict(why.into()),
-        Refusal::Stale { current } => crate::review::stale(current),
-    }
-}
-
 pub async fn save_draft(state: &AppState, owned: &Owned, input: &Value) -> AppResult<Rating> {
     let (answers, time) = canonical(owned, input, Mode::Draft)?;
     let lease = Utc::now() + Duration::minutes(i64::from(owned.batch.lease_minutes));
@@ -201,7 +235,7 @@ pub async fn save_draft(state: &AppState, owned: &Owned, input: &Value) -> AppRe
         .store()
         .save_draft(owned.assignment.id, &answers, time, lease)
         .await?
-        .map_err(refused)
+        .map_err(AppError::from)
 }
 
 pub async fn submit(
@@ -222,13 +256,21 @@ pub async fn skip(
     reason: &str,
     note: Option<&str>,
 ) -> AppResult<Rating> {
+    let finish = skip_of(reason, note)?;
+    finish_with(state, owned, user, &finish, 0).await
+}
+
+/// A skip, checked: a known reason and a note of a sensible length.
+pub fn skip_of(reason: &str, note: Option<&str>) -> AppResult<Finish> {
     let mut fields = crate::error::FieldErrors::new();
     if !rubric::SKIP_REASONS.iter().any(|(r, _)| *r == reason) {
         let reasons: Vec<&str> = rubric::SKIP_REASONS.iter().map(|(r, _)| *r).collect();
-        fields.insert(
-            "reason".into(),
-            format!("unknown reason {reason:?}: use {}", reasons.join(", ")),
-        );
+        let why = if reason.is_empty() {
+            format!("is required: use {}", reasons.join(", "))
+        } else {
+            format!("unknown reason {reason:?}: use {}", reasons.join(", "))
+        };
+        fields.insert("reason".into(), why);
     }
     let note = note.map(str::trim).filter(|n| !n.is_empty());
     if note.is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
@@ -240,30 +282,19 @@ pub async fn skip(
     if !fields.is_empty() {
         return Err(AppError::invalid(fields));
     }
-    let time = state
-        .store()
-        .rating_of_assignment(owned.assignment.id)
-        .await?
-        .map_or(0, |r| r.time_spent_s);
-    let finish = Finish::Skipped {
+    Ok(Finish::Skipped {
         reason: reason.to_owned(),
         note: note.map(str::to_owned),
-    };
-    finish_with(state, owned, user, &finish, time).await
+    })
 }
 
 /// The longest note or out-of-scope explanation.
 pub const MAX_NOTE_CHARS: usize = 5000;
 
-pub async fn out_of_scope(
-    state: &AppState,
-    owned: &Owned,
-    user: &User,
-    explanation: &str,
-    input: &Value,
-) -> AppResult<Rating> {
+/// Why a prompt is out of scope, checked: required, and of the batch's minimum length.
+pub fn scope_explanation(explanation: &str, batch: &Batch) -> AppResult<String> {
     let explanation = explanation.trim();
-    let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
+    let min = usize::try_from(batch.min_explanation_len).unwrap_or(0);
     let length = explanation.chars().count();
     let why = if explanation.is_empty() {
         Some("is required: say why the prompt is out of scope".to_owned())
@@ -274,13 +305,52 @@ pub async fn out_of_scope(
     } else {
         None
     };
-    if let Some(why) = why {
-        return Err(AppError::field("explanation", why));
+    match why {
+        Some(why) => Err(AppError::field("explanation", why)),
+        None => Ok(explanation.to_owned()),
     }
-    let (answers, time) = canonical(owned, input, Mode::OutOfScope)?;
+}
+
+/// Answers given with a request laid over answers kept before (both as the rater was
+/// shown them): a question given replaces the kept one, the rest stay. Per-response
+/// answers and classifications are merged question by question.
+pub fn over(kept: &Answers, given: &Value) -> Value {
+    let mut merged = kept.clone();
+    if let Some(given) = given.as_object() {
+        for (key, value) in given {
+            match (merged.get_mut(key), value) {
+                (Some(Value::Object(old)), Value::Object(new)) => {
+                    for (k, v) in new {
+                        old.insert(k.clone(), v.clone());
+                    }
+                }
+                _ => {
+                    merged.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    Value::Object(merged)
+}
+
+/// Marks an assignment out of scope. Answers already saved in its draft are kept, and
+/// any given with the request laid over them.
+pub async fn out_of_scope(
+    state: &AppState,
+    owned: &Owned,
+    user: &User,
+    explanation: &str,
+    input: &Value,
+) -> AppResult<Rating> {
+    let explanation = scope_explanation(explanation, &owned.batch)?;
+    let kept = draft(state, owned)
+        .await?
+        .map(|(_, shown)| shown)
+        .unwrap_or_default();
+    let (answers, time) = canonical(owned, &over(&kept, input), Mode::OutOfScope)?;
     let finish = Finish::OutOfScope {
         answers,
-        explanation: explanation.to_owned(),
+        explanation,
     };
     finish_with(state, owned, user, &finish, time).await
 }
@@ -302,7 +372,7 @@ async fn finish_with(
             owned.batch.overlap,
         )
         .await?
-        .map_err(refused)
+        .map_err(AppError::from)
 }
 
 /// Turns the fields of the HTML form (`a.correctness=...`, `sxs=3`, repeated

@@ -263,6 +263,8 @@ struct FormPage {
     error_count: usize,
     general_error: Option<String>,
     oos_explanation: String,
+    /// How long the task stays held without activity.
+    lease_minutes: i32,
 }
 
 async fn form_page(
@@ -301,6 +303,7 @@ async fn form_page(
             .map(|_| String::new())
             .unwrap_or_default(),
         general_error,
+        lease_minutes: owned.batch.lease_minutes,
     })
 }
 

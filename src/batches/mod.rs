@@ -10,6 +10,7 @@ use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::rubric::{self, Question};
 use crate::state::AppState;
+use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatch, Progress};
 use crate::store::users::User;
 
@@ -133,9 +134,11 @@ pub struct UploadParams {
     pub name: Option<String>,
     /// `blackhat` (default).
     pub rubric: Option<String>,
-    /// Raters per task for a new batch (default 1).
+    /// Raters per task for a new batch (default 1); for an existing batch, if given, it
+    /// must be the batch's.
     pub overlap: Option<i32>,
-    /// Randomise A/B per assignment in a new batch (default true).
+    /// Randomise A/B per assignment in a new batch (default true); for an existing batch,
+    /// if given, it must be the batch's.
     pub randomize: Option<bool>,
 }
 
@@ -156,8 +159,10 @@ pub fn new_batch(params: &UploadParams, creator: Option<&User>) -> AppResult<New
             ),
         );
     }
-    let overlap = params.overlap.unwrap_or(1);
-    if !(1..=MAX_OVERLAP).contains(&overlap) {
+    if params
+        .overlap
+        .is_some_and(|overlap| !(1..=MAX_OVERLAP).contains(&overlap))
+    {
         fields.insert("overlap".into(), format!("must be from 1 to {MAX_OVERLAP}"));
     }
     if !fields.is_empty() {
@@ -166,11 +171,15 @@ pub fn new_batch(params: &UploadParams, creator: Option<&User>) -> AppResult<New
     Ok(NewBatch {
         name,
         rubric,
-        overlap,
-        randomize: params.randomize.unwrap_or(true),
+        overlap: params.overlap,
+        randomize: params.randomize,
         created_by: creator.map(|u| u.id),
     })
 }
+
+/// How many times an upload is checked again when a concurrent upload changed its batch
+/// between the check and the write.
+const IMPORT_ATTEMPTS: usize = 5;
 
 /// Imports an uploaded file: checks every record first (nothing is stored if any is
 /// bad), then stores the new tasks in one transaction. `progress` hears bytes checked.
@@ -179,40 +188,90 @@ pub async fn import(
     new: NewBatch,
     format: import::Format,
     bytes: bytes::Bytes,
-    progress: impl FnMut(u64) + Send + 'static,
+    progress: impl FnMut(u64) + Send + Clone + 'static,
 ) -> AppResult<Imported> {
-    let existing = state.store().batch_by_name(&new.name).await?;
-    if let Some(batch) = &existing
-        && batch.rubric != new.rubric
-    {
-        return Err(AppError::field(
-            "rubric",
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let existing = state.store().batch_by_name(&new.name).await?;
+        if let Some(batch) = &existing {
+            settings_differ(batch, &new)?;
+        }
+        let hashes = match &existing {
+            Some(batch) => state.store().task_hashes(batch.id).await?,
+            None => Default::default(),
+        };
+        let (file, progress) = (bytes.clone(), progress.clone());
+        let checked =
+            tokio::task::spawn_blocking(move || import::check(format, &file, &hashes, progress))
+                .await
+                .map_err(AppError::internal)?;
+        if checked.error_count > 0 {
+            return Err(AppError::BadRecords {
+                count: checked.error_count,
+                errors: checked.errors,
+            });
+        }
+        let records = import::records(format, &bytes).map_err(|e| AppError::internal(e.message))?;
+        let tasks = records.filter_map(|(_, task)| task.ok());
+        let seen = existing.as_ref().map(|b| b.id);
+        match state.store().import_tasks(&new, seen, tasks).await {
+            Err(StoreError::Retry) if attempt < IMPORT_ATTEMPTS => {
+                // The other upload's commit may not be visible yet: give it a moment.
+                let pause = 20 * u64::try_from(attempt).unwrap_or(1);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+            Ok(imported) => {
+                tracing::info!(
+                    batch = %imported.batch.name, created = imported.created,
+                    unchanged = imported.unchanged, bytes = bytes.len(), "batch imported"
+                );
+                return Ok(imported);
+            }
+        }
+    }
+}
+
+/// An upload adds tasks to an existing batch and never changes its settings: settings
+/// it gives that differ from the batch's are refused, naming each (PATCH changes them).
+fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
+    if new.fits(batch) {
+        return Ok(());
+    }
+    let mut fields = FieldErrors::new();
+    if batch.rubric != new.rubric {
+        fields.insert(
+            "rubric".into(),
             format!("batch {:?} uses the {} rubric", batch.name, batch.rubric),
-        ));
+        );
     }
-    let hashes = match &existing {
-        Some(batch) => state.store().task_hashes(batch.id).await?,
-        None => Default::default(),
-    };
-    let file = bytes.clone();
-    let checked =
-        tokio::task::spawn_blocking(move || import::check(format, &file, &hashes, progress))
-            .await
-            .map_err(AppError::internal)?;
-    if checked.error_count > 0 {
-        return Err(AppError::BadRecords {
-            count: checked.error_count,
-            errors: checked.errors,
-        });
+    if let Some(overlap) = new.overlap
+        && overlap != batch.overlap
+    {
+        fields.insert(
+            "overlap".into(),
+            format!(
+                "batch {:?} has overlap {}: leave it out to add tasks, or change it in the \
+                 batch's settings (PATCH /api/v1/batches/{})",
+                batch.name, batch.overlap, batch.id
+            ),
+        );
     }
-    let records = import::records(format, &bytes).map_err(|e| AppError::internal(e.message))?;
-    let tasks = records.filter_map(|(_, task)| task.ok());
-    let imported = state.store().import_tasks(&new, tasks).await?;
-    tracing::info!(
-        batch = %imported.batch.name, created = imported.created, unchanged = imported.unchanged,
-        bytes = bytes.len(), "batch imported"
-    );
-    Ok(imported)
+    if let Some(randomize) = new.randomize
+        && randomize != batch.randomize
+    {
+        fields.insert(
+            "randomize".into(),
+            format!(
+                "batch {:?} has randomize {}: leave it out to add tasks, or change it in the \
+                 batch's settings (PATCH /api/v1/batches/{})",
+                batch.name, batch.randomize, batch.id
+            ),
+        );
+    }
+    Err(AppError::invalid(fields))
 }
 
 /// Settings as a PATCH body.
@@ -314,6 +373,16 @@ pub async fn update(
         .update_batch(id, &changes)
         .await?
         .ok_or(AppError::NotFound)?;
+    if changes.raters.is_some() {
+        // Raters taken off the batch lose the tasks they held; their drafts stay theirs.
+        let released = state
+            .store()
+            .release(crate::store::assignments::Release::NotAllowed { batch: batch.id })
+            .await?;
+        if !released.is_empty() {
+            tracing::info!(batch = %batch.name, count = released.len(), "assignments of removed raters released");
+        }
+    }
     if let Some(actor) = actor {
         let detail = serde_json::json!({ "changed": changed });
         crate::audit::record(state, actor, "batch.settings", &batch.name, detail).await;
@@ -366,7 +435,12 @@ async fn members(
     let mut problems = Vec::new();
     for name in &names {
         match state.store().user_by_name(name).await? {
-            Some(user) if user.active && user.role >= least => ids.push(user.id),
+            // A user named twice is one member.
+            Some(user) if user.active && user.role >= least => {
+                if !ids.contains(&user.id) {
+                    ids.push(user.id);
+                }
+            }
             Some(user) if user.active => problems.push(format!("{name} is a {}", user.role)),
             Some(_) => problems.push(format!("{name} is deactivated")),
             None => problems.push(format!("no user named {name:?}")),

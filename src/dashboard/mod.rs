@@ -23,8 +23,14 @@ pub fn api_router() -> Router<AppState> {
 }
 
 pub fn page_router() -> Router<AppState> {
-    Router::new().route("/batches/{id}", get(page))
+    Router::new().route("/batches/{id}", get(page)).route(
+        "/batches/{batch}/assignments/{id}/release",
+        axum::routing::post(release),
+    )
 }
+
+/// How many open assignments the batch page lists.
+const HELD_SHOWN: i64 = 500;
 
 /// Computes the metrics of a batch the lead may see.
 pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(BatchView, Metrics)> {
@@ -68,6 +74,9 @@ struct BatchPage {
     fields_chart: String,
     agreement_chart: String,
     bias_chart: String,
+    /// Tasks raters hold open now, oldest first.
+    held: Vec<crate::store::assignments::Held>,
+    held_shown: i64,
 }
 
 async fn page(
@@ -77,8 +86,11 @@ async fn page(
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
     let (batch, metrics) = compute(&state, id, &lead).await?;
+    let held = state.store().held(id, HELD_SHOWN).await?;
     let page = BatchPage {
         layout: page_user.layout,
+        held,
+        held_shown: HELD_SHOWN,
         sxs_chart: charts::histogram(&metrics.sxs),
         fields_chart: charts::stacked_fields(&metrics.fields),
         agreement_chart: charts::agreement(&metrics.agreement),
@@ -87,4 +99,15 @@ async fn page(
         metrics,
     };
     Ok(render(&page)?.into_response())
+}
+
+/// `POST /batches/{batch}/assignments/{id}/release`: the batch page's Release button.
+async fn release(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath((batch, id)): ApiPath<(Uuid, Uuid)>,
+    crate::auth::csrf::CsrfForm(_): crate::auth::csrf::CsrfForm<Vec<(String, String)>>,
+) -> AppResult<Response> {
+    crate::assign::release(&state, id, &lead).await?;
+    Ok(axum::response::Redirect::to(&format!("/batches/{batch}#held")).into_response())
 }

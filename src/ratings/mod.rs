@@ -11,7 +11,7 @@ use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::state::AppState;
 use crate::store::assignments::Assignment;
 use crate::store::batches::Batch;
-use crate::store::ratings::{Rating, Refusal};
+use crate::store::ratings::{Finish, Rating};
 use crate::store::users::User;
 
 pub mod api;
@@ -163,8 +163,11 @@ pub async fn view(state: &AppState, access: &Access) -> AppResult<RatingView> {
     })
 }
 
-/// Revises a rating with answers in the viewer's orientation, checked as a submission
-/// (or as out of scope, for a rating that is). The change is kept in its history.
+/// Revises a rating with answers in the viewer's orientation. The body may also change
+/// its outcome (`"outcome": "rated"`, `"out_of_scope"` or `"skipped"`), with what that
+/// outcome needs: `explanation` for out of scope, `reason` (and a `note`) for a skip.
+/// Answers are checked as a submission, or as out of scope (laid over the answers kept,
+/// so a new explanation alone is enough). The change is kept in its history.
 pub async fn revise(
     state: &AppState,
     access: &Access,
@@ -181,32 +184,63 @@ pub async fn revise(
             _ => format!("a {} rating cannot be revised", access.rating.status),
         }));
     }
-    let mode = if access.rating.outcome == "out_of_scope" {
-        Mode::OutOfScope
-    } else {
-        Mode::Submit
+    let Some(given) = input.as_object() else {
+        return Err(AppError::field("answers", "must be a JSON object"));
     };
-    let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
-    let mut answers = rubric::validate(
-        access.rubric,
-        &access.batch.classifications.0,
-        input,
-        mode,
-        min,
-    )
-    .map_err(AppError::invalid)?;
-    let time = answers
-        .remove("time_spent_s")
-        .and_then(|v| v.as_i64())
+    let mut given = given.clone();
+    let mut text = |key: &str| -> AppResult<Option<String>> {
+        match given.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(AppError::field(key, "must be a string")),
+        }
+    };
+    let outcome = text("outcome")?.unwrap_or_else(|| access.rating.outcome.clone());
+    let (explanation, reason, note) = (text("explanation")?, text("reason")?, text("note")?);
+    let time = given
+        .get("time_spent_s")
+        .and_then(Value::as_i64)
         .and_then(|t| i32::try_from(t).ok());
-    let canonical = rubric::orient(access.rubric, answers, access.turn());
-    match state
+    let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
+    let questions = &access.batch.classifications.0;
+    let checked = |input: &Value, mode: Mode| -> AppResult<Answers> {
+        let mut answers = rubric::validate(access.rubric, questions, input, mode, min)
+            .map_err(AppError::invalid)?;
+        answers.remove("time_spent_s");
+        Ok(rubric::orient(access.rubric, answers, access.turn()))
+    };
+    let finish = match outcome.as_str() {
+        "rated" => Finish::Rated {
+            answers: checked(&Value::Object(given), Mode::Submit)?,
+        },
+        "out_of_scope" => {
+            let kept_note = (access.rating.outcome == "out_of_scope")
+                .then(|| access.rating.note.clone())
+                .flatten();
+            let explanation = explanation.or(kept_note).unwrap_or_default();
+            let explanation = crate::assign::scope_explanation(&explanation, &access.batch)?;
+            let merged = crate::assign::over(&access.answers(), &Value::Object(given));
+            Finish::OutOfScope {
+                answers: checked(&merged, Mode::OutOfScope)?,
+                explanation,
+            }
+        }
+        "skipped" => crate::assign::skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
+        other => {
+            return Err(AppError::field(
+                "outcome",
+                format!("unknown outcome {other:?}: use rated, out_of_scope or skipped"),
+            ));
+        }
+    };
+    Ok(state
         .store()
-        .revise(access.rating.id, user.id, &canonical, None, time)
-        .await?
-    {
-        Ok(rating) => Ok(rating),
-        Err(Refusal::Closed(why)) => Err(AppError::Conflict(why.into())),
-        Err(Refusal::Stale { current }) => Err(crate::review::stale(current)),
-    }
+        .revise(
+            access.rating.id,
+            user.id,
+            &finish,
+            time,
+            access.batch.overlap,
+        )
+        .await??)
 }

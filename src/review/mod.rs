@@ -9,7 +9,7 @@ use crate::auth::Role;
 use crate::error::{AppError, AppResult};
 use crate::ratings::{Access, Viewer};
 use crate::state::AppState;
-use crate::store::ratings::{Rating, Refusal};
+use crate::store::ratings::Rating;
 use crate::store::users::User;
 
 pub mod api;
@@ -21,13 +21,6 @@ pub fn api_router() -> Router<AppState> {
 
 pub fn page_router() -> Router<AppState> {
     pages::router()
-}
-
-/// The 409 for a change based on an old version.
-pub fn stale(current: i32) -> AppError {
-    AppError::Conflict(format!(
-        "this rating changed since you loaded it (it is at version {current} now); reload and decide again"
-    ))
 }
 
 /// A lead's decision, as sent.
@@ -104,8 +97,7 @@ pub async fn decide(
             crate::audit::record(state, lead, "rating.review", &target, detail).await;
             Ok(rating)
         }
-        Err(Refusal::Stale { current }) => Err(stale(current)),
-        Err(Refusal::Closed(why)) => Err(AppError::Conflict(why.into())),
+        Err(refusal) => Err(refusal.into()),
     }
 }
 

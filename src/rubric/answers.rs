@@ -41,6 +41,10 @@ fn yes() -> bool {
     true
 }
 
+/// The longest explanation, in characters: several pages of text, far more than any
+/// rubric asks for, and a bound on what one rating can make the database hold.
+pub const MAX_TEXT_CHARS: usize = 20_000;
+
 /// The most time a rating may claim, a week: anything more is a broken clock.
 pub const MAX_TIME_SPENT_S: i64 = 7 * 24 * 3600;
 
@@ -199,6 +203,14 @@ impl Checker {
                 return;
             }
         };
+        let length = explanation.chars().count();
+        if length > MAX_TEXT_CHARS {
+            errors.insert(
+                explanation_path,
+                format!("must be at most {MAX_TEXT_CHARS} characters (has {length})"),
+            );
+            return;
+        }
         if self.mode == Mode::Submit
             && let Some(value) = stored.as_deref()
             && field.needs_explanation(value)

@@ -50,10 +50,105 @@ pub struct Task {
 pub(crate) const RELEASE_SLOT: &str =
     "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1";
 
+/// An open assignment as a lead sees it on the batch page.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Held {
+    pub id: Uuid,
+    pub rater: String,
+    pub external_id: String,
+    pub created_at: DateTime<Utc>,
+    pub lease_expires_at: DateTime<Utc>,
+    /// The rater has saved a draft.
+    pub drafted: bool,
+}
+
+/// Gives back the slot of an assignment's task whatever its batch (`$1` the task).
+const RELEASE_SLOT_OF_TASK: &str = "UPDATE tasks SET claimed = claimed - 1,
+       is_full = (claimed - 1 >= (SELECT b.overlap FROM batches b WHERE b.id = tasks.batch_id))
+     WHERE id = $1";
+
+/// Which open assignments to end, their tasks going back to the pool.
+#[derive(Debug, Clone, Copy)]
+pub enum Release {
+    /// One assignment (a lead or admin releasing it by hand).
+    One(Uuid),
+    /// Every one of a rater's (on deactivation).
+    OfRater(Uuid),
+    /// A batch's assignments held by raters no longer allowed in it (after its raters
+    /// changed).
+    NotAllowed { batch: Uuid },
+    /// Every one whose lease ran out, drafted or not.
+    LeaseOver,
+}
+
 /// How many times a pick is retried when a concurrent request took the same slot.
 const PICK_ATTEMPTS: usize = 5;
 
 impl super::Store {
+    /// Ends the open assignments `which` names (their state becomes `expired`, any draft
+    /// stays with them for the rater to read) and gives their slots back, in one
+    /// transaction. Returns the assignments ended.
+    pub async fn release(&self, which: Release) -> StoreResult<Vec<Assignment>> {
+        let now = Utc::now();
+        let filter = match which {
+            Release::One(_) => "a.id = $2",
+            Release::OfRater(_) => "a.rater_id = $2",
+            Release::NotAllowed { .. } => {
+                "a.batch_id = $2 AND EXISTS (SELECT 1 FROM batches b WHERE b.id = $2
+                   AND b.raters_restricted AND NOT EXISTS (SELECT 1 FROM batch_members m
+                     WHERE m.batch_id = $2 AND m.user_id = a.rater_id AND m.role = 'rater'))"
+            }
+            Release::LeaseOver => "a.lease_expires_at < $1",
+        };
+        let key = match which {
+            Release::One(id) | Release::OfRater(id) | Release::NotAllowed { batch: id } => Some(id),
+            Release::LeaseOver => None,
+        };
+        let select = format!(
+            "SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.state = 'open' AND {filter}{}",
+            self.lock_clause()
+        );
+        let released = transaction!(self, |tx| {
+            // `$1` is now, `$2` the id the filter names (the lease's names none).
+            let mut query = sqlx::query_as::<_, Assignment>(&select).bind(now);
+            if let Some(key) = key {
+                query = query.bind(key);
+            }
+            let found = query.fetch_all(&mut *tx).await?;
+            for assignment in &found {
+                sqlx::query(
+                    "UPDATE assignments SET state = 'expired', updated_at = $2 WHERE id = $1",
+                )
+                .bind(assignment.id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(RELEASE_SLOT_OF_TASK)
+                    .bind(assignment.task_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            found
+        });
+        Ok(released)
+    }
+
+    /// A batch's open assignments, oldest first (at most `limit`).
+    pub async fn held(&self, batch_id: Uuid, limit: i64) -> StoreResult<Vec<Held>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, Held>(
+                "SELECT a.id, u.username AS rater, t.external_id, a.created_at, a.lease_expires_at,
+                        EXISTS (SELECT 1 FROM ratings r WHERE r.assignment_id = a.id) AS drafted
+                 FROM assignments a JOIN users u ON u.id = a.rater_id JOIN tasks t ON t.id = a.task_id
+                 WHERE a.batch_id = $1 AND a.state = 'open' ORDER BY a.created_at LIMIT $2",
+            )
+            .bind(batch_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
     pub async fn assignment(&self, id: Uuid) -> StoreResult<Option<Assignment>> {
         let sql = format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1");
         Ok(read!(self, |pool| sqlx::query_as::<_, Assignment>(&sql)
@@ -154,11 +249,11 @@ impl super::Store {
                 own.lease_expires_at = lease;
                 Pick::Found(Some(own))
             } else {
-                // Leases that ran out with nothing saved go back to the pool.
+                // Leases that ran out go back to the pool (a draft renews its lease, so
+                // these are untouched for a whole lease; the draft stays with the rater).
                 let expired: Vec<(Uuid,)> = sqlx::query_as(
                     "UPDATE assignments SET state = 'expired', updated_at = $2
                      WHERE batch_id = $1 AND state = 'open' AND lease_expires_at < $2
-                       AND NOT EXISTS (SELECT 1 FROM ratings r WHERE r.assignment_id = assignments.id)
                      RETURNING task_id",
                 )
                 .bind(batch.id)

@@ -8,7 +8,7 @@ use serde::Serialize;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::{StoreResult, read, transaction, write};
+use super::{StoreError, StoreResult, read, transaction, write};
 use crate::auth::Role;
 use crate::batches::import::NewTask;
 use crate::rubric::Question;
@@ -63,10 +63,24 @@ pub struct BatchSummary {
 pub struct NewBatch {
     pub name: String,
     pub rubric: String,
-    pub overlap: i32,
-    pub randomize: bool,
+    /// Raters per task; `None` asks for the default of a new batch (1) and accepts an
+    /// existing batch's.
+    pub overlap: Option<i32>,
+    /// A/B randomisation; `None` asks for the default of a new batch (on) and accepts an
+    /// existing batch's.
+    pub randomize: Option<bool>,
     /// The admin who uploaded it (`None` from the command line).
     pub created_by: Option<Uuid>,
+}
+
+impl NewBatch {
+    /// Whether an upload asking for these settings may add tasks to `batch`: the same
+    /// rubric, and the same overlap and randomisation where it names them.
+    pub fn fits(&self, batch: &Batch) -> bool {
+        self.rubric == batch.rubric
+            && self.overlap.is_none_or(|o| o == batch.overlap)
+            && self.randomize.is_none_or(|r| r == batch.randomize)
+    }
 }
 
 /// What an import stored.
@@ -206,62 +220,81 @@ impl super::Store {
     /// Stores the tasks of an upload in one transaction: the batch named in `new` is
     /// created if it does not exist, tasks whose id it already holds are left alone, the
     /// rest are appended in file order. Either all of it is stored or none.
+    ///
+    /// The caller checked the file against the batch as it was (`seen`: the batch's id,
+    /// or `None` when there was none). Concurrent uploads to one batch take turns on the
+    /// batch's row; if another one created the batch or added one of these ids with other
+    /// content since the check, nothing is stored and [`StoreError::Retry`] says to check
+    /// again, so that concurrent uploads get the answers they would have got one after
+    /// another.
     pub async fn import_tasks(
         &self,
         new: &NewBatch,
+        seen: Option<Uuid>,
         tasks: impl Iterator<Item = NewTask>,
     ) -> StoreResult<Imported> {
         let now = Utc::now();
         let mut created = 0u64;
         let mut unchanged = 0u64;
-        let batch_sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1");
-        let (batch, batch_created) = transaction!(self, |tx| {
-            let existing = sqlx::query_as::<_, Batch>(&batch_sql)
-                .bind(&new.name)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let batch_created = existing.is_none();
-            if batch_created {
-                sqlx::query(
-                    "INSERT INTO batches (id, name, rubric, overlap, randomize, created_by, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
-                )
-                .bind(Uuid::now_v7())
-                .bind(&new.name)
-                .bind(&new.rubric)
-                .bind(new.overlap)
-                .bind(new.randomize)
-                .bind(new.created_by)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+        // FOR NO KEY UPDATE: imports queue behind each other, while raters' inserts of
+        // assignments (which only share-lock the batch's key) go on beside them.
+        let batch_sql = format!(
+            "SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1{}",
+            match self.backend() {
+                super::Backend::Postgres => " FOR NO KEY UPDATE",
+                super::Backend::Sqlite => "",
             }
+        );
+        let imported = transaction!(self, |tx| {
+            // Waits for a concurrent upload creating the same batch, then does nothing.
+            let batch_created = sqlx::query(
+                "INSERT INTO batches (id, name, rubric, overlap, randomize, created_by, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+                 ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(Uuid::now_v7())
+            .bind(&new.name)
+            .bind(&new.rubric)
+            .bind(new.overlap.unwrap_or(1))
+            .bind(new.randomize.unwrap_or(true))
+            .bind(new.created_by)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
             let batch = sqlx::query_as::<_, Batch>(&batch_sql)
                 .bind(&new.name)
                 .fetch_one(&mut *tx)
                 .await?;
-            let known: std::collections::HashSet<String> =
-                sqlx::query_as::<_, (String,)>("SELECT external_id FROM tasks WHERE batch_id = $1")
-                    .bind(batch.id)
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .into_iter()
-                    .map(|(id,)| id)
-                    .collect();
+            let known: HashMap<String, String> = sqlx::query_as::<_, (String, String)>(
+                "SELECT external_id, content_hash FROM tasks WHERE batch_id = $1",
+            )
+            .bind(batch.id)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .collect();
             let (mut seq,): (i64,) =
                 sqlx::query_as("SELECT COALESCE(MAX(seq), 0) FROM tasks WHERE batch_id = $1")
                     .bind(batch.id)
                     .fetch_one(&mut *tx)
                     .await?;
+            // Another upload created the batch since the caller looked: fine if the
+            // settings agree (the tasks are compared one by one below).
+            let mut raced = !batch_created && seen != Some(batch.id) && !new.fits(&batch);
             let mut chunk: Vec<NewTask> = Vec::with_capacity(INSERT_CHUNK);
             let mut tasks = tasks.peekable();
-            while let Some(task) = tasks.next() {
-                if known.contains(&task.external_id) {
-                    unchanged += 1;
-                } else {
-                    chunk.push(task);
+            while !raced && let Some(task) = tasks.next() {
+                match known.get(&task.external_id) {
+                    Some(hash) if *hash == task.content_hash => unchanged += 1,
+                    Some(_) => raced = true,
+                    None => chunk.push(task),
                 }
-                if chunk.len() == INSERT_CHUNK || (tasks.peek().is_none() && !chunk.is_empty()) {
+                if !raced
+                    && (chunk.len() == INSERT_CHUNK
+                        || (tasks.peek().is_none() && !chunk.is_empty()))
+                {
                     let mut insert = sqlx::QueryBuilder::new(
                         "INSERT INTO tasks (id, batch_id, seq, external_id, prompt, response_a, response_b, \
                          model_a, model_b, metadata, content_hash, created_at) ",
@@ -285,6 +318,10 @@ impl super::Store {
                     insert.build().execute(&mut *tx).await?;
                 }
             }
+            if raced {
+                // Undoes this transaction's inserts: the caller checks again.
+                return Err(StoreError::Retry);
+            }
             if created > 0 && !batch_created {
                 sqlx::query("UPDATE batches SET updated_at = $2 WHERE id = $1")
                     .bind(batch.id)
@@ -292,14 +329,14 @@ impl super::Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            (batch, batch_created)
+            Imported {
+                batch,
+                batch_created,
+                created,
+                unchanged,
+            }
         });
-        Ok(Imported {
-            batch,
-            batch_created,
-            created,
-            unchanged,
-        })
+        Ok(imported)
     }
 
     /// Applies settings changes in one transaction. Changing the overlap re-marks which

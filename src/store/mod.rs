@@ -59,6 +59,10 @@ pub struct Store {
 pub enum StoreError {
     #[error("{0} already exists")]
     Duplicate(&'static str),
+    /// What the caller checked before writing changed under it (a concurrent request):
+    /// nothing was written; check again and retry.
+    #[error("changed by a concurrent request; try again")]
+    Retry,
     #[error(transparent)]
     Db(#[from] sqlx::Error),
     #[error(transparent)]

@@ -56,6 +56,20 @@ pub enum Finish {
 }
 
 impl Finish {
+    /// The answers, skip reason and note it stores.
+    fn parts(&self) -> (Answers, Option<String>, Option<String>) {
+        match self {
+            Finish::Rated { answers } => (answers.clone(), None, None),
+            Finish::Skipped { reason, note } => {
+                (Answers::new(), Some(reason.clone()), note.clone())
+            }
+            Finish::OutOfScope {
+                answers,
+                explanation,
+            } => (answers.clone(), None, Some(explanation.clone())),
+        }
+    }
+
     fn outcome(&self) -> &'static str {
         match self {
             Finish::Rated { .. } => "rated",
@@ -68,8 +82,11 @@ impl Finish {
 /// Why a change to an assignment or rating was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The assignment is finished, expired, or the rating is no longer the rater's to change.
+    /// The assignment is finished, or the rating is no longer the rater's to change.
     Closed(&'static str),
+    /// The assignment's lease ran out and its task went back to the pool. Answers sent
+    /// with the refused request were kept as the rating's draft.
+    Expired,
     /// The rating changed since the caller read it; this is its version now.
     Stale { current: i32 },
 }
@@ -90,6 +107,9 @@ pub(crate) fn snapshot(rating: &Rating) -> Value {
         "version": rating.version,
     })
 }
+
+/// Why a finished assignment takes no more changes.
+const FINISHED: &str = "this task is already finished; open it from your ratings to revise it";
 
 /// Reads the rating of an assignment (`$1`).
 fn rating_of_assignment_sql() -> String {
@@ -185,28 +205,13 @@ impl super::Store {
                 .bind(assignment_id)
                 .fetch_one(&mut *tx)
                 .await?;
-            if assignment.state != "open" {
-                Err(Refusal::Closed(
-                    "this task is already finished; open it from your ratings to revise it",
-                ))
+            if assignment.state == "expired" {
+                upsert_draft!(&mut *tx, &assignment, answers, time_spent_s, now)?;
+                Err(Refusal::Expired)
+            } else if assignment.state != "open" {
+                Err(Refusal::Closed(FINISHED))
             } else {
-                sqlx::query(
-                    "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
-                                          time_spent_s, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, 'rated', 'draft', $6, $7, $8, $8)
-                     ON CONFLICT (assignment_id) DO UPDATE
-                     SET answers = excluded.answers, time_spent_s = excluded.time_spent_s, updated_at = excluded.updated_at",
-                )
-                .bind(Uuid::now_v7())
-                .bind(assignment.id)
-                .bind(assignment.task_id)
-                .bind(assignment.batch_id)
-                .bind(assignment.rater_id)
-                .bind(Json(answers))
-                .bind(time_spent_s)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+                upsert_draft!(&mut *tx, &assignment, answers, time_spent_s, now)?;
                 sqlx::query(
                     "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
                 )
@@ -239,16 +244,7 @@ impl super::Store {
         let now = Utc::now();
         let assignment_sql = self.locked_assignment_sql();
         let rating_sql = rating_of_assignment_sql();
-        let (answers, skip_reason, note) = match finish {
-            Finish::Rated { answers } => (answers.clone(), None, None),
-            Finish::Skipped { reason, note } => {
-                (Answers::new(), Some(reason.clone()), note.clone())
-            }
-            Finish::OutOfScope {
-                answers,
-                explanation,
-            } => (answers.clone(), None, Some(explanation.clone())),
-        };
+        let (answers, skip_reason, note) = finish.parts();
         let outcome = finish.outcome();
         let result = transaction!(self, |tx| {
             let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
@@ -259,7 +255,13 @@ impl super::Store {
                 .bind(assignment.id)
                 .fetch_optional(&mut *tx)
                 .await?;
-            if assignment.state != "open" {
+            if assignment.state == "expired" {
+                // What the rater wrote is kept where they can read it again.
+                if !matches!(finish, Finish::Skipped { .. }) {
+                    upsert_draft!(&mut *tx, &assignment, &answers, time_spent_s, now)?;
+                }
+                Err(Refusal::Expired)
+            } else if assignment.state != "open" {
                 let same = before.as_ref().is_some_and(|r| {
                     r.status != "draft"
                         && r.outcome == outcome
@@ -268,9 +270,7 @@ impl super::Store {
                 });
                 match before {
                     Some(rating) if same => Ok(rating),
-                    _ => Err(Refusal::Closed(
-                        "this task is already finished; open it from your ratings to revise it",
-                    )),
+                    _ => Err(Refusal::Closed(FINISHED)),
                 }
             } else {
                 sqlx::query(
@@ -280,7 +280,9 @@ impl super::Store {
                      ON CONFLICT (assignment_id) DO UPDATE
                      SET outcome = excluded.outcome, status = 'submitted', answers = excluded.answers,
                          skip_reason = excluded.skip_reason, note = excluded.note,
-                         time_spent_s = excluded.time_spent_s, version = ratings.version + 1,
+                         time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
+                             THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
+                         version = ratings.version + 1,
                          updated_at = excluded.updated_at, submitted_at = excluded.submitted_at",
                 )
                 .bind(Uuid::now_v7())
@@ -331,20 +333,22 @@ impl super::Store {
         Ok(result)
     }
 
-    /// A rater's revision of their own rating (not yet accepted): new answers, and back
-    /// into the review queue if a lead had returned it. `version` guards against
-    /// overwriting a change the caller has not seen.
+    /// A rater's revision of their own rating (not yet accepted): new answers, possibly a
+    /// new outcome, and back into the review queue if a lead had returned it. Turned into
+    /// a skip, its task's slot goes back to the pool. The active time kept is the larger
+    /// of the stored and the given.
     pub async fn revise(
         &self,
         rating_id: Uuid,
         actor: Uuid,
-        answers: &Answers,
-        note: Option<&str>,
+        finish: &Finish,
         time_spent_s: Option<i32>,
+        overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
         let lock = self.lock_clause();
         let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
+        let (answers, skip_reason, note) = finish.parts();
         let result = transaction!(self, |tx| {
             let before = sqlx::query_as::<_, Rating>(&sql)
                 .bind(rating_id)
@@ -357,18 +361,34 @@ impl super::Store {
                 }))
             } else {
                 sqlx::query(
-                    "UPDATE ratings SET answers = $2, note = COALESCE($3, note),
-                         time_spent_s = COALESCE($4, time_spent_s), status = 'submitted',
-                         version = version + 1, updated_at = $5
+                    "UPDATE ratings SET outcome = $2, answers = $3, skip_reason = $4, note = $5,
+                         time_spent_s = CASE WHEN $6 > time_spent_s THEN $6 ELSE time_spent_s END,
+                         status = 'submitted', version = version + 1, updated_at = $7
                      WHERE id = $1",
                 )
                 .bind(rating_id)
-                .bind(Json(answers))
-                .bind(note)
+                .bind(finish.outcome())
+                .bind(Json(&answers))
+                .bind(&skip_reason)
+                .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
+                if matches!(finish, Finish::Skipped { .. }) && before.outcome != "skipped" {
+                    sqlx::query(
+                        "UPDATE assignments SET state = 'skipped', updated_at = $2 WHERE id = $1",
+                    )
+                    .bind(before.assignment_id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                    sqlx::query(RELEASE_SLOT)
+                        .bind(before.task_id)
+                        .bind(overlap)
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 let after = sqlx::query_as::<_, Rating>(&sql.replace(lock, ""))
                     .bind(rating_id)
                     .fetch_one(&mut *tx)
@@ -402,3 +422,33 @@ macro_rules! insert_history {
     };
 }
 pub(crate) use insert_history;
+
+/// Stores `answers` as the draft of an assignment's rating, creating the rating if there is
+/// none. The active time kept is the larger of the stored and the given: time is never lost
+/// to a client that sends less (or none).
+macro_rules! upsert_draft {
+    ($tx:expr, $assignment:expr, $answers:expr, $time:expr, $now:expr) => {
+        sqlx::query(
+            "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
+                                  time_spent_s, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, 'rated', 'draft', $6, $7, $8, $8)
+             ON CONFLICT (assignment_id) DO UPDATE
+             SET answers = excluded.answers,
+                 time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
+                     THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
+                 updated_at = excluded.updated_at
+             WHERE ratings.status = 'draft'",
+        )
+        .bind(Uuid::now_v7())
+        .bind($assignment.id)
+        .bind($assignment.task_id)
+        .bind($assignment.batch_id)
+        .bind($assignment.rater_id)
+        .bind(Json($answers))
+        .bind($time)
+        .bind($now)
+        .execute($tx)
+        .await
+    };
+}
+use upsert_draft;

@@ -123,9 +123,11 @@ impl super::Store {
         self.user_by_id(id).await
     }
 
-    /// Activates or deactivates a user. Deactivation ends every session of the user in
-    /// the same transaction; tokens are refused by the active check at each request.
+    /// Activates or deactivates a user. Deactivation ends every session of the user and
+    /// revokes their API tokens in the same transaction (reactivation brings neither
+    /// back), then gives the tasks they held open back to the pool.
     pub async fn set_active(&self, id: Uuid, active: bool) -> StoreResult<Option<User>> {
+        let now = Utc::now();
         transaction!(self, |tx| {
             sqlx::query("UPDATE users SET active = $2 WHERE id = $1")
                 .bind(id)
@@ -137,29 +139,50 @@ impl super::Store {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
+                revoke_tokens!(&mut *tx, id, now)?;
             }
         });
+        if !active {
+            self.release(super::assignments::Release::OfRater(id))
+                .await?;
+        }
         self.user_by_id(id).await
     }
 
-    /// Replaces a password hash and ends every session of the user, so a stolen
-    /// session does not outlive a password change.
+    /// Replaces a password hash, ends every session of the user and revokes their API
+    /// tokens, so neither a stolen session nor a stolen token outlives a password change.
     pub async fn set_password_hash(&self, id: Uuid, password_hash: &str) -> StoreResult<bool> {
+        let now = Utc::now();
         let changed = transaction!(self, |tx| {
             let done = sqlx::query(
                 "UPDATE users SET password_hash = $2, password_changed_at = $3 WHERE id = $1",
             )
             .bind(id)
             .bind(password_hash)
-            .bind(Utc::now())
+            .bind(now)
             .execute(&mut *tx)
             .await?;
             sqlx::query("DELETE FROM sessions WHERE user_id = $1")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
+            revoke_tokens!(&mut *tx, id, now)?;
             done.rows_affected() == 1
         });
         Ok(changed)
     }
 }
+
+/// Revokes every live API token of a user.
+macro_rules! revoke_tokens {
+    ($tx:expr, $user:expr, $now:expr) => {
+        sqlx::query(
+            "UPDATE api_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind($user)
+        .bind($now)
+        .execute($tx)
+        .await
+    };
+}
+use revoke_tokens;

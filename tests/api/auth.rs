@@ -384,9 +384,16 @@ async fn deactivated_users_are_refused_everywhere(app: &TestApp) {
     assert_eq!(patch.status(), StatusCode::OK);
     assert_eq!(
         rater.api.get(app.url("/api/v1/me")).go().await.status(),
-        StatusCode::OK,
-        "reactivated"
+        StatusCode::UNAUTHORIZED,
+        "deactivation revoked the token for good"
     );
+    let reactivated = app
+        .login(&rater.username, PASSWORD)
+        .await
+        .get(app.url("/api/v1/me"))
+        .go()
+        .await;
+    assert_eq!(reactivated.status(), StatusCode::OK, "reactivated");
 }
 db_test!(deactivated_users_are_refused_everywhere: TestApp);
 

@@ -186,7 +186,10 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
             let topped_up = admin
                 .post(format!("{base}/api/v1/batches?name=durable&randomize=true"))
                 .header("content-type", "application/x-ndjson")
-                .body(crate::helpers::tasks_jsonl_from(uploaded + 1, DURABLE_TASKS))
+                .body(crate::helpers::tasks_jsonl_from(
+                    uploaded + 1,
+                    DURABLE_TASKS,
+                ))
                 .send()
                 .await
                 .expect("upload");
@@ -422,7 +425,10 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
                 let sent = admin
                     .post(&url)
                     .header("content-type", "application/x-ndjson")
-                    .body(crate::helpers::tasks_jsonl_from(uploaded + 1, RESTART_TASKS))
+                    .body(crate::helpers::tasks_jsonl_from(
+                        uploaded + 1,
+                        RESTART_TASKS,
+                    ))
                     .send()
                     .await
                     .expect("the app answers");
@@ -570,7 +576,10 @@ async fn postgresql_restarted_mid_load_gives_503_and_the_app_recovers() {
              HAVING COUNT(*) > 1) d",
         )
         .await;
-    assert_eq!(duplicates, 0, "a task with overlap 1 has one rating at most");
+    assert_eq!(
+        duplicates, 0,
+        "a task with overlap 1 has one rating at most"
+    );
     eprintln!(
         "restart: {} ratings acknowledged ({} before the outage, {} after recovery), {} answers \
          503, {} empty answers from next, {uploaded} tasks uploaded",

@@ -9,6 +9,7 @@ mod batches;
 mod cli;
 mod conformance;
 mod durability;
+mod hardening;
 mod input;
 mod pages;
 mod rating;

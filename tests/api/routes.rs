@@ -93,6 +93,10 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("PATCH", "/api/v1/batches/{batch}", [401, 403, 403, 403, 200, 401]),
     ("GET", "/admin/audit", [303, 403, 403, 403, 200, 303]),
     ("GET", "/api/v1/audit", [401, 403, 403, 403, 200, 401]),
+    // Releasing the rater's open assignment (after every row that works on it): the
+    // first lead's request releases it, every later one finds it no longer open.
+    ("POST", "/batches/{batch}/assignments/{assignment}/release", [303, 403, 403, 303, 409, 303]),
+    ("POST", "/api/v1/assignments/{assignment}/release", [401, 403, 403, 409, 409, 401]),
     // Last: it ends the session it is sent with.
     ("POST", "/logout", [403, 303, 303, 303, 303, 403]),
 ];

@@ -1,0 +1,523 @@
+//! The defects an end-to-end trial and an attack audit found (issue 11), each proved
+//! fixed on both databases: members, concurrent uploads, drafts and their time, returned
+//! out-of-scope ratings, leases, capped text, upload settings, closed batches, removed
+//! raters, and tokens after a reset.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use verdict::auth::Role;
+
+use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
+
+/// A long enough explanation for any rule.
+const WHY: &str = "The prompt asks for a poem about autumn, not for code.";
+
+async fn patch_batch(
+    app: &TestApp,
+    admin: &Persona,
+    batch: &str,
+    body: Value,
+) -> reqwest::Response {
+    admin
+        .api
+        .patch(app.url(&format!("/api/v1/batches/{batch}")))
+        .json(&body)
+        .go()
+        .await
+}
+
+async fn rating(app: &TestApp, who: &Persona, id: &str) -> Value {
+    let response = who
+        .api
+        .get(app.url(&format!("/api/v1/ratings/{id}")))
+        .go()
+        .await;
+    json_with(response, StatusCode::OK).await
+}
+
+/// The id of the assignment `next` hands `rater`.
+async fn take(app: &TestApp, rater: &Persona, batch: &str) -> String {
+    let next = app.next(rater, batch).await.expect("a task");
+    next["assignment_id"].as_str().expect("id").to_owned()
+}
+
+/// Saves a draft; returns its rating's id.
+async fn draft(app: &TestApp, rater: &Persona, assignment: &str, answers: Value) -> String {
+    let saved = app.act(rater, assignment, "draft", &answers).await;
+    let saved = json_with(saved, StatusCode::OK).await;
+    saved["rating_id"].as_str().expect("rating id").to_owned()
+}
+
+/// Defect 1: a user named twice in a members list is one member, not a 500.
+async fn a_member_named_twice_is_one_member(app: &TestApp) {
+    let admin = app.admin().await;
+    app.persona("r1", Role::Rater).await;
+    app.persona("l1", Role::Lead).await;
+    let batch = app.batch(&admin, "members", &tasks_jsonl(1), "").await;
+    let changed = patch_batch(
+        app,
+        &admin,
+        &batch,
+        json!({"raters": ["r1", "r1"], "leads": ["l1", "l1"]}),
+    )
+    .await;
+    let changed = json_with(changed, StatusCode::OK).await;
+    assert_eq!(changed["raters"], json!(["r1"]));
+    assert_eq!(changed["leads"], json!(["l1"]));
+    let members = app.count("SELECT COUNT(*) FROM batch_members").await;
+    assert_eq!(members, 2);
+}
+db_test!(a_member_named_twice_is_one_member: TestApp);
+
+/// Defect 2: concurrent uploads get the answers they would get one after another.
+async fn concurrent_uploads_answer_as_if_sent_one_after_another(app: &TestApp) {
+    let admin = app.admin().await;
+    let upload = |name: &'static str, body: String| {
+        let request = admin
+            .api
+            .post(app.url(&format!("/api/v1/batches?name={name}")))
+            .header("content-type", "application/x-ndjson")
+            .body(body);
+        async move {
+            let response = request.go().await;
+            let status = response.status();
+            (status, response.json::<Value>().await.unwrap_or_default())
+        }
+    };
+    // Eight uploads of one new batch: one creates it, the others find the tasks there.
+    let same: Vec<_> = (0..8).map(|_| upload("fresh", tasks_jsonl(20))).collect();
+    let answers = futures_util::future::join_all(same).await;
+    for (status, body) in &answers {
+        assert_eq!(*status, StatusCode::CREATED, "{body}");
+    }
+    let created: u64 = answers
+        .iter()
+        .map(|(_, b)| b["created"].as_u64().unwrap())
+        .sum();
+    assert_eq!(created, 20, "{answers:?}");
+    // Uploads of different new tasks to one existing batch: all of them stored.
+    let parts: Vec<_> = (0..4)
+        .map(|i| upload("fresh", crate::helpers::tasks_jsonl_from(100 + i * 10, 10)))
+        .collect();
+    for (status, body) in futures_util::future::join_all(parts).await {
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert_eq!(body["created"], 10);
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 60);
+    let seqs = app.count("SELECT COUNT(DISTINCT seq) FROM tasks").await;
+    assert_eq!(seqs, 60, "every task has its own place in the batch");
+    // One id with two contents at once: the first stored, the second refused by line.
+    let changed = tasks_jsonl(1).replace("returns 1 squared", "returns 1 cubed");
+    let rivals = vec![
+        upload("rivals", tasks_jsonl(1)),
+        upload("rivals", changed.clone()),
+    ];
+    let mut statuses: Vec<StatusCode> = futures_util::future::join_all(rivals)
+        .await
+        .into_iter()
+        .map(|(status, _)| status)
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [StatusCode::CREATED, StatusCode::UNPROCESSABLE_ENTITY]
+    );
+}
+db_test!(concurrent_uploads_answer_as_if_sent_one_after_another: TestApp);
+
+/// Defect 3: out of scope keeps the draft's answers and time; a submit without a time
+/// keeps the draft's, and a smaller one does not replace it.
+async fn active_time_and_drafted_answers_are_never_lost(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "kept", &tasks_jsonl(3), "&randomize=false")
+        .await;
+
+    let first = take(app, &rater, &batch).await;
+    let answers = json!({"a": {"executability": "yes_fully"}, "sxs": 3, "time_spent_s": 700});
+    draft(app, &rater, &first, answers).await;
+    let marked = app
+        .act(&rater, &first, "out-of-scope", &json!({"explanation": WHY}))
+        .await;
+    let marked = json_with(marked, StatusCode::OK).await;
+    let stored = rating(app, &rater, marked["rating_id"].as_str().unwrap()).await;
+    assert_eq!(stored["outcome"], "out_of_scope");
+    assert_eq!(stored["time_spent_s"], 700);
+    assert_eq!(stored["answers"]["a"]["executability"], "yes_fully");
+    assert_eq!(stored["answers"]["sxs"], 3);
+    assert_eq!(stored["answers"]["a"]["correctness"], "cannot_assess");
+    assert_eq!(stored["answers"]["b"]["correctness"], "cannot_assess");
+    assert_eq!(stored["note"], WHY);
+
+    for sent in [None, Some(95)] {
+        let next = take(app, &rater, &batch).await;
+        draft(app, &rater, &next, json!({"sxs": 2, "time_spent_s": 640})).await;
+        let mut answers = complete_answers();
+        match sent {
+            None => answers.as_object_mut().unwrap().remove("time_spent_s"),
+            Some(t) => answers
+                .as_object_mut()
+                .unwrap()
+                .insert("time_spent_s".into(), json!(t)),
+        };
+        let done = app.act(&rater, &next, "submit", &answers).await;
+        let done = json_with(done, StatusCode::OK).await;
+        let stored = rating(app, &rater, done["rating_id"].as_str().unwrap()).await;
+        assert_eq!(stored["time_spent_s"], 640, "sent {sent:?}");
+    }
+}
+db_test!(active_time_and_drafted_answers_are_never_lost: TestApp);
+
+async fn decide(app: &TestApp, lead: &Persona, rating_id: &str, decision: &str) {
+    let current = rating(app, lead, rating_id).await;
+    let decided = lead
+        .api
+        .post(app.url(&format!("/api/v1/ratings/{rating_id}/review")))
+        .json(
+            &json!({"decision": decision, "comment": "Please look again.",
+                      "version": current["version"]}),
+        )
+        .go()
+        .await;
+    json_with(decided, StatusCode::OK).await;
+}
+
+async fn revise(app: &TestApp, rater: &Persona, rating_id: &str, body: Value) -> reqwest::Response {
+    rater
+        .api
+        .put(app.url(&format!("/api/v1/ratings/{rating_id}")))
+        .json(&body)
+        .go()
+        .await
+}
+
+/// Defect 4: a returned out-of-scope rating can get a new explanation, become a real
+/// rating, or become a skip (whose task goes back to the pool).
+async fn a_returned_out_of_scope_rating_can_be_fixed(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "scope", &tasks_jsonl(2), "&randomize=false")
+        .await;
+    let mark = async |assignment: &str| {
+        let marked = app
+            .act(
+                &rater,
+                assignment,
+                "out-of-scope",
+                &json!({"explanation": WHY}),
+            )
+            .await;
+        let marked = json_with(marked, StatusCode::OK).await;
+        marked["rating_id"].as_str().unwrap().to_owned()
+    };
+    let first = take(app, &rater, &batch).await;
+    let id = mark(&first).await;
+    decide(app, &lead, &id, "return").await;
+
+    let better = "It asks for a limerick; there is nothing to run or check.";
+    let fixed = revise(app, &rater, &id, json!({"explanation": better})).await;
+    let fixed = json_with(fixed, StatusCode::OK).await;
+    assert_eq!(fixed["outcome"], "out_of_scope");
+    assert_eq!(fixed["status"], "submitted");
+    assert_eq!(fixed["note"], better);
+    let short = revise(app, &rater, &id, json!({"explanation": "  "})).await;
+    let short = json_with(short, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(short["fields"]["explanation"].is_string(), "{short}");
+
+    decide(app, &lead, &id, "return").await;
+    let mut rated = complete_answers();
+    rated["outcome"] = json!("rated");
+    let rated = json_with(revise(app, &rater, &id, rated).await, StatusCode::OK).await;
+    assert_eq!(rated["outcome"], "rated");
+    assert_eq!(rated["note"], Value::Null);
+    assert_eq!(rated["answers"]["sxs"], 2);
+
+    let second = take(app, &rater, &batch).await;
+    let id = mark(&second).await;
+    decide(app, &lead, &id, "return").await;
+    let bad = revise(
+        app,
+        &rater,
+        &id,
+        json!({"outcome": "skipped", "reason": "bored"}),
+    )
+    .await;
+    let bad = json_with(bad, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(bad["fields"]["reason"].is_string(), "{bad}");
+    let skipped = revise(
+        app,
+        &rater,
+        &id,
+        json!({"outcome": "skipped", "reason": "unfamiliar", "note": "Not my field."}),
+    )
+    .await;
+    let skipped = json_with(skipped, StatusCode::OK).await;
+    assert_eq!(skipped["outcome"], "skipped");
+    assert_eq!(skipped["skip_reason"], "unfamiliar");
+    // The skipped task is offered to someone else.
+    let other = app.persona("other", Role::Rater).await;
+    let offered = app.next(&other, &batch).await.expect("a task");
+    assert_eq!(offered["task"]["external_id"], "t2");
+}
+db_test!(a_returned_out_of_scope_rating_can_be_fixed: TestApp);
+
+/// Defects 5 and 6: a drafted task does not hold its slot for ever. Deactivation, a
+/// lease that ran out and a lead's release each give it back; the rater who comes back
+/// late is told their time ran out, and what they sent is kept as their draft.
+async fn drafted_tasks_go_back_to_the_pool(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let batch = app.batch(&admin, "leases", &tasks_jsonl(1), "").await;
+    let mut raters = Vec::new();
+    for i in 0..4 {
+        raters.push(app.persona(&format!("r{i}"), Role::Rater).await);
+    }
+
+    // Deactivation.
+    let held = take(app, &raters[0], &batch).await;
+    draft(app, &raters[0], &held, json!({"sxs": 3})).await;
+    assert!(
+        app.next(&raters[1], &batch).await.is_none(),
+        "the only task is held"
+    );
+    let deactivated = admin
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", raters[0].id)))
+        .json(&json!({"active": false}))
+        .go()
+        .await;
+    json_with(deactivated, StatusCode::OK).await;
+    let held = take(app, &raters[1], &batch).await;
+
+    // A lease that ran out, drafted or not.
+    let rating_id = draft(app, &raters[1], &held, json!({"sxs": 5})).await;
+    app.execute(
+        "UPDATE assignments SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE state = 'open'",
+    )
+    .await;
+    let held_next = take(app, &raters[2], &batch).await;
+    let late = app
+        .act(&raters[1], &held, "submit", &complete_answers())
+        .await;
+    let late = json_with(late, StatusCode::CONFLICT).await;
+    assert!(
+        late["error"]
+            .as_str()
+            .unwrap()
+            .contains("your time on this task ran out"),
+        "{late}"
+    );
+    let kept = rating(app, &raters[1], &rating_id).await;
+    assert_eq!(kept["status"], "draft");
+    assert_eq!(
+        kept["answers"]["sxs_explanation"],
+        complete_answers()["sxs_explanation"]
+    );
+    assert_eq!(kept["answers"]["sxs"], 2, "what was sent last is kept");
+
+    // A lead's release.
+    let rater_cannot = raters[3]
+        .api
+        .post(app.url(&format!("/api/v1/assignments/{held_next}/release")))
+        .go()
+        .await;
+    assert_eq!(rater_cannot.status(), StatusCode::FORBIDDEN);
+    let released = lead
+        .api
+        .post(app.url(&format!("/api/v1/assignments/{held_next}/release")))
+        .go()
+        .await;
+    let released = json_with(released, StatusCode::OK).await;
+    assert_eq!(released["state"], "expired");
+    let again = lead
+        .api
+        .post(app.url(&format!("/api/v1/assignments/{held_next}/release")))
+        .go()
+        .await;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    assert!(
+        app.next(&raters[3], &batch).await.is_some(),
+        "the task is free again"
+    );
+    let in_progress = app
+        .count("SELECT COUNT(*) FROM assignments WHERE state = 'open'")
+        .await;
+    assert_eq!(in_progress, 1);
+    let released_logged = app
+        .count("SELECT COUNT(*) FROM audit_log WHERE action = 'assignment.release'")
+        .await;
+    assert_eq!(released_logged, 1);
+}
+db_test!(drafted_tasks_go_back_to_the_pool: TestApp);
+
+/// Defect 7 (and 20): every free-text answer is capped.
+async fn explanations_are_capped(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "capped", &tasks_jsonl(1), "").await;
+    let assignment = take(app, &rater, &batch).await;
+    let long = "x".repeat(20_001);
+    for action in ["draft", "submit"] {
+        let mut answers = complete_answers();
+        answers["sxs_explanation"] = json!(long);
+        answers["a"]["correctness_explanation"] = json!(long);
+        let refused = app.act(&rater, &assignment, action, &answers).await;
+        let refused = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+        for field in ["sxs_explanation", "a.correctness_explanation"] {
+            let why = refused["fields"][field].as_str().unwrap_or_default();
+            assert!(
+                why.contains("at most 20000 characters"),
+                "{action}: {refused}"
+            );
+        }
+    }
+    let stored = app.count("SELECT COUNT(*) FROM ratings").await;
+    assert_eq!(stored, 0, "nothing was stored");
+    let mut answers = complete_answers();
+    answers["sxs_explanation"] = json!("y".repeat(20_000));
+    let done = app.act(&rater, &assignment, "submit", &answers).await;
+    json_with(done, StatusCode::OK).await;
+}
+db_test!(explanations_are_capped: TestApp);
+
+/// Defect 12: an upload to an existing batch never changes its settings in silence.
+async fn an_upload_with_other_settings_is_refused(app: &TestApp) {
+    let admin = app.admin().await;
+    app.batch(
+        &admin,
+        "settled",
+        &tasks_jsonl(2),
+        "&overlap=1&randomize=true",
+    )
+    .await;
+    for query in ["&overlap=5", "&randomize=false"] {
+        let refused = admin
+            .api
+            .post(app.url(&format!("/api/v1/batches?name=settled{query}")))
+            .header("content-type", "application/x-ndjson")
+            .body(tasks_jsonl(4))
+            .go()
+            .await;
+        let refused = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let field = query[1..].split('=').next().unwrap();
+        let why = refused["fields"][field].as_str().unwrap_or_default();
+        assert!(why.contains("PATCH /api/v1/batches/"), "{refused}");
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 2);
+    let (overlap, randomize) = (
+        app.count("SELECT COUNT(*) FROM batches WHERE overlap = 1")
+            .await,
+        app.count("SELECT COUNT(*) FROM batches WHERE randomize")
+            .await,
+    );
+    assert_eq!((overlap, randomize), (1, 1));
+    // The same settings, or none, add the tasks.
+    app.batch(&admin, "settled", &tasks_jsonl(3), "&overlap=1")
+        .await;
+    app.batch(&admin, "settled", &tasks_jsonl(4), "").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 4);
+}
+db_test!(an_upload_with_other_settings_is_refused: TestApp);
+
+/// Defects 13 and 23: a closed batch, or a rater taken off a batch, takes no more work on
+/// tasks already held; the draft is kept.
+async fn closed_batches_and_removed_raters_take_no_more_work(app: &TestApp) {
+    let admin = app.admin().await;
+    let (r1, r2) = (
+        app.persona("r1", Role::Rater).await,
+        app.persona("r2", Role::Rater).await,
+    );
+    let batch = app.batch(&admin, "shut", &tasks_jsonl(1), "").await;
+    let held = take(app, &r1, &batch).await;
+    let rating_id = draft(app, &r1, &held, json!({"sxs": 6})).await;
+    let closed = patch_batch(app, &admin, &batch, json!({"state": "closed"})).await;
+    json_with(closed, StatusCode::OK).await;
+    for action in ["submit", "draft", "skip", "out-of-scope"] {
+        let body = match action {
+            "skip" => json!({"reason": "other"}),
+            "out-of-scope" => json!({"explanation": WHY}),
+            _ => complete_answers(),
+        };
+        let refused = app.act(&r1, &held, action, &body).await;
+        let refused = json_with(refused, StatusCode::CONFLICT).await;
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("this batch is closed"),
+            "{action}: {refused}"
+        );
+    }
+    let kept = rating(app, &r1, &rating_id).await;
+    assert_eq!(
+        (kept["status"].clone(), kept["answers"]["sxs"].clone()),
+        (json!("draft"), json!(6))
+    );
+
+    // Open again, to r2 only: r1's task goes back to the pool, and r1 can do no more.
+    let reopened = patch_batch(
+        app,
+        &admin,
+        &batch,
+        json!({"state": "open", "raters": ["r2"]}),
+    )
+    .await;
+    json_with(reopened, StatusCode::OK).await;
+    let refused = app.act(&r1, &held, "submit", &complete_answers()).await;
+    let refused = json_with(refused, StatusCode::CONFLICT).await;
+    assert!(
+        refused["error"].as_str().unwrap().contains("no longer"),
+        "{refused}"
+    );
+    let page = r1
+        .browser_for(app)
+        .await
+        .get(app.url(&format!("/assignments/{held}")))
+        .go()
+        .await;
+    assert_eq!(page.status(), StatusCode::CONFLICT);
+    assert!(
+        app.next(&r2, &batch).await.is_some(),
+        "r1's task went back to the pool"
+    );
+    let kept = rating(app, &r1, &rating_id).await;
+    assert_eq!(kept["answers"]["sxs"], 6, "r1's draft is still theirs");
+}
+db_test!(closed_batches_and_removed_raters_take_no_more_work: TestApp);
+
+/// Defect 24: a password reset and a deactivation revoke the user's API tokens, and
+/// reactivation does not bring them back.
+async fn a_reset_or_a_deactivation_revokes_tokens(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let me = |who: &Persona| who.api.get(app.url("/api/v1/me")).go();
+    assert_eq!(me(&rater).await.status(), StatusCode::OK);
+    let reset = admin
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", rater.id)))
+        .json(&json!({"password": "a brand new passphrase for the rater"}))
+        .go()
+        .await;
+    json_with(reset, StatusCode::OK).await;
+    assert_eq!(me(&rater).await.status(), StatusCode::UNAUTHORIZED);
+
+    let lead = app.lead().await;
+    for active in [false, true] {
+        let changed = admin
+            .api
+            .patch(app.url(&format!("/api/v1/users/{}", lead.id)))
+            .json(&json!({"active": active}))
+            .go()
+            .await;
+        json_with(changed, StatusCode::OK).await;
+        assert_eq!(
+            me(&lead).await.status(),
+            StatusCode::UNAUTHORIZED,
+            "active {active}"
+        );
+    }
+}
+db_test!(a_reset_or_a_deactivation_revokes_tokens: TestApp);
