@@ -18,6 +18,7 @@ use crate::store::users::User;
 
 pub mod assets;
 pub mod headers;
+pub mod shape;
 
 /// What the base layout needs: who is signed in and the token for its logout form.
 pub struct Layout {
@@ -72,7 +73,6 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = AppError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, AppError> {
-        use axum::extract::rejection::JsonRejection;
         if !is_json(req.headers()) {
             return Err(AppError::UnsupportedMediaType(
                 "send the body as JSON with Content-Type: application/json".into(),
@@ -84,21 +84,9 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
                 StatusCode::PAYLOAD_TOO_LARGE => too_large(state),
                 _ => AppError::BadRequest(e.body_text()),
             })?;
-        match Json::<T>::from_bytes(&bytes) {
-            Ok(Json(value)) => {
-                refuse_nul_in_json(&bytes)?;
-                Ok(Self(value))
-            }
-            Err(JsonRejection::JsonSyntaxError(e)) => Err(AppError::BadRequest(format!(
-                "malformed JSON: {}",
-                e.body_text()
-            ))),
-            Err(JsonRejection::JsonDataError(e)) => Err(AppError::Validation {
-                message: e.body_text(),
-                fields: Default::default(),
-            }),
-            Err(e) => Err(AppError::BadRequest(e.body_text())),
-        }
+        let value = shape::parse::<T>(&bytes)?;
+        refuse_nul_in_json(&bytes)?;
+        Ok(Self(value))
     }
 }
 

@@ -521,3 +521,33 @@ async fn a_reset_or_a_deactivation_revokes_tokens(app: &TestApp) {
     }
 }
 db_test!(a_reset_or_a_deactivation_revokes_tokens: TestApp);
+
+/// Defect 10: a JSON body of the wrong shape names the field, like every other 422.
+async fn shape_errors_name_the_field(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "shapes", &tasks_jsonl(1), "").await;
+    let assignment = take(app, &rater, &batch).await;
+    let skip = app.act(&rater, &assignment, "skip", &json!({})).await;
+    let skip = json_with(skip, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(skip["fields"]["reason"], "is required", "{skip}");
+    let odd = patch_batch(app, &admin, &batch, json!({"colour": "blue"})).await;
+    let odd = json_with(odd, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let why = odd["fields"]["colour"].as_str().unwrap_or_default();
+    assert!(why.starts_with("is not a field here; expected"), "{odd}");
+    let typed = patch_batch(app, &admin, &batch, json!({"raters": ["r", 3]})).await;
+    let typed = json_with(typed, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(
+        typed["fields"]["raters[1]"],
+        "must be a string (got integer `3`)"
+    );
+    let user = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "x", "role": "rater", "password": 12}))
+        .go()
+        .await;
+    let user = json_with(user, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(user["fields"]["password"].is_string(), "{user}");
+}
+db_test!(shape_errors_name_the_field: TestApp);

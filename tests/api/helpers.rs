@@ -104,6 +104,11 @@ impl Fixture for TestDb {
             }
             Backend::Postgres => {
                 let Ok(server) = std::env::var("TEST_DATABASE_URL") else {
+                    // CI asks for both halves: the PostgreSQL one may not pass by not running.
+                    assert!(
+                        std::env::var_os("VERDICT_REQUIRE_POSTGRES").is_none(),
+                        "VERDICT_REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not"
+                    );
                     PG_NOT_RUN.call_once(|| {
                         // Written past the test harness's capture, so it shows in the summary.
                         let _ = writeln!(
