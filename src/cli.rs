@@ -123,11 +123,27 @@ struct ServeArgs {
     /// Mark the session cookie Secure; turn on when verdict is served over HTTPS.
     #[arg(long, env = "VERDICT_COOKIE_SECURE")]
     cookie_secure: bool,
+    /// Seconds a connection has to send a request's headers, after opening or after its
+    /// previous response (so idle kept-alive connections close after this too).
+    #[arg(long, env = "VERDICT_HEADER_TIMEOUT_S", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout_s: u64,
+    /// Seconds a request body may send nothing before the request is abandoned.
+    #[arg(long, env = "VERDICT_BODY_TIMEOUT_S", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    body_timeout_s: u64,
+    /// Open connections at most; more wait until one closes (keep it well under the
+    /// process's limit of open files, `ulimit -n`).
+    #[arg(long, env = "VERDICT_MAX_CONNECTIONS", default_value_t = 512,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
 }
 
 #[derive(Debug, Subcommand)]
 enum UserCommand {
-    /// Create an account (asks for the password, or reads it with --password-stdin).
+    /// Create an account (asks for the password, or reads it with --password-stdin). A
+    /// password needs at least 10 characters and must be hard to guess: not a common
+    /// password, word, name, date, keyboard pattern or repetition, and not the username.
     Add {
         #[arg(long)]
         username: String,
@@ -140,7 +156,7 @@ enum UserCommand {
     },
     /// List accounts.
     List,
-    /// Set a new password (ends the user's sessions).
+    /// Set a new password (ends the user's sessions); the same rules as `user add`.
     SetPassword {
         #[arg(long)]
         username: String,
@@ -275,6 +291,9 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
     let config = Config {
         max_upload_bytes: args.max_upload_mb.saturating_mul(1024 * 1024),
         cookie_secure: args.cookie_secure,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout_s),
+        body_idle_timeout: std::time::Duration::from_secs(args.body_timeout_s),
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         ..Config::default()
     };
     let listener = TcpListener::bind(&args.bind)
@@ -385,10 +404,11 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
         } => {
             let user = find_user(store, &username).await?;
             let password = read_password(password_stdin)?;
-            if let Some(why) = auth::password::policy_violation(&password) {
+            if let Some(why) = auth::password::policy_violation(&password, &[&user.username]) {
                 bail!("password {why}");
             }
-            let hash = auth::password::hash(password)
+            let hash = auth::password::Hasher::new(&Config::default())
+                .hash(password)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             store.set_password_hash(user.id, &hash).await?;

@@ -13,10 +13,26 @@ pub struct Config {
     pub session_idle: Duration,
     /// A session ends this long after login, however active.
     pub session_absolute: Duration,
-    /// Login attempts allowed per minute for one username.
-    pub login_per_account_per_min: u32,
-    /// Login attempts allowed per minute from one network address.
+    /// Login attempts allowed per minute for one username from one network address.
+    pub login_per_account_and_address_per_min: u32,
+    /// Login attempts allowed per minute from one network address, whatever the username.
     pub login_per_address_per_min: u32,
+    /// Password hashes (about 19 MiB each) run at once at most; more wait their turn.
+    pub max_concurrent_hashes: usize,
+    /// How long a password check waits for its turn before the request gets 503.
+    pub hash_wait: Duration,
+    /// A connection must send a request's headers within this long of opening, or of
+    /// its previous response (so it also bounds how long a kept-alive connection idles).
+    pub header_timeout: Duration,
+    /// A request body that sends nothing for this long is abandoned.
+    pub body_idle_timeout: Duration,
+    /// Open connections at most; further ones wait until one closes.
+    pub max_connections: usize,
+}
+
+/// One password hash per core: more would not finish sooner, only take more memory.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 impl Default for Config {
@@ -26,8 +42,13 @@ impl Default for Config {
             cookie_secure: false,
             session_idle: Duration::from_secs(12 * 3600),
             session_absolute: Duration::from_secs(7 * 24 * 3600),
-            login_per_account_per_min: 5,
+            login_per_account_and_address_per_min: 5,
             login_per_address_per_min: 30,
+            max_concurrent_hashes: cores(),
+            hash_wait: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(30),
+            max_connections: 512,
         }
     }
 }

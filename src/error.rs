@@ -26,12 +26,19 @@ pub enum AppError {
     Unauthorized,
     #[error("your role does not allow this")]
     Forbidden,
+    /// A state-changing request without the right CSRF token, or sent cross-site; the
+    /// message says which token was missing or wrong and where it belongs.
+    #[error("{0}")]
+    Csrf(String),
     #[error("not found")]
     NotFound,
     #[error("{0}")]
     Conflict(String),
     #[error("request body is larger than the limit of {limit_mb} MiB")]
     TooLarge { limit_mb: u64 },
+    /// A page form over its route's limit (small for sign-in, larger for the rating form).
+    #[error("the form is larger than the limit of {limit_kib} KiB")]
+    FormTooLarge { limit_kib: u64 },
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{message}")]
@@ -49,6 +56,9 @@ pub enum AppError {
     TooManyRequests { retry_after_s: u64 },
     #[error("the database is unavailable; try again shortly")]
     Unavailable,
+    /// Every password check is busy and this one waited its turn too long.
+    #[error("the server is busy checking passwords; try again shortly")]
+    Busy,
     /// Anything the client cannot fix; reaches the client as a fixed message.
     #[error("internal error")]
     Internal(String),
@@ -81,14 +91,14 @@ impl AppError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::Forbidden | Self::Csrf(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge { .. } | Self::FormTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Validation { .. } | Self::BadRecords { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -132,7 +142,7 @@ impl IntoResponse for AppError {
         };
         let retry_after = match &self {
             Self::TooManyRequests { retry_after_s } => Some(*retry_after_s),
-            Self::Unavailable => Some(1),
+            Self::Unavailable | Self::Busy => Some(1),
             _ => None,
         };
         let (fields, errors, error_count) = match self {

@@ -5,15 +5,18 @@
 #![forbid(unsafe_code)]
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
 use tower_http::compression::CompressionLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -91,6 +94,9 @@ pub fn router(state: AppState) -> Router {
         // Body extractors stop reading at the configured limit and answer 413 in the
         // app's error format, without buffering the rest of an oversized body.
         .layer(DefaultBodyLimit::max(limit))
+        // A body that stalls (a client sending a byte a minute) is abandoned, so it cannot
+        // hold its connection and its handler for ever.
+        .layer(RequestBodyTimeoutLayer::new(config.body_idle_timeout))
         .layer(CompressionLayer::new())
         .with_state(state);
     web::headers::apply(app)
@@ -104,28 +110,91 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves, then finishes requests under
-/// way. Also runs the housekeeping task (expired sessions and leases, rate-limiter
-/// memory).
+/// way. Also runs the housekeeping task (expired sessions, leases and old login
+/// attempts).
+///
+/// Connections are served by hyper directly rather than through `axum::serve`, which
+/// has no time-outs: a connection must send its request headers within
+/// `Config::header_timeout` (of opening, or of its previous response, so idle kept-alive
+/// connections close too), and at most `Config::max_connections` are open at once; the
+/// listener waits for a free slot before accepting more.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let housekeeping = tokio::spawn(housekeeping(state.clone()));
-    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let config = state.config().clone();
+    let app = router(state.clone());
+    let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(config.header_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            () = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => slot.map_err(std::io::Error::other)?,
+        };
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    accept_failed(err).await;
+                    continue;
+                }
+            },
+        };
+        let service =
+            app.clone()
+                .map_request(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
+                    req
+                });
+        let connection = http.serve_connection(
+            hyper_util::rt::TokioIo::new(stream),
+            hyper_util::service::TowerToHyperService::new(service),
+        );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!(%err, %peer, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
     housekeeping.abort();
     state.store().close().await;
-    result
+    Ok(())
+}
+
+/// After a failed `accept`: a connection that went away before it was accepted is
+/// nothing; anything else (out of file descriptors, say) is logged, and the loop pauses
+/// so it does not spin while the cause lasts.
+async fn accept_failed(err: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!(%err, "cannot accept a connection");
+    tokio::time::sleep(Duration::from_millis(250)).await;
 }
 
 async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
         tick.tick().await;
-        state.login_limiter().shrink();
+        if let Err(err) = state.login_limiter().prune(state.store()).await {
+            tracing::warn!(%err, "could not prune login attempts");
+        }
         if let Err(err) = state.store().delete_expired_sessions().await {
             tracing::warn!(%err, "could not delete expired sessions");
         }

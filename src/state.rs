@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::limits::LoginLimiter;
+use crate::auth::password::Hasher;
 use crate::config::Config;
 use crate::store::Store;
 
@@ -15,17 +16,21 @@ pub struct App {
     store: Store,
     /// Settings fixed at start-up.
     config: Config,
-    /// Counts login attempts per account and per address.
+    /// Counts login attempts per address, and per account and address (in the database).
     login_limiter: LoginLimiter,
+    /// Runs password hashes, a bounded number at a time.
+    hasher: Hasher,
 }
 
 impl AppState {
     pub fn new(store: Store, config: Config) -> Self {
         let login_limiter = LoginLimiter::new(&config);
+        let hasher = Hasher::new(&config);
         Self(Arc::new(App {
             store,
             config,
             login_limiter,
+            hasher,
         }))
     }
 
@@ -39,5 +44,9 @@ impl AppState {
 
     pub fn login_limiter(&self) -> &LoginLimiter {
         &self.0.login_limiter
+    }
+
+    pub fn hasher(&self) -> &Hasher {
+        &self.0.hasher
     }
 }

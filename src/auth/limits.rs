@@ -1,50 +1,101 @@
-//! Login rate limits, per username and per network address (governor's keyed limiters).
+//! Login rate limits, kept in the database so that they hold across every instance of the
+//! app serving one database.
+//!
+//! Two counters per attempt: one per network address (every account tried from there),
+//! and one per account *and* address. Keying the account's limit by address too means a
+//! stranger guessing someone's password locks out only their own address, never the
+//! owner signing in from theirs; guessing from many addresses is what the password
+//! policy (zxcvbn) is for. Each counter allows its number of attempts in a window of a
+//! minute that starts at the first attempt.
 
 use std::net::IpAddr;
-use std::num::NonZeroU32;
-
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::config::Config;
 use crate::error::AppError;
+use crate::store::Store;
+
+/// How long a window lasts.
+const WINDOW_MS: i64 = 60_000;
 
 pub struct LoginLimiter {
-    per_account: DefaultKeyedRateLimiter<String>,
-    per_address: DefaultKeyedRateLimiter<IpAddr>,
+    per_account_and_address: i64,
+    per_address: i64,
 }
 
-fn per_minute(n: u32) -> Quota {
-    Quota::per_minute(NonZeroU32::new(n.max(1)).expect("at least one"))
+/// The address an allowance belongs to: an IPv4 address, or the /64 network of an IPv6
+/// one (a single client usually holds a whole /64). IPv4 written as IPv6 counts as IPv4.
+fn address_key(address: IpAddr) -> String {
+    match address {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
 }
 
 impl LoginLimiter {
     pub fn new(config: &Config) -> Self {
         Self {
-            per_account: RateLimiter::keyed(per_minute(config.login_per_account_per_min)),
-            per_address: RateLimiter::keyed(per_minute(config.login_per_address_per_min)),
+            per_account_and_address: i64::from(config.login_per_account_and_address_per_min),
+            per_address: i64::from(config.login_per_address_per_min),
         }
     }
 
-    /// Counts one attempt; `TooManyRequests` when either limit is spent. Usernames are
+    /// Counts one attempt; `TooManyRequests` when either allowance is spent. Usernames are
     /// compared case-insensitively so that case games do not multiply the allowance.
-    pub fn check(&self, username: &str, address: IpAddr) -> Result<(), AppError> {
-        let refuse = |wait: governor::NotUntil<_>| AppError::TooManyRequests {
-            retry_after_s: wait
-                .wait_time_from(DefaultClock::default().now())
-                .as_secs()
-                .max(1),
-        };
-        self.per_address.check_key(&address).map_err(refuse)?;
-        self.per_account
-            .check_key(&username.to_lowercase())
-            .map_err(refuse)?;
-        Ok(())
+    pub async fn check(
+        &self,
+        store: &Store,
+        username: &str,
+        address: IpAddr,
+    ) -> Result<(), AppError> {
+        let address = address_key(address);
+        let keys = [
+            super::tokens::digest(&format!("address\n{address}")),
+            super::tokens::digest(&format!("account\n{address}\n{}", username.to_lowercase())),
+        ];
+        let now = chrono::Utc::now().timestamp_millis();
+        let counts = store
+            .count_login_attempts(&keys, now, now - WINDOW_MS)
+            .await?;
+        let limits = [self.per_address, self.per_account_and_address];
+        let spent = counts
+            .iter()
+            .zip(limits)
+            .filter(|(attempts, limit)| attempts.count > (*limit).max(1))
+            .map(|(attempts, _)| attempts.window_start + WINDOW_MS - now)
+            .max();
+        match spent {
+            Some(wait_ms) => Err(AppError::TooManyRequests {
+                retry_after_s: u64::try_from((wait_ms + 999) / 1000).unwrap_or(1).max(1),
+            }),
+            None => Ok(()),
+        }
     }
 
-    /// Forgets keys whose allowance has fully come back, so memory stays bounded.
-    pub fn shrink(&self) {
-        self.per_account.retain_recent();
-        self.per_address.retain_recent();
+    /// Forgets windows that have ended, so the table stays small.
+    pub async fn prune(&self, store: &Store) -> Result<u64, AppError> {
+        let now = chrono::Utc::now().timestamp_millis();
+        Ok(store.prune_login_attempts(now - WINDOW_MS).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_clients_are_counted_by_their_64_network() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_ne!(address_key(a), address_key(c));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(address_key(mapped), "192.0.2.7");
     }
 }

@@ -122,7 +122,7 @@ impl FromRequestParts<AppState> for CurrentUser {
                     .headers
                     .get(csrf::HEADER)
                     .and_then(|v| v.to_str().ok());
-                csrf::verify(&session, sent).await?;
+                csrf::verify(&session, sent, csrf::Carrier::Header).await?;
             }
             CurrentUser {
                 user,

@@ -5,14 +5,14 @@ use std::net::SocketAddr;
 use askama::Template;
 use axum::Router;
 use axum::extract::{ConnectInfo, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use super::csrf::{self, CsrfForm};
-use super::{LOGIN_AT_KEY, password, session_user};
+use super::csrf::{self, CsrfForm, LoginCsrfForm};
+use super::{LOGIN_AT_KEY, session_user};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
@@ -38,12 +38,21 @@ struct NextQuery {
     next: Option<String>,
 }
 
-/// Only a path on this site (`/x`, not `//host` or `/\host`) may be a redirect target.
+/// Only a path on this site may be a redirect target: it starts with one `/` (not `//host`
+/// or `/\host`), holds no backslash anywhere (browsers read it as `/`), and nothing but
+/// visible ASCII, so no whitespace or control character (a browser drops a tab or a
+/// newline inside a URL, which turns `/\t/host` into `//host`, and a header cannot hold
+/// one). Anything else, and anything that does not parse as a path, gives `/`.
 pub fn local_path(next: Option<&str>) -> String {
+    let acceptable = |p: &str| {
+        p.starts_with('/')
+            && !p.starts_with("//")
+            && !p.contains('\\')
+            && p.bytes().all(|b| b.is_ascii_graphic())
+            && p.parse::<axum::http::uri::PathAndQuery>().is_ok()
+    };
     match next {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.starts_with("/\\") => {
-            p.to_owned()
-        }
+        Some(p) if acceptable(p) => p.to_owned(),
         _ => "/".to_owned(),
     }
 }
@@ -52,25 +61,33 @@ fn session_err(e: tower_sessions::session::Error) -> AppError {
     AppError::internal(e)
 }
 
+/// The sign-in page. It stores nothing: its form's CSRF token travels in a cookie of
+/// its own (see `csrf`), so anonymous visitors add no rows to the sessions table.
 async fn login_page(
     State(state): State<AppState>,
     session: Session,
+    headers: HeaderMap,
     ApiQuery(query): ApiQuery<NextQuery>,
 ) -> Result<Response, AppError> {
     let next = local_path(query.next.as_deref());
     if session_user(&session, &state).await?.is_some() {
         return Ok(Redirect::to(&next).into_response());
     }
+    let (token, set_cookie) = csrf::login_token(&headers, state.config().cookie_secure);
     let page = LoginPage {
         layout: Layout {
             user: None,
-            csrf_token: csrf::token(&session).await?,
+            csrf_token: token,
         },
         next,
         username: String::new(),
         error: None,
     };
-    Ok(render(&page)?.into_response())
+    let mut response = render(&page)?.into_response();
+    if let Some(cookie) = set_cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
 }
 
 #[derive(Deserialize)]
@@ -84,23 +101,29 @@ async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
-    CsrfForm(form): CsrfForm<LoginForm>,
+    headers: HeaderMap,
+    LoginCsrfForm(form): LoginCsrfForm<LoginForm>,
 ) -> Result<Response, AppError> {
     let username = form.username.trim();
-    state.login_limiter().check(username, peer.ip())?;
+    state
+        .login_limiter()
+        .check(state.store(), username, peer.ip())
+        .await?;
     let found = state.store().credentials(username).await?;
     let (user, hash) = match found {
         Some((user, hash)) => (Some(user), Some(hash)),
         None => (None, None),
     };
-    let verified = password::verify(hash, form.password).await?;
+    let verified = state.hasher().verify(hash, form.password).await?;
     let next = local_path(form.next.as_deref());
     let Some(user) = user.filter(|u| verified && u.active) else {
         // One answer for an unknown user, a wrong password and a deactivated account.
+        // The form's token again, from its cookie: a failed sign-in stores nothing either.
+        let (token, _) = csrf::login_token(&headers, state.config().cookie_secure);
         let page = LoginPage {
             layout: Layout {
                 user: None,
-                csrf_token: csrf::token(&session).await?,
+                csrf_token: token,
             },
             next,
             username: username.to_owned(),
@@ -126,7 +149,10 @@ async fn login(
 #[derive(Deserialize)]
 struct LogoutForm {}
 
-async fn logout(session: Session, CsrfForm(_): CsrfForm<LogoutForm>) -> Result<Redirect, AppError> {
+async fn logout(
+    session: Session,
+    CsrfForm(_): CsrfForm<LogoutForm, { csrf::SMALL_FORM_LIMIT }>,
+) -> Result<Redirect, AppError> {
     session.flush().await.map_err(session_err)?;
     Ok(Redirect::to("/login"))
 }
@@ -144,6 +170,13 @@ mod tests {
             "https://evil.example",
             "evil",
             "",
+            "/\t/127.0.0.1:18999/",
+            "/ /evil.example",
+            "/x\ny",
+            "/x\r\nSet-Cookie: a=b",
+            "/x\u{7f}",
+            "/x\\y",
+            "/caf\u{e9}",
         ] {
             assert_eq!(local_path(Some(hostile)), "/", "{hostile}");
         }

@@ -20,6 +20,7 @@ pub mod assignments;
 pub mod audit;
 pub mod batches;
 pub mod group;
+pub mod login_attempts;
 pub mod ratings;
 pub mod review;
 mod scan;

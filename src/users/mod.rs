@@ -96,7 +96,7 @@ impl NewUser {
             .map_err(|why| fields.insert("role".into(), why))
             .ok();
         let password = password.unwrap_or("");
-        if let Some(why) = password::policy_violation(password) {
+        if let Some(why) = password::policy_violation(password, &[username]) {
             fields.insert("password".into(), why);
         }
         match role {
@@ -113,7 +113,7 @@ impl NewUser {
 /// Hashes the password and stores the account; 409 when the username is taken.
 /// `actor` is the admin who asked (recorded in the audit log), `None` from the CLI.
 pub async fn create(state: &AppState, new: NewUser, actor: Option<&User>) -> AppResult<User> {
-    let hash = password::hash(new.password).await?;
+    let hash = state.hasher().hash(new.password).await?;
     let user = state
         .store()
         .create_user(&new.username, new.role, &hash)
@@ -139,6 +139,7 @@ pub struct Changes {
 /// Applies `changes` to the account `id` on behalf of `admin`, after checking all of them:
 /// 422 naming each broken field (nothing is changed then), 404 for an unknown id.
 pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) -> AppResult<User> {
+    let user = find(state, id).await?;
     let mut fields = FieldErrors::new();
     let role = match changes
         .role
@@ -155,7 +156,7 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
     if let Some(why) = changes
         .password
         .as_deref()
-        .and_then(password::policy_violation)
+        .and_then(|p| password::policy_violation(p, &[&user.username]))
     {
         fields.insert("password".into(), why);
     }
@@ -174,7 +175,6 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
     if !fields.is_empty() {
         return Err(AppError::invalid(fields));
     }
-    let user = find(state, id).await?;
     let mut detail = serde_json::Map::new();
     if let Some(role) = role {
         detail.insert("role".into(), role.as_str().into());
@@ -192,7 +192,7 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
         state.store().set_active(user.id, active).await?;
     }
     if let Some(new_password) = changes.password {
-        let hash = password::hash(new_password).await?;
+        let hash = state.hasher().hash(new_password).await?;
         state.store().set_password_hash(user.id, &hash).await?;
     }
     tracing::info!(admin = %admin.username, username = %user.username, "user changed");
@@ -224,8 +224,20 @@ mod tests {
 
     #[test]
     fn new_user_trims_the_name_and_accepts_a_good_request() {
-        let ok = NewUser::parse(Some("  ana.b "), Some("lead"), Some("long enough pw")).unwrap();
+        let ok = NewUser::parse(
+            Some("  ana.b "),
+            Some("lead"),
+            Some("violet kettle under moss"),
+        )
+        .unwrap();
         assert_eq!((ok.username.as_str(), ok.role), ("ana.b", Role::Lead));
+    }
+
+    #[test]
+    fn a_password_like_the_username_is_refused() {
+        let err =
+            NewUser::parse(Some("margarethe"), Some("rater"), Some("margarethe1234")).unwrap_err();
+        assert!(err["password"].contains("contains the username"), "{err:?}");
     }
 
     #[test]

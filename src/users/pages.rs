@@ -32,6 +32,8 @@ struct UsersPage {
     roles: [Role; 3],
     form: CreateForm,
     errors: FieldErrors,
+    /// What a password must be, shown beside the field.
+    password_policy: &'static str,
 }
 
 #[derive(Deserialize, Default)]
@@ -64,6 +66,7 @@ async fn page(
         roles: Role::ALL,
         form,
         errors,
+        password_policy: crate::auth::password::POLICY,
     })
 }
 

@@ -202,10 +202,48 @@ impl From<axum::extract::rejection::PathRejection> for AppError {
     }
 }
 
-/// Query parameters whose rejection is an app error.
-#[derive(axum::extract::FromRequestParts)]
-#[from_request(via(axum::extract::Query), rejection(AppError))]
+/// Query parameters whose rejection is an app error. A parameter whose name or value is
+/// not UTF-8 once percent-decoded is refused with 400 naming it, rather than read with
+/// replacement characters (which would store text nobody sent).
 pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        if let Some(query) = parts.uri.query() {
+            refuse_invalid_utf8_in_query(query)?;
+        }
+        let axum::extract::Query(value) =
+            axum::extract::Query::<T>::from_request_parts(parts, state).await?;
+        Ok(Self(value))
+    }
+}
+
+/// 400 for the first query parameter whose name or value decodes to invalid UTF-8.
+fn refuse_invalid_utf8_in_query(query: &str) -> Result<(), AppError> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .is_ok()
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if !decode(name) {
+            return Err(AppError::BadRequest(format!(
+                "a query parameter name is not valid UTF-8: {:?}",
+                percent_encoding::percent_decode_str(name).decode_utf8_lossy()
+            )));
+        }
+        if !decode(value) {
+            let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+            return Err(AppError::BadRequest(format!(
+                "query parameter {name:?} is not valid UTF-8"
+            )));
+        }
+    }
+    Ok(())
+}
 
 impl From<axum::extract::rejection::QueryRejection> for AppError {
     fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use verdict::Config;
 use verdict::store::Backend;
 
-use crate::helpers::{Fixture, Go, PASSWORD, TestApp, bearer, csrf_token, db_test, json_with};
+use crate::helpers::{
+    Fixture, Go, PASSWORD, TestApp, bearer, complete_answers, csrf_token, db_test, json_with,
+    tasks_jsonl,
+};
 
 async fn anonymous_api_calls_get_401_json(app: &TestApp) {
     let anon = app.browser();
@@ -124,18 +127,33 @@ async fn login_renews_the_session_id_and_logout_kills_it(app: &TestApp) {
     app.rater().await;
     let browser = app.browser();
     let page = browser.get(app.url("/login")).go().await;
-    let before = page.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    let set: Vec<String> = page
+        .headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        set.iter().all(|c| !c.starts_with(verdict::SESSION_COOKIE)),
+        "no session before sign-in: {set:?}"
+    );
     let token = csrf_token(&page.text().await.unwrap());
-    let login = browser
-        .post(app.url("/login"))
-        .form(&[
-            ("csrf_token", token.as_str()),
-            ("username", "rater"),
-            ("password", PASSWORD),
-            ("next", "/"),
-        ])
-        .go()
-        .await;
+    let sign_in = || {
+        browser
+            .post(app.url("/login"))
+            .form(&[
+                ("csrf_token", token.as_str()),
+                ("username", "rater"),
+                ("password", PASSWORD),
+                ("next", "/"),
+            ])
+            .send()
+    };
+    let first = sign_in().await.unwrap();
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let before = first.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    // Signing in from a browser that already holds a session id gives it a new one.
+    let login = sign_in().await.unwrap();
     assert_eq!(login.status(), StatusCode::SEE_OTHER);
     let after = login.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     let session_id = |cookie: &str| cookie.split(';').next().unwrap().to_owned();
@@ -147,6 +165,17 @@ async fn login_renews_the_session_id_and_logout_kills_it(app: &TestApp) {
     assert!(
         after.contains("HttpOnly") && after.contains("SameSite=Lax"),
         "{after}"
+    );
+    let old = app
+        .browser()
+        .get(app.url("/api/v1/me"))
+        .header("cookie", session_id(&before))
+        .go()
+        .await;
+    assert_eq!(
+        old.status(),
+        StatusCode::UNAUTHORIZED,
+        "the id from before the new sign-in is dead"
     );
 
     let me = browser.get(app.url("/api/v1/me")).go().await;
@@ -215,7 +244,7 @@ db_test!(login_redirects_only_to_local_paths: TestApp);
 async fn repeated_wrong_passwords_get_429(app: &TestApp) {
     app.rater().await;
     let browser = app.browser();
-    let limit = Config::default().login_per_account_per_min;
+    let limit = Config::default().login_per_account_and_address_per_min;
     for attempt in 1..=limit {
         let response = app
             .submit_login(&browser, "rater", "guess number x", "/")
@@ -648,4 +677,344 @@ async fn a_session_ends_at_its_absolute_lifetime_however_active() {
             "{backend:?}: no request came within the lifetime"
         );
     }
+}
+
+/// Issue 9: a refused CSRF token is named as such (header or form field, missing or
+/// wrong), not reported as a matter of role, and nothing is saved.
+async fn csrf_refusals_name_the_missing_or_wrong_token(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "csrf", &tasks_jsonl(1), "").await;
+    let next = app.next(&rater, &batch).await.unwrap();
+    let assignment = next["assignment_id"].as_str().unwrap().to_owned();
+    let browser = rater.browser_for(app).await;
+    let api = app.url(&format!("/api/v1/assignments/{assignment}/draft"));
+    let mut answers = complete_answers();
+    answers["sxs_explanation"] = json!("sent without the token");
+
+    let missing = browser.put(&api).json(&answers).go().await;
+    let error = json_with(missing, StatusCode::FORBIDDEN).await["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        error.starts_with("missing CSRF token") && error.contains("X-CSRF-Token"),
+        "{error}"
+    );
+    assert!(!error.contains("role"), "{error}");
+    let wrong = browser
+        .put(&api)
+        .header("x-csrf-token", "forged")
+        .json(&answers)
+        .go()
+        .await;
+    let error = json_with(wrong, StatusCode::FORBIDDEN).await["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        error.starts_with("wrong CSRF token in the X-CSRF-Token header"),
+        "{error}"
+    );
+
+    let page = app.url(&format!("/assignments/{assignment}/draft"));
+    for (form, says) in [
+        (vec![("sxs", "2")], "the form has no CSRF token"),
+        (
+            vec![("csrf_token", "forged"), ("sxs", "2")],
+            "CSRF token is wrong or has expired",
+        ),
+    ] {
+        let response = browser.post(&page).form(&form).go().await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{form:?}");
+        let html = response.text().await.unwrap();
+        assert!(
+            html.contains(says) && !html.contains("role does not allow"),
+            "{form:?}: {html}"
+        );
+    }
+    let again = app.next(&rater, &batch).await.unwrap();
+    assert!(
+        !again.to_string().contains("sent without the token"),
+        "nothing was saved: {again}"
+    );
+}
+db_test!(csrf_refusals_name_the_missing_or_wrong_token: TestApp);
+
+/// Issue 22: anonymous visits store no session, a failed sign-in neither; the sign-in
+/// form's token lives in a cookie of its own, and still has to match.
+async fn anonymous_visits_store_no_session(app: &TestApp) {
+    app.rater().await;
+    let anon = app.browser();
+    for path in [
+        "/login",
+        "/login?next=%2Fratings",
+        "/login",
+        "/",
+        "/ratings",
+        "/admin/users",
+        "/healthz",
+        "/no/such/page",
+    ] {
+        let response = anon.get(app.url(path)).go().await;
+        assert!(response.status().as_u16() < 500, "{path}");
+    }
+    for _ in 0..2 {
+        let wrong = app
+            .submit_login(&anon, "rater", "not the password", "/")
+            .await;
+        assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    }
+    let logout = anon
+        .post(app.url("/logout"))
+        .form(&[("csrf_token", "x")])
+        .go()
+        .await;
+    assert_eq!(logout.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM sessions").await,
+        0,
+        "anonymous requests stored a session"
+    );
+
+    // The token of a page, sent by a client without the page's cookie, is refused.
+    let page = anon.get(app.url("/login")).go().await.text().await.unwrap();
+    let token = csrf_token(&page);
+    let fields = [
+        ("csrf_token", token.as_str()),
+        ("username", "rater"),
+        ("password", PASSWORD),
+    ];
+    let cookieless = app
+        .browser()
+        .post(app.url("/login"))
+        .form(&fields)
+        .go()
+        .await;
+    assert_eq!(cookieless.status(), StatusCode::FORBIDDEN);
+    assert!(
+        cookieless
+            .text()
+            .await
+            .unwrap()
+            .contains("CSRF cookie is missing")
+    );
+    // Another browser's cookie does not match this page's token either.
+    let other = app.browser();
+    other.get(app.url("/login")).go().await;
+    let mismatched = other.post(app.url("/login")).form(&fields).go().await;
+    assert_eq!(mismatched.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.count("SELECT COUNT(*) FROM sessions").await, 0);
+
+    let signed_in = anon.post(app.url("/login")).form(&fields).go().await;
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM sessions").await,
+        1,
+        "one session, made at sign-in"
+    );
+    let me = anon.get(app.url("/api/v1/me")).go().await;
+    assert_eq!(json_with(me, StatusCode::OK).await["username"], "rater");
+}
+db_test!(anonymous_visits_store_no_session: TestApp);
+
+/// Issues 21 and 27: a `next` with whitespace, a control character or a backslash
+/// falls back to `/`, and the sign-in still succeeds.
+async fn next_with_control_characters_falls_back_to_home(app: &TestApp) {
+    app.rater().await;
+    for hostile in [
+        "/\t/127.0.0.1:18999/",
+        "/\n/x",
+        "/x\r\nSet-Cookie: a=b",
+        "/\u{7f}",
+    ] {
+        let browser = app.browser();
+        let response = app.submit_login(&browser, "rater", PASSWORD, hostile).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{hostile:?}");
+        assert_eq!(response.headers()[LOCATION], "/", "{hostile:?}");
+        let me = browser.get(app.url("/api/v1/me")).go().await;
+        assert_eq!(me.status(), StatusCode::OK, "{hostile:?}: signed in");
+    }
+    let browser = app.login("rater", PASSWORD).await;
+    for raw in [
+        "/%09/127.0.0.1:18999/",
+        "/%0A/x",
+        "/%0D/x",
+        "/%7F",
+        "/%20/x",
+        "/%5Cevil.example",
+        "%2F%2Fevil.example",
+    ] {
+        let response = browser
+            .get(app.url(&format!("/login?next={raw}")))
+            .go()
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{raw}");
+        assert_eq!(response.headers()[LOCATION], "/", "{raw}");
+    }
+    let kept = browser
+        .get(app.url("/login?next=%2Fratings%3Fpage%3D2"))
+        .go()
+        .await;
+    assert_eq!(kept.headers()[LOCATION], "/ratings?page=2");
+    let anonymous = app.browser().get(app.url("/login?next=/%0A/x")).go().await;
+    assert_eq!(anonymous.status(), StatusCode::OK);
+    assert!(
+        anonymous
+            .text()
+            .await
+            .unwrap()
+            .contains(r#"name="next" value="/""#)
+    );
+}
+db_test!(next_with_control_characters_falls_back_to_home: TestApp);
+
+/// Issue 28: wrong passwords from one address do not lock the owner out at theirs.
+async fn a_stranger_cannot_lock_the_owner_out(app: &TestApp) {
+    app.rater().await;
+    let stranger = app.browser_at("127.0.0.2");
+    let limit = Config::default().login_per_account_and_address_per_min;
+    for attempt in 1..=limit {
+        let response = app
+            .submit_login(&stranger, "rater", "guess number x", "/")
+            .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{attempt}");
+    }
+    let limited = app
+        .submit_login(&stranger, "rater", "guess number x", "/")
+        .await;
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let owner = app.browser_at("127.0.0.3");
+    let signed_in = app.submit_login(&owner, "rater", PASSWORD, "/").await;
+    assert_eq!(
+        signed_in.status(),
+        StatusCode::SEE_OTHER,
+        "the owner signs in from their own address"
+    );
+    let still = app.submit_login(&stranger, "rater", PASSWORD, "/").await;
+    assert_eq!(
+        still.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "the stranger's address stays limited"
+    );
+}
+db_test!(a_stranger_cannot_lock_the_owner_out: TestApp);
+
+/// Issue 8: two instances on one database share the limit.
+async fn the_login_limit_holds_across_instances(app: &TestApp) {
+    app.rater().await;
+    let mut sibling = app.sibling().await;
+    let limit = Config::default().login_per_account_and_address_per_min;
+    for attempt in 0..limit {
+        let instance = if attempt % 2 == 0 { app } else { &sibling };
+        let response = instance
+            .submit_login(&instance.browser(), "rater", "guess number x", "/")
+            .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{attempt}");
+    }
+    for instance in [app, &sibling] {
+        let response = instance
+            .submit_login(&instance.browser(), "rater", "guess number x", "/")
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "the limit counts the attempts made on both instances"
+        );
+    }
+    sibling.stop().await;
+    sibling.store.close().await;
+}
+db_test!(the_login_limit_holds_across_instances: TestApp);
+
+/// Issue 18: a flood of sign-ins runs at most `max_concurrent_hashes` argon2 hashes at
+/// once (each takes about 19 MiB); the rest queue, and every request gets a proper answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_flood_hashes_a_bounded_number_of_passwords_at_once() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let config = Config {
+            max_concurrent_hashes: 2,
+            login_per_address_per_min: 1000,
+            login_per_account_and_address_per_min: 1000,
+            ..Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        app.rater().await;
+        let statuses = login_flood(&app, 40).await;
+        assert!(
+            statuses.iter().all(|s| *s == StatusCode::UNAUTHORIZED),
+            "{backend:?}: {statuses:?}"
+        );
+        let peak = app.state().hasher().peak_in_flight();
+        assert_eq!(
+            peak, 2,
+            "{backend:?}: the bound holds, and the flood reached it"
+        );
+        app.teardown().await;
+
+        // Beyond the wait, a check is refused with 503 rather than queued for ever.
+        let config = Config {
+            max_concurrent_hashes: 1,
+            hash_wait: Duration::from_millis(1),
+            login_per_address_per_min: 1000,
+            login_per_account_and_address_per_min: 1000,
+            ..Config::default()
+        };
+        let app = TestApp::with_config(backend, config).await.unwrap();
+        app.rater().await;
+        let statuses = login_flood(&app, 20).await;
+        assert!(
+            statuses
+                .iter()
+                .all(|s| [StatusCode::UNAUTHORIZED, StatusCode::SERVICE_UNAVAILABLE].contains(s)),
+            "{backend:?}: {statuses:?}"
+        );
+        assert!(
+            statuses.contains(&StatusCode::SERVICE_UNAVAILABLE),
+            "{backend:?}: {statuses:?}"
+        );
+        assert_eq!(app.state().hasher().peak_in_flight(), 1, "{backend:?}");
+        app.teardown().await;
+    }
+}
+
+/// Loads the sign-in page in `n` browsers, then posts a wrong password from all of them
+/// at once; returns the statuses.
+async fn login_flood(app: &TestApp, n: usize) -> Vec<StatusCode> {
+    let mut forms = Vec::new();
+    for _ in 0..n {
+        let browser = app.browser();
+        let page = browser
+            .get(app.url("/login"))
+            .go()
+            .await
+            .text()
+            .await
+            .unwrap();
+        forms.push((browser, csrf_token(&page)));
+    }
+    let url = app.url("/login");
+    let posts = forms.into_iter().map(|(browser, token)| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            browser
+                .post(url)
+                .form(&[
+                    ("csrf_token", token.as_str()),
+                    ("username", "rater"),
+                    ("password", "not the password"),
+                ])
+                .send()
+                .await
+                .expect("an answer")
+                .status()
+        })
+    });
+    let mut statuses = Vec::new();
+    for post in posts.collect::<Vec<_>>() {
+        statuses.push(post.await.unwrap());
+    }
+    statuses
 }

@@ -187,7 +187,7 @@ async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
         "rater is the default role"
     );
 
-    let cases: [(&[&str], Option<&str>, &str); 5] = [
+    let cases: [(&[&str], Option<&str>, &str); 7] = [
         (
             &["user", "add", "--username", "ana", "--password-stdin"],
             Some("another password\n"),
@@ -197,6 +197,28 @@ async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
             &["user", "add", "--username", "bo", "--password-stdin"],
             Some("short\n"),
             "password must be at least 10 characters",
+        ),
+        (
+            &[
+                "user",
+                "add",
+                "--username",
+                "margarethe.k",
+                "--password-stdin",
+            ],
+            Some("margarethe.k1\n"),
+            "password is too easy to guess (contains the username)",
+        ),
+        (
+            &[
+                "user",
+                "set-password",
+                "--username",
+                "ana",
+                "--password-stdin",
+            ],
+            Some("1234567890\n"),
+            "password is too easy to guess",
         ),
         (
             &[

@@ -237,6 +237,22 @@ impl TestApp {
             .expect("client")
     }
 
+    /// A browser connecting from another loopback address (`127.0.0.2`, ...), which the
+    /// server sees as another network address.
+    pub fn browser_at(&self, address: &str) -> Client {
+        Client::builder()
+            .cookie_store(true)
+            .redirect(redirect::Policy::none())
+            .local_address(address.parse::<std::net::IpAddr>().expect("an address"))
+            .build()
+            .expect("client")
+    }
+
+    /// The running app's state, to look at what HTTP does not show.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
     /// Creates an account the way `verdict user add` does, with a token for the API.
     pub async fn persona(&self, username: &str, role: Role) -> Persona {
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(PASSWORD))
@@ -542,9 +558,10 @@ impl TestApp {
 }
 
 /// Every table's rows as sorted text, leaving out what a read may rightly write: the
-/// sessions table (a session's own expiry is renewed by activity), the cache of a task's
-/// rendered HTML (filled on first view), and the audit entries of exports (an export is
-/// a read that the audit log records by design).
+/// sessions table (a session's own expiry is renewed by activity), the counters of login
+/// attempts (every sign-in counts, by design), the cache of a task's rendered HTML
+/// (filled on first view), and the audit entries of exports (an export is a read that
+/// the audit log records by design).
 pub async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
     let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
     match app.db.backend {
@@ -599,6 +616,7 @@ pub async fn contents(app: &TestApp) -> BTreeMap<String, Vec<String>> {
         }
     }
     tables.remove("sessions");
+    tables.remove("login_attempts");
     if let Some(audit) = tables.get_mut("audit_log") {
         audit.retain(|row| !row.contains("batch.export"));
     }

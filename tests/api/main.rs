@@ -8,6 +8,7 @@ mod auth;
 mod batches;
 mod cli;
 mod conformance;
+mod connections;
 mod durability;
 mod hardening;
 mod input;

@@ -136,6 +136,7 @@ async fn both_migration_sets_yield_the_same_schema() {
         "rating_history",
         "reviews",
         "audit_log",
+        "login_attempts",
     ] {
         assert!(tables.contains(table), "SQLite schema has {table}");
     }
