@@ -137,6 +137,11 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_MAX_CONNECTIONS", default_value_t = 512,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_connections: u64,
+    /// Metrics and exports computed at once; more wait their turn, so leads' reports
+    /// cannot starve raters (default: half the cores, at least one).
+    #[arg(long, env = "VERDICT_MAX_HEAVY_READS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_heavy_reads: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -295,6 +300,12 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
         body_idle_timeout: std::time::Duration::from_secs(args.body_timeout_s),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         ..Config::default()
+    };
+    let config = Config {
+        max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
+        ..config
     };
     let listener = TcpListener::bind(&args.bind)
         .await

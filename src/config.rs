@@ -28,6 +28,12 @@ pub struct Config {
     pub body_idle_timeout: Duration,
     /// Open connections at most; further ones wait until one closes.
     pub max_connections: usize,
+    /// Heavy reads (metrics, exports) running at once; more wait their turn, so that
+    /// leads' reports cannot starve raters of the database and the cores.
+    pub max_heavy_reads: usize,
+    /// For tests only (no flag sets it): an export fails after this many rows, as a
+    /// database failing part way would make it, to prove the client is told.
+    pub export_fault_after_rows: Option<u64>,
 }
 
 /// One password hash per core: more would not finish sooner, only take more memory.
@@ -49,6 +55,8 @@ impl Default for Config {
             header_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             max_connections: 512,
+            max_heavy_reads: cores().div_ceil(2),
+            export_fault_after_rows: None,
         }
     }
 }

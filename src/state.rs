@@ -6,6 +6,7 @@ use crate::auth::limits::LoginLimiter;
 use crate::auth::password::Hasher;
 use crate::config::Config;
 use crate::store::Store;
+use crate::web::heavy::HeavyReads;
 
 /// Cheap to clone: one `Arc` around the parts.
 #[derive(Clone)]
@@ -20,17 +21,21 @@ pub struct App {
     login_limiter: LoginLimiter,
     /// Runs password hashes, a bounded number at a time.
     hasher: Hasher,
+    /// Metrics and exports, a bounded number at a time.
+    heavy_reads: HeavyReads,
 }
 
 impl AppState {
     pub fn new(store: Store, config: Config) -> Self {
         let login_limiter = LoginLimiter::new(&config);
         let hasher = Hasher::new(&config);
+        let heavy_reads = HeavyReads::new(config.max_heavy_reads);
         Self(Arc::new(App {
             store,
             config,
             login_limiter,
             hasher,
+            heavy_reads,
         }))
     }
 
@@ -48,5 +53,9 @@ impl AppState {
 
     pub fn hasher(&self) -> &Hasher {
         &self.0.hasher
+    }
+
+    pub fn heavy_reads(&self) -> &HeavyReads {
+        &self.0.heavy_reads
     }
 }

@@ -38,6 +38,7 @@ pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(Batc
     let rubric = crate::rubric::by_name(&summary.batch.rubric)
         .ok_or_else(|| AppError::internal("unknown rubric"))?;
     let tasks = summary.progress.tasks;
+    let turn = state.heavy_reads().turn().await;
     let mut acc = Accumulator::new(rubric);
     state
         .store()
@@ -46,6 +47,7 @@ pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(Batc
     let metrics = tokio::task::spawn_blocking(move || acc.finish(tasks))
         .await
         .map_err(AppError::internal)?;
+    drop(turn);
     let view = crate::batches::view(state, summary, lead).await?;
     Ok((view, metrics))
 }

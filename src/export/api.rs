@@ -58,21 +58,34 @@ pub async fn export(
         .ok_or_else(|| AppError::internal("unknown rubric"))?;
     let (format, filter) = parse(&query)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
+    let (finished, outcome) = tokio::sync::oneshot::channel::<Result<(), String>>();
     let writer_state = state.clone();
     tokio::spawn(async move {
-        if let Err(err) = super::write(&writer_state, id, rubric, format, &filter, tx).await {
-            // The response has started; the client sees a truncated body, the log says why.
+        // Held until the last row is written (or the client goes away).
+        let _turn = writer_state.heavy_reads().turn().await;
+        let written = super::write(&writer_state, id, rubric, format, &filter, tx).await;
+        if let Err(err) = &written {
             tracing::error!(%err, batch = %id, "export failed part way");
         }
+        let _ = finished.send(written.map(|_| ()).map_err(|e| e.to_string()));
     });
-    // Fused: the compression layer polls the body again after its end, and an unfused
-    // `unfold` panics on that, cutting a compressed download short.
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)), rx))
-    })
-    .fuse();
+    // After the last chunk, the writer's outcome: a failure ends the body with an error,
+    // so the connection is cut before the body's proper end and the client sees the
+    // download fail, not a shorter file that looks complete. Fused: the compression layer
+    // polls the body again after its end, and an unfused `unfold` panics on that.
+    let stream =
+        futures_util::stream::unfold((rx, Some(outcome)), |(mut rx, outcome)| async move {
+            if let Some(chunk) = rx.recv().await {
+                return Some((Ok(bytes::Bytes::from(chunk)), (rx, outcome)));
+            }
+            let failed = match outcome?.await {
+                Ok(Ok(())) => return None,
+                Ok(Err(why)) => why,
+                Err(_) => "the export stopped".to_owned(),
+            };
+            Some((Err(std::io::Error::other(failed)), (rx, None)))
+        })
+        .fuse();
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
     let detail = serde_json::to_value(&query).map_err(AppError::internal)?;
     crate::audit::record(&state, &lead, "batch.export", &summary.batch.name, detail).await;

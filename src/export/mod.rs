@@ -283,7 +283,13 @@ pub async fn write(
         buffer.extend(header.into_inner().map_err(AppError::internal)?);
     }
     let mut pending = 0usize;
+    let fault_after = state.config().export_fault_after_rows;
+    let mut faulted = false;
     let each = |row: ExportRow| {
+        if faulted || fault_after.is_some_and(|n| pending as u64 >= n) {
+            faulted = true;
+            return None;
+        }
         match format {
             Format::Csv => {
                 let mut writer = csv::WriterBuilder::new()
@@ -304,6 +310,11 @@ pub async fn write(
         .store()
         .export_rows(batch_id, filter, each, &out)
         .await?;
+    if faulted {
+        return Err(AppError::internal(
+            "export stopped by the configured test fault",
+        ));
+    }
     if !buffer.is_empty() {
         let _ = out.send(buffer).await;
     }

@@ -551,3 +551,92 @@ async fn shape_errors_name_the_field(app: &TestApp) {
     assert!(user["fields"]["password"].is_string(), "{user}");
 }
 db_test!(shape_errors_name_the_field: TestApp);
+
+/// Defect 15: an export that fails part way is cut off, so the client sees an error and
+/// not a shorter file that looks complete. (Whether the cut comes before or after the
+/// first bytes reach the client depends on timing; either way it must be an error.)
+#[tokio::test]
+async fn an_export_failing_part_way_is_cut_off() {
+    for backend in [
+        verdict::store::Backend::Sqlite,
+        verdict::store::Backend::Postgres,
+    ] {
+        let config = verdict::Config {
+            export_fault_after_rows: Some(5),
+            ..verdict::Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        let admin = app.admin().await;
+        let lead = app.lead().await;
+        let rater = app.rater().await;
+        let batch = app.batch(&admin, "cut", &tasks_jsonl(8), "").await;
+        while let Some(next) = app.next(&rater, &batch).await {
+            let id = next["assignment_id"].as_str().unwrap();
+            let done = app.act(&rater, id, "submit", &complete_answers()).await;
+            assert_eq!(done.status(), StatusCode::OK);
+        }
+        for format in ["csv", "jsonl"] {
+            // A client of its own each time: the last one's connection was cut.
+            let sent = crate::helpers::bearer(&lead.token)
+                .get(app.url(&format!("/api/v1/batches/{batch}/export?format={format}")))
+                .send()
+                .await;
+            let Ok(response) = sent else {
+                continue; // cut before the headers went out: an error all the same
+            };
+            assert_eq!(response.status(), StatusCode::OK, "{backend:?}");
+            let body = response.bytes().await;
+            assert!(
+                body.is_err(),
+                "{backend:?} {format}: the body ended as if complete: {body:?}"
+            );
+        }
+    }
+}
+
+/// Defect 26: heavy reads (metrics, exports) run a bounded number at a time, whatever
+/// leads ask for at once.
+#[tokio::test]
+async fn heavy_reads_run_a_bounded_number_at_once() {
+    for backend in [
+        verdict::store::Backend::Sqlite,
+        verdict::store::Backend::Postgres,
+    ] {
+        let config = verdict::Config {
+            max_heavy_reads: 1,
+            ..verdict::Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        let admin = app.admin().await;
+        let lead = app.lead().await;
+        let rater = app.rater().await;
+        let batch = app.batch(&admin, "heavy", &tasks_jsonl(40), "").await;
+        while let Some(next) = app.next(&rater, &batch).await {
+            let id = next["assignment_id"].as_str().unwrap();
+            app.act(&rater, id, "submit", &complete_answers()).await;
+        }
+        let reads = (0..24).map(|i| {
+            let path = if i % 2 == 0 {
+                format!("/api/v1/batches/{batch}/metrics")
+            } else {
+                format!("/api/v1/batches/{batch}/export?format=csv")
+            };
+            let request = lead.api.get(app.url(&path));
+            async move {
+                let response = request.go().await;
+                let status = response.status();
+                let body = response.bytes().await.expect("a whole body");
+                (status, body.len())
+            }
+        });
+        for (status, length) in futures_util::future::join_all(reads).await {
+            assert_eq!(status, StatusCode::OK);
+            assert!(length > 0);
+        }
+        assert_eq!(app.state().heavy_reads().peak(), 1, "{backend:?}");
+    }
+}
