@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio::net::TcpListener;
 
+use crate::audit::{self, Actor};
 use crate::auth::Role;
 use crate::users::{NewUser, username_violation};
 use crate::{AppState, Config, Store, auth, users};
@@ -394,6 +395,8 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
             let user = users::create(&state, new, None)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let detail = serde_json::json!({ "role": user.role.as_str() });
+            audit::record_in(store, Actor::Cli, "user.create", &user.username, detail).await;
             println!("created {} ({})", user.username, user.role);
         }
         UserCommand::List => {
@@ -423,12 +426,22 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             store.set_password_hash(user.id, &hash).await?;
-            println!("password changed for {username}; their sessions have ended");
+            let detail = serde_json::json!({ "password_changed": true });
+            audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
+            println!(
+                "password changed for {username}; their sessions have ended and their API \
+                 tokens are revoked"
+            );
         }
         UserCommand::Deactivate { username } => {
             let user = find_user(store, &username).await?;
             store.set_active(user.id, false).await?;
-            println!("deactivated {username}; their sessions have ended");
+            let detail = serde_json::json!({ "active": false });
+            audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
+            println!(
+                "deactivated {username}; their sessions have ended, their API tokens are \
+                 revoked and the tasks they held went back to the pool"
+            );
         }
     }
     Ok(())
@@ -442,9 +455,11 @@ async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
                 bail!("{username} is deactivated");
             }
             let state = AppState::new(store.clone(), Config::default());
-            let (_, secret) = users::tokens::issue(&state, &user, &name)
+            let (token, secret) = users::tokens::issue(&state, &user, &name)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let detail = serde_json::json!({ "name": token.name });
+            audit::record_in(store, Actor::Cli, "token.create", &user.username, detail).await;
             println!("{secret}");
         }
     }
@@ -492,6 +507,17 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     .await;
     bar.finish_and_clear();
     let imported = result.map_err(describe)?;
+    let detail = serde_json::json!({
+        "created": imported.created, "unchanged": imported.unchanged, "bytes": size
+    });
+    audit::record_in(
+        store,
+        Actor::Cli,
+        "batch.upload",
+        &imported.batch.name,
+        detail,
+    )
+    .await;
     let seconds = started.elapsed().as_secs_f64().max(1e-6);
     println!(
         "{}: {} tasks added, {} unchanged ({:.1} MB in {:.2} s, {:.1} MB/s)",

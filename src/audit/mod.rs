@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::auth::RequireAdmin;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
+use crate::store::Store;
 use crate::store::audit::AuditEntry;
 use crate::store::users::User;
 use crate::web::{ApiQuery, Layout, PageUser, render};
@@ -30,15 +31,41 @@ pub fn page_router() -> Router<AppState> {
     Router::new().route("/admin/audit", get(page))
 }
 
+/// Who did something the audit log records.
+#[derive(Debug, Clone, Copy)]
+pub enum Actor<'a> {
+    /// A signed-in account (or its API token).
+    User(&'a User),
+    /// The command line, run by whoever holds the database.
+    Cli,
+}
+
+impl<'a> From<&'a User> for Actor<'a> {
+    fn from(user: &'a User) -> Self {
+        Self::User(user)
+    }
+}
+
 /// Records that `actor` did `action` to `target`. The action has already happened, so a
 /// failure to record it is logged rather than turned into an error for the caller.
-pub async fn record(state: &AppState, actor: &User, action: &str, target: &str, detail: Value) {
-    if let Err(err) = state
-        .store()
-        .record_audit(Some(actor.id), action, target, &detail)
-        .await
-    {
-        tracing::error!(%err, actor = %actor.username, action, target, "audit entry not recorded");
+pub async fn record<'a>(
+    state: &AppState,
+    actor: impl Into<Actor<'a>>,
+    action: &str,
+    target: &str,
+    detail: Value,
+) {
+    record_in(state.store(), actor.into(), action, target, detail).await;
+}
+
+/// [`record`] for callers without a web state (the command line).
+pub async fn record_in(store: &Store, actor: Actor<'_>, action: &str, target: &str, detail: Value) {
+    let (id, name, who) = match actor {
+        Actor::User(user) => (Some(user.id), None, user.username.as_str()),
+        Actor::Cli => (None, Some("cli"), "cli"),
+    };
+    if let Err(err) = store.record_audit(id, name, action, target, &detail).await {
+        tracing::error!(%err, actor = who, action, target, "audit entry not recorded");
     }
 }
 
@@ -46,7 +73,8 @@ pub async fn record(state: &AppState, actor: &User, action: &str, target: &str, 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AuditView {
     pub at: DateTime<Utc>,
-    /// The username of who acted (`null` once the account is gone).
+    /// The username of who acted, `cli` for the command line (`null` once the account
+    /// is gone).
     pub actor: Option<String>,
     pub action: String,
     pub target: Option<String>,

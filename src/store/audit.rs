@@ -18,20 +18,24 @@ pub struct AuditEntry {
 }
 
 impl super::Store {
+    /// Records an action by an account (`actor`), or by someone named otherwise
+    /// (`actor_name`, e.g. `cli`).
     pub async fn record_audit(
         &self,
         actor: Option<Uuid>,
+        actor_name: Option<&str>,
         action: &str,
         target: &str,
         detail: &Value,
     ) -> StoreResult<()> {
         write!(self, |pool| {
             sqlx::query(
-                "INSERT INTO audit_log (id, actor_id, action, target, detail, at)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO audit_log (id, actor_id, actor_name, action, target, detail, at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(Uuid::now_v7())
             .bind(actor)
+            .bind(actor_name)
             .bind(action)
             .bind(target)
             .bind(Json(detail))
@@ -51,7 +55,7 @@ impl super::Store {
     ) -> StoreResult<Vec<AuditEntry>> {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, AuditEntry>(
-                "SELECT l.at, u.username AS actor, l.action, l.target, l.detail
+                "SELECT l.at, COALESCE(u.username, l.actor_name) AS actor, l.action, l.target, l.detail
                  FROM audit_log l LEFT JOIN users u ON u.id = l.actor_id
                  WHERE ($1 IS NULL OR l.action = $1)
                  ORDER BY l.at DESC, l.id DESC LIMIT $2",

@@ -400,3 +400,80 @@ async fn export_writes_a_batch_to_a_file_or_standard_output(db: &TestDb) {
     assert!(text(&missing.stderr).contains("no batch named \"nope\""));
 }
 db_test!(export_writes_a_batch_to_a_file_or_standard_output: TestDb);
+
+/// Defect 14 of issue 11: what the command line does to accounts, tokens and batches is
+/// in the audit log as the API's would be, with `cli` as the actor.
+async fn the_command_line_writes_the_audit_log(db: &TestDb) {
+    let add = verdict(
+        db,
+        &[
+            "user",
+            "add",
+            "--username",
+            "ines",
+            "--role",
+            "lead",
+            "--password-stdin",
+        ],
+        Some("a sturdy passphrase for ines\n"),
+    );
+    assert!(add.status.success(), "{}", text(&add.stderr));
+    let reset = verdict(
+        db,
+        &[
+            "user",
+            "set-password",
+            "--username",
+            "ines",
+            "--password-stdin",
+        ],
+        Some("another sturdy passphrase for ines\n"),
+    );
+    assert!(reset.status.success(), "{}", text(&reset.stderr));
+    let token = verdict(
+        db,
+        &["token", "create", "--username", "ines", "--name", "ci"],
+        None,
+    );
+    assert!(token.status.success(), "{}", text(&token.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tasks.jsonl");
+    std::fs::write(&file, crate::helpers::tasks_jsonl(2)).unwrap();
+    let import = verdict(
+        db,
+        &["import", "--name", "audited", file.to_str().unwrap()],
+        None,
+    );
+    assert!(import.status.success(), "{}", text(&import.stderr));
+    let off = verdict(db, &["user", "deactivate", "--username", "ines"], None);
+    assert!(off.status.success(), "{}", text(&off.stderr));
+
+    let store = db.store().await;
+    let mut entries = store.audit_entries(None, 100).await.unwrap();
+    store.close().await;
+    entries.reverse();
+    let seen: Vec<(Option<String>, String, Option<String>)> = entries
+        .iter()
+        .map(|e| (e.actor.clone(), e.action.clone(), e.target.clone()))
+        .collect();
+    let cli = |action: &str, target: &str| {
+        (
+            Some("cli".to_owned()),
+            action.to_owned(),
+            Some(target.to_owned()),
+        )
+    };
+    assert_eq!(
+        seen,
+        vec![
+            cli("user.create", "ines"),
+            cli("user.update", "ines"),
+            cli("token.create", "ines"),
+            cli("batch.upload", "audited"),
+            cli("user.update", "ines"),
+        ]
+    );
+    assert_eq!(entries[4].detail.0["active"], false);
+    assert_eq!(entries[3].detail.0["created"], 2);
+}
+db_test!(the_command_line_writes_the_audit_log: TestDb);
