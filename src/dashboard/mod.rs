@@ -39,7 +39,7 @@ pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(Batc
         .ok_or_else(|| AppError::internal("unknown rubric"))?;
     let tasks = summary.progress.tasks;
     let turn = state.heavy_reads().turn().await;
-    let mut acc = Accumulator::new(rubric);
+    let mut acc = Accumulator::new(rubric, &summary.batch.classifications.0);
     state
         .store()
         .for_each_rating(id, |row| acc.add(&row))

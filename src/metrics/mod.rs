@@ -105,6 +105,8 @@ pub struct PositionBias {
     pub shown_mean: Option<Estimate>,
 }
 
+/// One pair of models, whichever way round the tasks had them: `model_a` is the first of
+/// the two by name, and every score is read as if that model had been response A.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ModelPair {
     pub model_a: String,
@@ -113,6 +115,12 @@ pub struct ModelPair {
     pub a_wins: u64,
     pub ties: u64,
     pub b_wins: u64,
+    /// Mean side-by-side score (1 = `model_a` much better), with a 95% interval.
+    pub mean: Option<Estimate>,
+    /// Shares of wins and ties, with Wilson intervals.
+    pub a_win_share: Option<Estimate>,
+    pub tie_share: Option<Estimate>,
+    pub b_win_share: Option<Estimate>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -126,7 +134,8 @@ pub struct Models {
 pub struct Metrics {
     pub counts: Counts,
     pub sxs: SxsSummary,
-    /// Per question (`a.correctness`, ...): answers per option.
+    /// Per question (`a.correctness`, ..., and the batch's classifications as
+    /// `classifications.<key>`): answers per option.
     pub fields: BTreeMap<String, BTreeMap<String, u64>>,
     pub agreement: BTreeMap<String, Agreement>,
     pub raters: Vec<RaterStats>,
@@ -218,7 +227,12 @@ pub struct Accumulator {
     sxs: Option<usize>,
     shown_scores: Vec<f64>,
     by_swap: [(u64, f64); 2],
-    model_pairs: BTreeMap<(String, String), [u64; 3]>,
+    /// Per unordered pair of models (by name), the scores read with the first as A.
+    model_pairs: BTreeMap<(String, String), Vec<f64>>,
+    /// The batch's classification questions, and per question how often each option
+    /// was chosen.
+    classifications: Vec<crate::rubric::Question>,
+    class_tallies: Vec<Vec<u64>>,
 }
 
 #[derive(Default)]
@@ -235,7 +249,8 @@ struct RaterTally {
 const SXS: &str = "sxs";
 
 impl Accumulator {
-    pub fn new(rubric: &'static Rubric) -> Self {
+    /// Metrics of a batch using `rubric`, with its `classifications` questions.
+    pub fn new(rubric: &'static Rubric, classifications: &[crate::rubric::Question]) -> Self {
         let mut questions = Vec::new();
         for side in ["a", "b"] {
             for field in &rubric.per_response {
@@ -269,6 +284,34 @@ impl Accumulator {
             shown_scores: Vec::new(),
             by_swap: [(0, 0.0); 2],
             model_pairs: BTreeMap::new(),
+            class_tallies: classifications
+                .iter()
+                .map(|q| vec![0; q.options.len()])
+                .collect(),
+            classifications: classifications.to_vec(),
+        }
+    }
+
+    /// Counts the options chosen for each classification question (one, or several).
+    fn classify(&mut self, given: Option<&&RawValue>) {
+        let Some(given) = given else { return };
+        let Ok(answers) = serde_json::from_str::<HashMap<String, serde_json::Value>>(given.get())
+        else {
+            return;
+        };
+        for (q, tally) in self.classifications.iter().zip(&mut self.class_tallies) {
+            let chosen: Vec<&str> = match answers.get(&q.key) {
+                Some(serde_json::Value::String(one)) => vec![one.as_str()],
+                Some(serde_json::Value::Array(many)) => {
+                    many.iter().filter_map(|v| v.as_str()).collect()
+                }
+                _ => continue,
+            };
+            for option in chosen {
+                if let Some(i) = q.options.iter().position(|o| o == option) {
+                    tally[i] += 1;
+                }
+            }
         }
     }
 
@@ -320,6 +363,7 @@ impl Accumulator {
                 .unwrap_or_default()
         };
         let (a, b) = (side("a"), side("b"));
+        self.classify(top.get("classifications"));
         for (i, q) in self.questions.iter().enumerate() {
             let map = match q.side {
                 Some("a") => &a,
@@ -346,19 +390,17 @@ impl Accumulator {
         side.0 += 1;
         side.1 += score as f64;
         if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
-            let slot = if score < 4 {
-                0
-            } else if score == 4 {
-                1
+            // One row per pair whichever way round a task had it: the first by name is A.
+            let (key, read) = if a <= b {
+                ((a, b), score)
             } else {
-                2
+                ((b, a), 8 - score)
             };
-            match self.model_pairs.get_mut(&(a.clone(), b.clone())) {
-                Some(t) => t[slot] += 1,
+            match self.model_pairs.get_mut(&(key.0.clone(), key.1.clone())) {
+                Some(scores) => scores.push(read as f64),
                 None => {
-                    let mut t = [0; 3];
-                    t[slot] = 1;
-                    self.model_pairs.insert((a.clone(), b.clone()), t);
+                    self.model_pairs
+                        .insert((key.0.clone(), key.1.clone()), vec![read as f64]);
                 }
             }
         }
@@ -423,6 +465,18 @@ impl Accumulator {
                 }
             }
         }
+        for (q, tally) in self.classifications.iter().zip(&self.class_tallies) {
+            let counted: BTreeMap<String, u64> = q
+                .options
+                .iter()
+                .zip(tally)
+                .filter(|(_, n)| **n > 0)
+                .map(|(o, n)| (o.clone(), *n))
+                .collect();
+            if !counted.is_empty() {
+                fields.insert(format!("classifications.{}", q.key), counted);
+            }
+        }
         let scores: Vec<f64> = match self.sxs {
             Some(si) => self
                 .codes
@@ -480,13 +534,23 @@ impl Accumulator {
         let pairs: Vec<ModelPair> = self
             .model_pairs
             .iter()
-            .map(|((a, b), [aw, t, bw])| ModelPair {
-                model_a: a.clone(),
-                model_b: b.clone(),
-                n: aw + t + bw,
-                a_wins: *aw,
-                ties: *t,
-                b_wins: *bw,
+            .map(|((a, b), scores)| {
+                let n = scores.len() as u64;
+                let count =
+                    |keep: fn(f64) -> bool| scores.iter().filter(|s| keep(**s)).count() as u64;
+                let (aw, t, bw) = (count(|s| s < 4.0), count(|s| s == 4.0), count(|s| s > 4.0));
+                ModelPair {
+                    model_a: a.clone(),
+                    model_b: b.clone(),
+                    n,
+                    a_wins: aw,
+                    ties: t,
+                    b_wins: bw,
+                    mean: stats::mean(scores),
+                    a_win_share: stats::share(aw, n),
+                    tie_share: stats::share(t, n),
+                    b_win_share: stats::share(bw, n),
+                }
             })
             .collect();
         let mut names: Vec<String> = pairs
@@ -556,7 +620,7 @@ mod tests {
 
     #[test]
     fn only_submitted_or_accepted_rated_ratings_count() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r2", "rated", "accepted", scored(2), false));
         for (outcome, status) in [
@@ -587,7 +651,7 @@ mod tests {
 
     #[test]
     fn position_bias_compares_canonical_means_and_the_shown_lean() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
         // Every rater prefers what is shown first (shown 2): canonical 2 or 6.
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(2, "r1", "rated", "submitted", scored(6), true));
@@ -600,7 +664,7 @@ mod tests {
 
     #[test]
     fn unscaled_answers_are_missing_for_agreement() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
         let na = json!({"a": {"correctness": "cannot_assess"}, "sxs": 4});
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r2", "rated", "submitted", na, false));
@@ -618,7 +682,7 @@ mod tests {
 
     #[test]
     fn raters_agreement_with_others_and_model_pairs() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap());
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r2", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r3", "rated", "submitted", scored(5), false));
@@ -636,5 +700,102 @@ mod tests {
         );
         assert_eq!((m.models.pairs[0].a_wins, m.models.pairs[0].b_wins), (2, 1));
         assert!(m.models.ranking.is_none(), "two models: no ranking");
+    }
+
+    #[test]
+    fn a_pair_of_models_is_one_row_whichever_way_round() {
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
+        let with = |task: u128, a: &str, b: &str, score: i64| RatingFacts {
+            model_a: Some(a.into()),
+            model_b: Some(b.into()),
+            ..row(task, "r1", "rated", "submitted", scored(score), false)
+        };
+        // gpt as A, claude as B: gpt better twice; claude as A: claude better once, a tie.
+        acc.add(&with(1, "gpt-x", "claude-y", 2));
+        acc.add(&with(2, "gpt-x", "claude-y", 1));
+        acc.add(&with(3, "claude-y", "gpt-x", 3));
+        acc.add(&with(4, "claude-y", "gpt-x", 4));
+        let pairs = acc.finish(4).models.pairs;
+        assert_eq!(pairs.len(), 1, "{pairs:?}");
+        let p = &pairs[0];
+        assert_eq!(
+            (p.model_a.as_str(), p.model_b.as_str()),
+            ("claude-y", "gpt-x")
+        );
+        assert_eq!((p.n, p.a_wins, p.ties, p.b_wins), (4, 1, 1, 2));
+        // Read with claude as A: 8-2, 8-1, 3 and 4.
+        let mean = p.mean.as_ref().unwrap();
+        assert!((mean.value - 5.0).abs() < 1e-9);
+        assert!(mean.low < mean.value && mean.value < mean.high);
+        let wins = p.b_win_share.as_ref().unwrap();
+        assert!((wins.value - 0.5).abs() < 1e-9 && wins.low < 0.5 && wins.high > 0.5);
+    }
+
+    #[test]
+    fn classifications_have_their_distribution() {
+        let questions = vec![
+            crate::rubric::Question {
+                key: "language".into(),
+                label: "Language".into(),
+                multiple: false,
+                required: true,
+                options: vec!["python".into(), "rust".into()],
+            },
+            crate::rubric::Question {
+                key: "kind".into(),
+                label: "Kind".into(),
+                multiple: true,
+                required: false,
+                options: vec!["bug".into(), "feature".into(), "docs".into()],
+            },
+        ];
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &questions);
+        let classified = |language: &str, kinds: Value| {
+            let mut answers = scored(3);
+            answers["classifications"] = json!({"language": language, "kind": kinds});
+            answers
+        };
+        acc.add(&row(
+            1,
+            "r1",
+            "rated",
+            "submitted",
+            classified("rust", json!(["bug", "docs"])),
+            false,
+        ));
+        acc.add(&row(
+            2,
+            "r1",
+            "rated",
+            "submitted",
+            classified("rust", json!(["bug"])),
+            false,
+        ));
+        acc.add(&row(
+            3,
+            "r1",
+            "rated",
+            "submitted",
+            classified("python", json!([])),
+            false,
+        ));
+        // Left out of metrics, so out of the distribution too.
+        acc.add(&row(
+            4,
+            "r1",
+            "rated",
+            "draft",
+            classified("python", json!(["feature"])),
+            false,
+        ));
+        let fields = acc.finish(4).fields;
+        assert_eq!(
+            fields["classifications.language"],
+            BTreeMap::from([("python".into(), 1), ("rust".into(), 2)])
+        );
+        assert_eq!(
+            fields["classifications.kind"],
+            BTreeMap::from([("bug".into(), 2), ("docs".into(), 1)])
+        );
     }
 }

@@ -640,3 +640,75 @@ async fn heavy_reads_run_a_bounded_number_at_once() {
         assert_eq!(app.state().heavy_reads().peak(), 1, "{backend:?}");
     }
 }
+
+/// Defect 11: the metrics count classifications, merge a pair of models whichever way
+/// round its tasks had them, and give each pair intervals.
+async fn metrics_count_classifications_and_merge_model_pairs(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let tasks: String = (1..=4)
+        .map(|i| {
+            let (a, b) = if i % 2 == 0 {
+                ("gpt-x", "claude-y")
+            } else {
+                ("claude-y", "gpt-x")
+            };
+            json!({"external_id": format!("m{i}"), "prompt": "Sort a list.",
+                   "response_a": "sorted(xs)", "response_b": "xs.sort()",
+                   "model_a": a, "model_b": b})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let batch = app
+        .batch(&admin, "models", &tasks, "&randomize=false")
+        .await;
+    let questions = json!({"classifications": [
+        {"key": "language", "label": "Language", "options": ["python", "rust"]}
+    ]});
+    json_with(
+        patch_batch(app, &admin, &batch, questions).await,
+        StatusCode::OK,
+    )
+    .await;
+    while let Some(next) = app.next(&rater, &batch).await {
+        let id = next["assignment_id"].as_str().unwrap();
+        let mut answers = complete_answers();
+        answers["classifications"] = json!({"language": "python"});
+        let done = app.act(&rater, id, "submit", &answers).await;
+        json_with(done, StatusCode::OK).await;
+    }
+    let metrics = lead
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .go()
+        .await;
+    let metrics = json_with(metrics, StatusCode::OK).await;
+    assert_eq!(
+        metrics["fields"]["classifications.language"],
+        json!({"python": 4})
+    );
+    let pairs = metrics["models"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{pairs:?}");
+    let pair = &pairs[0];
+    assert_eq!(
+        (pair["model_a"].clone(), pair["model_b"].clone()),
+        (json!("claude-y"), json!("gpt-x"))
+    );
+    // Every answer says A is better (2): claude won where it was A, gpt where it was.
+    assert_eq!(
+        (pair["a_wins"].clone(), pair["b_wins"].clone()),
+        (json!(2), json!(2))
+    );
+    for share in ["a_win_share", "tie_share", "b_win_share"] {
+        let low = pair[share]["low"].as_f64().unwrap();
+        let high = pair[share]["high"].as_f64().unwrap();
+        assert!(
+            (0.0..=1.0).contains(&low) && low <= high && high <= 1.0,
+            "{pair}"
+        );
+    }
+    assert_eq!(pair["mean"]["value"], 4.0);
+}
+db_test!(metrics_count_classifications_and_merge_model_pairs: TestApp);
