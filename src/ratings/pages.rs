@@ -60,6 +60,9 @@ struct RatingPage {
     revisable: bool,
     form: FormView,
     error_count: usize,
+    /// Why the out-of-scope explanation (or the outcome, or a skip's reason) was refused.
+    explanation_error: Option<String>,
+    skip_reasons: [(&'static str, &'static str); 3],
     /// Sanitised HTML of the prompt and responses, in the viewer's orientation.
     prompt_html: String,
     a_html: String,
@@ -97,6 +100,10 @@ async fn page(
             &errors,
         ),
         error_count: errors.len(),
+        explanation_error: ["explanation", "outcome", "reason", "note"]
+            .iter()
+            .find_map(|key| errors.get(*key).map(|why| format!("{key} {why}"))),
+        skip_reasons: crate::rubric::SKIP_REASONS,
         prompt_html,
         a_html,
         b_html,
@@ -130,7 +137,16 @@ async fn revise(
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
     let access = access(&state, id, &page_user.user).await?;
-    let input = crate::assign::form_answers(access.rubric, &access.batch.classifications.0, &pairs);
+    let mut input =
+        crate::assign::form_answers(access.rubric, &access.batch.classifications.0, &pairs);
+    // An out-of-scope rating's form also says what it becomes and why.
+    if let Some(fields) = input.as_object_mut() {
+        for key in ["outcome", "explanation", "reason", "note"] {
+            if let Some((_, value)) = pairs.iter().find(|(k, _)| k == key) {
+                fields.insert(key.to_owned(), value.as_str().into());
+            }
+        }
+    }
     match super::revise(&state, &access, &page_user.user, &input).await {
         Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}")).into_response()),
         Err(AppError::Validation { fields, .. }) => {

@@ -712,3 +712,82 @@ async fn metrics_count_classifications_and_merge_model_pairs(app: &TestApp) {
     assert_eq!(pair["mean"]["value"], 4.0);
 }
 db_test!(metrics_count_classifications_and_merge_model_pairs: TestApp);
+
+/// Defect 4, on the page: a returned out-of-scope rating shows its explanation to edit,
+/// and the rater can keep it out of scope or turn it into a skip from there.
+async fn a_returned_out_of_scope_rating_is_fixed_on_its_page(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "scope page", &tasks_jsonl(1), "").await;
+    let assignment = take(app, &rater, &batch).await;
+    let marked = app
+        .act(
+            &rater,
+            &assignment,
+            "out-of-scope",
+            &json!({"explanation": WHY}),
+        )
+        .await;
+    let id = json_with(marked, StatusCode::OK).await["rating_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    decide(app, &lead, &id, "return").await;
+    let browser = rater.browser_for(app).await;
+    let url = app.url(&format!("/ratings/{id}"));
+    let page = browser.get(&url).go().await.text().await.unwrap();
+    assert!(page.contains(r#"<textarea name="explanation""#), "{page}");
+    assert!(page.contains("Skip it instead"));
+    let token = crate::helpers::csrf_token(&page);
+    let too_short = browser
+        .post(&url)
+        .form(&[
+            ("csrf_token", token.as_str()),
+            ("outcome", "out_of_scope"),
+            ("explanation", "no"),
+        ])
+        .go()
+        .await;
+    assert_eq!(too_short.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        too_short
+            .text()
+            .await
+            .unwrap()
+            .contains("explanation must be at least")
+    );
+    let better = "A request for a recipe; nothing here is about code.";
+    let kept = browser
+        .post(&url)
+        .form(&[
+            ("csrf_token", token.as_str()),
+            ("outcome", "out_of_scope"),
+            ("explanation", better),
+        ])
+        .go()
+        .await;
+    assert_eq!(kept.status(), StatusCode::SEE_OTHER);
+    let stored = rating(app, &rater, &id).await;
+    assert_eq!(
+        (stored["note"].clone(), stored["status"].clone()),
+        (json!(better), json!("submitted"))
+    );
+    decide(app, &lead, &id, "return").await;
+    let skipped = browser
+        .post(&url)
+        .form(&[
+            ("csrf_token", token.as_str()),
+            ("outcome", "skipped"),
+            ("reason", "too_long"),
+        ])
+        .go()
+        .await;
+    assert_eq!(skipped.status(), StatusCode::SEE_OTHER);
+    let stored = rating(app, &rater, &id).await;
+    assert_eq!(
+        (stored["outcome"].clone(), stored["skip_reason"].clone()),
+        (json!("skipped"), json!("too_long"))
+    );
+}
+db_test!(a_returned_out_of_scope_rating_is_fixed_on_its_page: TestApp);
