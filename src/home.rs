@@ -21,6 +21,8 @@ pub fn router() -> Router<AppState> {
 struct HomePage {
     layout: Layout,
     role: Role,
+    /// Batch names link to their lead's page.
+    can_lead: bool,
     batches: Vec<BatchSummary>,
 }
 
@@ -30,6 +32,7 @@ async fn home(page_user: PageUser, State(state): State<AppState>) -> AppResult<H
     render(&HomePage {
         layout,
         role: user.role,
+        can_lead: user.can_lead(),
         batches,
     })
 }

@@ -22,6 +22,7 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use tracing::Level;
 
+pub mod access;
 pub mod api;
 pub mod assign;
 pub mod audit;

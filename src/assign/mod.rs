@@ -143,7 +143,7 @@ pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> 
                 "this batch is closed; your draft is kept for when it opens again".into(),
             ));
         }
-        if !state.store().may_rate(batch.id, user.id).await? {
+        if !crate::access::can_rate(state.store(), batch.id, user).await? {
             return Err(AppError::Conflict(
                 "you are no longer one of this batch's raters".into(),
             ));
@@ -158,7 +158,7 @@ pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> 
 
 /// The rater's open assignment in a batch, or a new one; `None` when nothing is left.
 pub async fn next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Option<Assignment>> {
-    if !state.store().may_rate(batch_id, user.id).await? {
+    if !crate::access::can_rate(state.store(), batch_id, user).await? {
         return Err(AppError::NotFound);
     }
     let batch = state

@@ -44,7 +44,7 @@ async fn waiting(
     State(state): State<AppState>,
     ApiPath(batch_id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    if !state.store().may_rate(batch_id, page_user.user.id).await? {
+    if !crate::access::can_rate(state.store(), batch_id, &page_user.user).await? {
         return Err(AppError::NotFound);
     }
     if let Some(open) = state

@@ -67,7 +67,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         progress,
         mine,
     } = summary;
-    let (raters, leads) = if viewer.role >= Role::Lead {
+    let (raters, leads) = if viewer.can_lead() {
         let members = state.store().batch_members(batch.id).await?;
         let of = |role: &str, restricted: bool| {
             restricted.then(|| {

@@ -5,7 +5,6 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::auth::Role;
 use crate::error::{AppError, AppResult};
 use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::state::AppState;
@@ -49,13 +48,7 @@ pub async fn access(state: &AppState, id: Uuid, user: &User) -> AppResult<Access
     let rating = state.store().rating(id).await?.ok_or(AppError::NotFound)?;
     let viewer = if rating.rater_id == user.id {
         Viewer::Owner
-    } else if user.role >= Role::Lead
-        && state
-            .store()
-            .visible_batch(rating.batch_id, user.id, user.role)
-            .await?
-            .is_some()
-    {
+    } else if crate::access::can_review(state.store(), rating.batch_id, user).await? {
         Viewer::Lead
     } else {
         return Err(AppError::NotFound);

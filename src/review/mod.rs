@@ -5,7 +5,6 @@ use axum::Router;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::auth::Role;
 use crate::error::{AppError, AppResult};
 use crate::ratings::{Access, Viewer};
 use crate::state::AppState;
@@ -43,7 +42,7 @@ pub async fn decide(
     lead: &User,
     decision: &Decision,
 ) -> AppResult<Rating> {
-    if access.viewer != Viewer::Lead || lead.role < Role::Lead {
+    if access.viewer != Viewer::Lead || !lead.can_lead() {
         return Err(AppError::Forbidden);
     }
     let mut fields = crate::error::FieldErrors::new();

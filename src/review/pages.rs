@@ -42,7 +42,7 @@ async fn queue(
     page_user: PageUser,
     State(state): State<AppState>,
 ) -> AppResult<Response> {
-    let admin = lead.role == crate::auth::Role::Admin;
+    let admin = lead.can_administer();
     let rows = state
         .store()
         .review_queue(lead.id, admin, QUEUE_LIMIT)

@@ -161,7 +161,7 @@ impl super::Store {
         let sql = format!(
             "SELECT {BATCH_COLUMNS}, {} FROM batches b WHERE {} ORDER BY b.created_at DESC",
             progress_sql("$1"),
-            visibility(role)
+            crate::access::batch_filter(role)
         );
         Ok(read!(self, |pool| sqlx::query_as::<_, BatchSummary>(&sql)
             .bind(user_id)
@@ -179,7 +179,7 @@ impl super::Store {
         let sql = format!(
             "SELECT {BATCH_COLUMNS}, {} FROM batches b WHERE b.id = $2 AND {}",
             progress_sql("$1"),
-            visibility(role)
+            crate::access::batch_filter(role)
         );
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, BatchSummary>(&sql)
@@ -190,11 +190,17 @@ impl super::Store {
         })?)
     }
 
-    /// Whether this user may rate in this batch (open, and opened to them).
-    pub async fn may_rate(&self, batch_id: Uuid, user_id: Uuid) -> StoreResult<bool> {
+    /// Whether the batch is one a person of `role` may see as that role (see
+    /// [`crate::access::batch_filter`]).
+    pub async fn batch_matches(
+        &self,
+        batch_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+    ) -> StoreResult<bool> {
         let sql = format!(
             "SELECT b.id FROM batches b WHERE b.id = $2 AND {}",
-            visibility(Role::Rater)
+            crate::access::batch_filter(role)
         );
         let row: Option<(Uuid,)> = read!(self, |pool| {
             sqlx::query_as(&sql)
@@ -441,23 +447,5 @@ impl super::Store {
                 .map(|done| done.rows_affected())
         })?;
         Ok(())
-    }
-}
-
-/// The SQL condition (on `b`, with the user's id as `$1`) for batches a role may see.
-fn visibility(role: Role) -> &'static str {
-    match role {
-        Role::Rater => {
-            "(b.state = 'open' AND (NOT b.raters_restricted OR EXISTS (
-                 SELECT 1 FROM batch_members m
-                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'rater')))"
-        }
-        Role::Lead => {
-            "(NOT b.leads_restricted OR EXISTS (
-                 SELECT 1 FROM batch_members m
-                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead'))"
-        }
-        // Still names $1, so every role binds the same arguments.
-        Role::Admin => "(b.id IS NOT NULL OR $1 IS NULL)",
     }
 }
