@@ -142,7 +142,9 @@ pub async fn submit(
 #[serde(deny_unknown_fields)]
 pub struct SkipRequest {
     /// `unfamiliar`, `too_long` or `other`.
+    #[schema(schema_with = crate::api::skip_reasons)]
     reason: String,
+    #[schema(max_length = 5000)]
     note: Option<String>,
 }
 
@@ -175,7 +177,9 @@ pub async fn skip(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutOfScopeRequest {
-    /// Why the prompt is out of scope (required).
+    /// Why the prompt is out of scope (required; at least the batch's minimum length,
+    /// 20 characters unless the batch says otherwise).
+    #[schema(min_length = 1, max_length = 5000, pattern = r"\S")]
     explanation: Option<String>,
     /// Any answers given so far, in the orientation shown.
     #[schema(value_type = Option<Object>)]

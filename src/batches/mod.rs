@@ -130,12 +130,19 @@ pub fn name_violation(name: &str) -> Option<String> {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct UploadParams {
-    /// The batch to create, or to add tasks to if it exists.
+    /// The batch to create, or to add tasks to if it exists (required).
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"
+    )]
     pub name: Option<String>,
     /// `blackhat` (default).
+    #[param(schema_with = crate::api::rubric_names)]
     pub rubric: Option<String>,
     /// Raters per task for a new batch (default 1); for an existing batch, if given, it
     /// must be the batch's.
+    #[param(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,
     /// Randomise A/B per assignment in a new batch (default true); for an existing batch,
     /// if given, it must be the batch's.
@@ -279,10 +286,15 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
 #[serde(deny_unknown_fields)]
 pub struct SettingsRequest {
     /// `open` or `closed`.
+    #[schema(schema_with = crate::api::batch_states)]
     pub state: Option<String>,
+    #[schema(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,
     pub randomize: Option<bool>,
+    /// Minutes a task stays with its rater without activity (1 to 1440).
+    #[schema(minimum = 1, maximum = 1440)]
     pub lease_minutes: Option<i32>,
+    #[schema(minimum = 0, maximum = 1000)]
     pub min_explanation_len: Option<i32>,
     pub classifications: Option<Vec<Question>>,
     /// Usernames who may rate; `null` opens the batch to every rater.

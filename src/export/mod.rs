@@ -55,16 +55,21 @@ impl Format {
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// `csv` (default) or `jsonl`.
+    #[param(schema_with = crate::api::export_formats)]
     pub format: Option<String>,
     /// `rated`, `skipped` or `out_of_scope`.
+    #[param(schema_with = crate::api::outcomes)]
     pub outcome: Option<String>,
     /// `submitted`, `returned`, `accepted` or `rejected`.
+    #[param(schema_with = crate::api::finished_statuses)]
     pub status: Option<String>,
     /// A rater's username.
     pub rater: Option<String>,
     /// Submitted at or after (RFC 3339, or a date).
+    #[param(pattern = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$")]
     pub since: Option<String>,
     /// Submitted before (RFC 3339, or a date).
+    #[param(pattern = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$")]
     pub until: Option<String>,
 }
 

@@ -27,9 +27,12 @@ pub fn page_router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     /// `accept`, `return` (with a comment for the rater) or `reject`.
+    #[schema(schema_with = crate::api::decisions)]
     pub decision: String,
+    #[schema(max_length = 5000)]
     pub comment: Option<String>,
     /// The rating version the lead saw.
+    #[schema(minimum = 1)]
     pub version: i32,
 }
 
