@@ -1,44 +1,25 @@
-//! The JSON API's description: `/api/v1/openapi.json`, generated from the handlers.
+//! The JSON API: every feature's API routes, registered with the handlers' OpenAPI
+//! annotations (utoipa-axum), and the document they make, served at
+//! `/api/v1/openapi.json`.
 
+use axum::Router;
 use axum::routing::get;
-use axum::{Json, Router};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 use crate::{assign, audit, batches, dashboard, error, export, ratings, review, store, users};
 
+/// The document's frame: what it says of itself, its security schemes and shared
+/// schemas. Its paths come from the routers themselves ([`routes`]), so no route can be
+/// missing from it or described at another path than it is served on.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "verdict", description = "Human rating of AI answers to coding prompts."),
-    paths(
-        users::api::me,
-        users::api::list,
-        users::api::create,
-        users::api::update,
-        users::tokens::create,
-        users::tokens::list,
-        users::tokens::revoke,
-        batches::api::upload,
-        batches::api::list,
-        batches::api::one,
-        batches::api::update,
-        assign::api::next,
-        assign::api::draft,
-        assign::api::submit,
-        assign::api::skip,
-        assign::api::out_of_scope,
-        assign::api::release,
-        ratings::api::read,
-        ratings::api::revise,
-        review::api::review,
-        dashboard::metrics_api,
-        export::api::export,
-        audit::list,
-    ),
     components(schemas(error::ErrorBody, users::UserView, store::tokens::ApiToken)),
-    modifiers(&Security, &SharedErrors),
+    modifiers(&Security),
     security(("bearer" = []), ("session" = [])),
 )]
 pub struct ApiDoc;
@@ -163,9 +144,47 @@ pub(crate) fn finished_statuses() -> utoipa::openapi::Object {
     one_of(&["submitted", "returned", "accepted", "rejected"])
 }
 
-pub fn router() -> Router<AppState> {
+/// A router of API routes that also collects their OpenAPI description.
+pub type ApiRouter = OpenApiRouter<AppState>;
+
+/// Every API route, with the document describing them.
+pub fn routes() -> ApiRouter {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(users::api_router())
+        .merge(batches::api_router())
+        .merge(assign::api_router())
+        .merge(ratings::api_router())
+        .merge(review::api_router())
+        .merge(export::api_router())
+        .merge(audit::api_router())
+        .merge(dashboard::api_router())
+}
+
+/// The API's routes, and its OpenAPI document (with the errors every route shares).
+pub fn split() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut document) = routes().split_for_parts();
+    SharedErrors.modify(&mut document);
+    (router, document)
+}
+
+/// The OpenAPI document of the API, as served.
+pub fn document() -> utoipa::openapi::OpenApi {
+    split().1
+}
+
+/// Serves the document, written once.
+pub fn router(document: &utoipa::openapi::OpenApi) -> Router<AppState> {
+    let json = bytes::Bytes::from(serde_json::to_vec(document).unwrap_or_default());
     Router::new().route(
         "/api/v1/openapi.json",
-        get(|| async { Json(ApiDoc::openapi()) }),
+        get(move || {
+            let json = json.clone();
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    json,
+                )
+            }
+        }),
     )
 }

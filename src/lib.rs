@@ -64,25 +64,19 @@ pub fn router(state: AppState) -> Router {
             time::Duration::try_from(config.session_idle).unwrap_or(time::Duration::HOUR),
         ));
     let limit = usize::try_from(config.max_upload_bytes).unwrap_or(usize::MAX);
+    let (api_routes, document) = api::split();
     let app = Router::new()
         .merge(auth::pages::router())
         .merge(home::router())
         .merge(users::page_router())
-        .merge(users::api_router())
         .merge(batches::page_router())
-        .merge(batches::api_router())
         .merge(assign::page_router())
-        .merge(assign::api_router())
         .merge(ratings::page_router())
-        .merge(ratings::api_router())
         .merge(review::page_router())
-        .merge(review::api_router())
-        .merge(export::api_router())
-        .merge(audit::api_router())
         .merge(audit::page_router())
         .merge(dashboard::page_router())
-        .merge(dashboard::api_router())
-        .merge(api::router())
+        .merge(api_routes)
+        .merge(api::router(&document))
         .route("/static/{*path}", get(web::assets::serve))
         .route("/healthz", get(web::healthz))
         .fallback(web::not_found)

@@ -1,30 +1,31 @@
 //! `/api/v1/batches/{id}/next` and `/api/v1/assignments/{id}/...`: a rater's work.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{post, put};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::{TaskView, owned};
+use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireLead};
 use crate::error::{AppResult, ErrorBody};
 use crate::rubric::{Question, Rubric};
 use crate::state::AppState;
 use crate::store::ratings::Rating;
 use crate::web::{ApiJson, ApiPath};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/batches/{id}/next", post(next))
-        .route("/api/v1/assignments/{id}/draft", put(draft))
-        .route("/api/v1/assignments/{id}/submit", post(submit))
-        .route("/api/v1/assignments/{id}/skip", post(skip))
-        .route("/api/v1/assignments/{id}/out-of-scope", post(out_of_scope))
-        .route("/api/v1/assignments/{id}/release", post(release))
+pub fn router() -> ApiRouter {
+    ApiRouter::new()
+        .routes(routes!(next))
+        .routes(routes!(draft))
+        .routes(routes!(submit))
+        .routes(routes!(skip))
+        .routes(routes!(out_of_scope))
+        .routes(routes!(release))
 }
 
 /// An assignment as handed to its rater.

@@ -20,7 +20,7 @@ use crate::store::users::User;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> Router<AppState> {
+pub fn api_router() -> crate::api::ApiRouter {
     api::router()
 }
 

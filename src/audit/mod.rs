@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::api::ApiRouter;
 use crate::auth::RequireAdmin;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
@@ -18,13 +19,14 @@ use crate::store::Store;
 use crate::store::audit::AuditEntry;
 use crate::store::users::User;
 use crate::web::{ApiQuery, Layout, PageUser, render};
+use utoipa_axum::routes;
 
 /// The most entries one request returns.
 const MAX_ENTRIES: i64 = 1000;
 const DEFAULT_ENTRIES: i64 = 200;
 
-pub fn api_router() -> Router<AppState> {
-    Router::new().route("/api/v1/audit", get(list))
+pub fn api_router() -> ApiRouter {
+    ApiRouter::new().routes(routes!(list))
 }
 
 pub fn page_router() -> Router<AppState> {

@@ -1,24 +1,25 @@
 //! `/api/v1/batches`: upload, list, read and change batches.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use bytes::Bytes;
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::import::Format;
 use super::{BatchView, SettingsRequest, UploadParams, view, visible};
+use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/batches", post(upload).get(list))
-        .route("/api/v1/batches/{id}", get(one).patch(update))
+pub fn router() -> ApiRouter {
+    ApiRouter::new()
+        .routes(routes!(upload, list))
+        .routes(routes!(one, update))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -18,7 +18,7 @@ pub mod api;
 pub mod import;
 pub mod pages;
 
-pub fn api_router() -> Router<AppState> {
+pub fn api_router() -> crate::api::ApiRouter {
     api::router()
 }
 

@@ -8,6 +8,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use uuid::Uuid;
 
+use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppError, AppResult, ErrorBody};
@@ -15,11 +16,12 @@ use crate::metrics::{Accumulator, Metrics};
 use crate::state::AppState;
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
+use utoipa_axum::routes;
 
 pub mod charts;
 
-pub fn api_router() -> Router<AppState> {
-    Router::new().route("/api/v1/batches/{id}/metrics", get(metrics_api))
+pub fn api_router() -> ApiRouter {
+    ApiRouter::new().routes(routes!(metrics_api))
 }
 
 pub fn page_router() -> Router<AppState> {

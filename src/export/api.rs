@@ -1,22 +1,22 @@
 //! `GET /api/v1/batches/{id}/export`: a streamed download.
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use futures_util::StreamExt;
 use uuid::Uuid;
 
 use super::{ExportQuery, parse};
+use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::web::{ApiPath, ApiQuery};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/batches/{id}/export", get(export))
+pub fn router() -> ApiRouter {
+    ApiRouter::new().routes(routes!(export))
 }
 
 /// Chunks the export may run ahead of the client: this bounds its memory.

@@ -2,7 +2,6 @@
 //! answers in the task's canonical orientation, streamed so memory stays flat however
 //! many rows there are.
 
-use axum::Router;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -15,7 +14,7 @@ use crate::store::review::{ExportFilter, ExportRow};
 
 pub mod api;
 
-pub fn api_router() -> Router<AppState> {
+pub fn api_router() -> crate::api::ApiRouter {
     api::router()
 }
 

@@ -1,19 +1,20 @@
 //! `/api/v1/ratings/{id}`: read and revise one rating.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::{RatingView, access, view};
+use crate::api::ApiRouter;
 use crate::auth::CurrentUser;
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::web::{ApiJson, ApiPath};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/ratings/{id}", get(read).put(revise))
+pub fn router() -> ApiRouter {
+    ApiRouter::new().routes(routes!(read, revise))
 }
 
 /// One rating: its rater sees the answers as they were shown, a lead of the batch sees

@@ -1,19 +1,20 @@
 //! `POST /api/v1/ratings/{id}/review`.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
 use uuid::Uuid;
 
 use super::{Decision, decide, reviewable};
+use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
 use crate::ratings::{RatingView, view};
 use crate::state::AppState;
 use crate::web::{ApiJson, ApiPath};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/ratings/{id}/review", post(review))
+pub fn router() -> ApiRouter {
+    ApiRouter::new().routes(routes!(review))
 }
 
 /// Accepts, returns (with a comment) or rejects a rating. `version` is the version the

@@ -1,23 +1,24 @@
 //! `/api/v1/me` and `/api/v1/users`.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, patch};
-use axum::{Json, Router};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{Changes, NewUser, UserView};
+use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::web::{ApiJson, ApiPath};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/me", get(me))
-        .route("/api/v1/users", get(list).post(create))
-        .route("/api/v1/users/{id}", patch(update))
+pub fn router() -> ApiRouter {
+    ApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(list, create))
+        .routes(routes!(update))
 }
 
 /// The signed-in user.

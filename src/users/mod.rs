@@ -14,7 +14,7 @@ pub mod pages;
 pub mod tokens;
 
 /// API routes of this feature (each handler names the role it needs).
-pub fn api_router() -> Router<AppState> {
+pub fn api_router() -> crate::api::ApiRouter {
     api::router().merge(tokens::router())
 }
 

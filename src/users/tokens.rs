@@ -1,23 +1,24 @@
 //! `/api/v1/tokens`: bearer tokens for scripts. The secret is shown once, at creation.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{delete, get};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, Role, tokens};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::store::tokens::ApiToken;
 use crate::store::users::User;
 use crate::web::{ApiJson, ApiPath};
+use utoipa_axum::routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/tokens", get(list).post(create))
-        .route("/api/v1/tokens/{id}", delete(revoke))
+pub fn router() -> ApiRouter {
+    ApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(revoke))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

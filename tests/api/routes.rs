@@ -1,6 +1,7 @@
 //! Every route, for every kind of caller, gets the status this table says. The routes
-//! are read from the router's source (every `.route(` call under `src/`), so a route
-//! added without a row here fails this test; a row without a route does too.
+//! are read from the router's source (every `.route(` call under `src/`) and, for the
+//! API, from the OpenAPI document the API's router builds as it registers each handler,
+//! so a route added without a row here fails this test; a row without a route does too.
 //!
 //! The same run checks three more promises: no GET changes what the database holds, no
 //! page or JSON a rater can load shows another rater's answers, and every POST page form
@@ -106,9 +107,24 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
 const RATER_SECRET: &str = "explained-by-rater-one";
 const OTHER_SECRET: &str = "explained-by-rater-two";
 
-/// The `(method, path)` of every `.route(` call in the router's source.
+/// The `(method, path)` of every `.route(` call in the router's source, and of every
+/// operation in the API's document (whose routes are registered with it).
 fn routes_in_source() -> BTreeSet<(String, String)> {
     let mut found = BTreeSet::new();
+    for (path, item) in verdict::api::document().paths.paths {
+        let methods = [
+            ("GET", item.get.is_some()),
+            ("PUT", item.put.is_some()),
+            ("POST", item.post.is_some()),
+            ("DELETE", item.delete.is_some()),
+            ("PATCH", item.patch.is_some()),
+        ];
+        for (method, present) in methods {
+            if present {
+                found.insert((method.to_owned(), path.clone()));
+            }
+        }
+    }
     let mut files = vec![std::path::PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/src"
