@@ -661,12 +661,16 @@ test("the sign-in page with a payload in the address and in the username", async
   const problems = [];
   const at01 = S.P.find((x) => x.id === "at01");
   const next = `/${at01.text}`;
-  problems.push(...(await visit(page, origin, `/login?next=${encodeURIComponent(next)}`, { expect: [next] })));
+  // A `next` that is not a plain path on this site (this one has quotes and angle
+  // brackets) is replaced by `/`, so the payload never reaches the page at all.
+  problems.push(...(await visit(page, origin, `/login?next=${encodeURIComponent(next)}`)));
+  const kept = await page.inputValue('input[name="next"]');
+  if (kept !== "/") problems.push(`next kept as ${JSON.stringify(kept)}, not replaced by /`);
   const at04 = S.P.find((x) => x.id === "at04");
   await page.fill('input[name="username"]', at04.text);
   await page.fill('input[name="password"]', "not the password at all");
   page.sink.length = 0;
   const [failed] = await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
-  problems.push(...(await inspect(page, "sign-in refused", failed, { status: 401, expect: [at04.text.trim(), next] })));
+  problems.push(...(await inspect(page, "sign-in refused", failed, { status: 401, expect: [at04.text.trim()] })));
   report(problems);
 });
