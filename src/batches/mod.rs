@@ -254,29 +254,21 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
             format!("batch {:?} uses the {} rubric", batch.name, batch.rubric),
         );
     }
-    if let Some(overlap) = new.overlap
-        && overlap != batch.overlap
-    {
+    let mut differs = |setting: &str, has: String| {
         fields.insert(
-            "overlap".into(),
+            setting.into(),
             format!(
-                "batch {:?} has overlap {}: leave it out to add tasks, or change it in the \
-                 batch's settings (PATCH /api/v1/batches/{})",
-                batch.name, batch.overlap, batch.id
+                "batch {:?} has {setting} {has}: leave it out to add tasks, or change it in \
+                 the batch's settings (PATCH /api/v1/batches/{})",
+                batch.name, batch.id
             ),
         );
+    };
+    if new.overlap.is_some_and(|o| o != batch.overlap) {
+        differs("overlap", batch.overlap.to_string());
     }
-    if let Some(randomize) = new.randomize
-        && randomize != batch.randomize
-    {
-        fields.insert(
-            "randomize".into(),
-            format!(
-                "batch {:?} has randomize {}: leave it out to add tasks, or change it in the \
-                 batch's settings (PATCH /api/v1/batches/{})",
-                batch.name, batch.randomize, batch.id
-            ),
-        );
+    if new.randomize.is_some_and(|r| r != batch.randomize) {
+        differs("randomize", batch.randomize.to_string());
     }
     Err(AppError::invalid(fields))
 }

@@ -552,6 +552,20 @@ async fn shape_errors_name_the_field(app: &TestApp) {
 }
 db_test!(shape_errors_name_the_field: TestApp);
 
+/// A lead, and a batch of `tasks` tasks each rated once: what the heavy reads read.
+async fn rated_batch(app: &TestApp, tasks: usize) -> (Persona, String) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "rated", &tasks_jsonl(tasks), "").await;
+    while let Some(next) = app.next(&rater, &batch).await {
+        let id = next["assignment_id"].as_str().unwrap();
+        let done = app.act(&rater, id, "submit", &complete_answers()).await;
+        assert_eq!(done.status(), StatusCode::OK);
+    }
+    (lead, batch)
+}
+
 /// Defect 15: an export that fails part way is cut off, so the client sees an error and
 /// not a shorter file that looks complete. (Whether the cut comes before or after the
 /// first bytes reach the client depends on timing; either way it must be an error.)
@@ -568,15 +582,7 @@ async fn an_export_failing_part_way_is_cut_off() {
         let Some(app) = TestApp::with_config(backend, config).await else {
             continue;
         };
-        let admin = app.admin().await;
-        let lead = app.lead().await;
-        let rater = app.rater().await;
-        let batch = app.batch(&admin, "cut", &tasks_jsonl(8), "").await;
-        while let Some(next) = app.next(&rater, &batch).await {
-            let id = next["assignment_id"].as_str().unwrap();
-            let done = app.act(&rater, id, "submit", &complete_answers()).await;
-            assert_eq!(done.status(), StatusCode::OK);
-        }
+        let (lead, batch) = rated_batch(&app, 8).await;
         for format in ["csv", "jsonl"] {
             // A client of its own each time: the last one's connection was cut.
             let sent = crate::helpers::bearer(&lead.token)
@@ -611,14 +617,7 @@ async fn heavy_reads_run_a_bounded_number_at_once() {
         let Some(app) = TestApp::with_config(backend, config).await else {
             continue;
         };
-        let admin = app.admin().await;
-        let lead = app.lead().await;
-        let rater = app.rater().await;
-        let batch = app.batch(&admin, "heavy", &tasks_jsonl(40), "").await;
-        while let Some(next) = app.next(&rater, &batch).await {
-            let id = next["assignment_id"].as_str().unwrap();
-            app.act(&rater, id, "submit", &complete_answers()).await;
-        }
+        let (lead, batch) = rated_batch(&app, 40).await;
         let reads = (0..24).map(|i| {
             let path = if i % 2 == 0 {
                 format!("/api/v1/batches/{batch}/metrics")
