@@ -238,6 +238,23 @@ fn token_field(bytes: &[u8]) -> Result<Option<String>, AppError> {
 }
 
 /// The form's fields, once its token has been checked.
+/// Reads a form body of at most `limit` bytes, checks that its token is `expected`, and
+/// parses it.
+async fn checked_form<T: DeserializeOwned>(
+    req: Request,
+    limit: usize,
+    state: &AppState,
+    expected: &str,
+) -> Result<T, AppError> {
+    let bytes = read_limited(req, limit, state).await?;
+    check(
+        Some(expected),
+        token_field(&bytes)?.as_deref(),
+        Carrier::Form,
+    )?;
+    parse_form(&bytes)
+}
+
 fn parse_form<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     crate::web::refuse_nul_in_form(bytes)?;
     serde_urlencoded::from_bytes(bytes)
@@ -262,13 +279,7 @@ impl<T: DeserializeOwned + Send, const LIMIT: usize> FromRequest<AppState> for C
         let Some(expected) = expected(&session).await? else {
             return Err(Carrier::Form.refusal(true));
         };
-        let bytes = read_limited(req, LIMIT, state).await?;
-        check(
-            Some(&expected),
-            token_field(&bytes)?.as_deref(),
-            Carrier::Form,
-        )?;
-        Ok(Self(parse_form(&bytes)?))
+        Ok(Self(checked_form(req, LIMIT, state, &expected).await?))
     }
 }
 
@@ -289,13 +300,9 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for LoginCsrfForm<T> {
                     .into(),
             ));
         };
-        let bytes = read_limited(req, SMALL_FORM_LIMIT, state).await?;
-        check(
-            Some(&expected),
-            token_field(&bytes)?.as_deref(),
-            Carrier::Form,
-        )?;
-        Ok(Self(parse_form(&bytes)?))
+        Ok(Self(
+            checked_form(req, SMALL_FORM_LIMIT, state, &expected).await?,
+        ))
     }
 }
 
