@@ -36,9 +36,10 @@ pub enum AppError {
     Conflict(String),
     #[error("request body is larger than the limit of {limit_mb} MiB")]
     TooLarge { limit_mb: u64 },
-    /// A page form over its route's limit (small for sign-in, larger for the rating form).
-    #[error("the form is larger than the limit of {limit_kib} KiB")]
-    FormTooLarge { limit_kib: u64 },
+    /// A page form or a JSON body over its route's limit (small for sign-in, larger for
+    /// the rating form and the API's JSON).
+    #[error("the {what} is larger than the limit of {limit_kib} KiB")]
+    BodyTooLarge { what: &'static str, limit_kib: u64 },
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{message}")]
@@ -94,7 +95,7 @@ impl AppError {
             Self::Forbidden | Self::Csrf(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::TooLarge { .. } | Self::FormTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge { .. } | Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Validation { .. } | Self::BadRecords { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,

@@ -23,7 +23,6 @@ use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, HeaderValue, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use futures_util::StreamExt;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use tower_sessions::Session;
@@ -197,34 +196,6 @@ pub fn login_token(headers: &HeaderMap, secure: bool) -> (String, Option<HeaderV
     (token, value)
 }
 
-/// Reads a form body, refusing it with 413 as soon as it passes `limit` bytes (or at
-/// once when its announced length does), so an oversized body is never held in memory.
-async fn read_limited(req: Request, limit: usize, state: &AppState) -> Result<Vec<u8>, AppError> {
-    let limit = limit.min(usize::try_from(state.config().max_upload_bytes).unwrap_or(usize::MAX));
-    let too_large = || AppError::FormTooLarge {
-        limit_kib: (limit / 1024) as u64,
-    };
-    let announced = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|length| length > limit as u64) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    let mut stream = req.into_body().into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| AppError::BadRequest(format!("could not read the form: {e}")))?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
 #[derive(Deserialize)]
 struct TokenField {
     csrf_token: Option<String>,
@@ -246,7 +217,7 @@ async fn checked_form<T: DeserializeOwned>(
     state: &AppState,
     expected: &str,
 ) -> Result<T, AppError> {
-    let bytes = read_limited(req, limit, state).await?;
+    let bytes = crate::web::read_limited(req, limit, state, "form").await?;
     check(
         Some(expected),
         token_field(&bytes)?.as_deref(),

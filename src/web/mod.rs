@@ -65,6 +65,47 @@ pub fn render(page: &impl Template) -> Result<Html<String>, AppError> {
     page.render().map(Html).map_err(AppError::internal)
 }
 
+/// The largest JSON body the API reads: room for every explanation of a rating at its
+/// longest, however escaped, and far less than a client could make the server parse.
+/// (Uploads of tasks are not JSON bodies of this kind and keep the upload limit.)
+pub const JSON_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Reads a body of at most `limit` bytes (and never more than the upload limit): a 413
+/// naming `what` as soon as it is announced or found to be larger, without reading the
+/// rest.
+pub async fn read_limited(
+    req: Request,
+    limit: usize,
+    state: &AppState,
+    what: &'static str,
+) -> Result<Vec<u8>, AppError> {
+    use futures_util::StreamExt;
+    let limit = limit.min(usize::try_from(state.config().max_upload_bytes).unwrap_or(usize::MAX));
+    let too_large = || AppError::BodyTooLarge {
+        what,
+        limit_kib: (limit / 1024) as u64,
+    };
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    let mut stream = req.into_body().into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| AppError::BadRequest(format!("could not read the {what}: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// A JSON request body whose rejections use the app's error format: 415 without a JSON
 /// content type, 400 for malformed JSON, 422 for JSON of the wrong shape, 413 over the
 /// size limit.
@@ -79,12 +120,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
                 "send the body as JSON with Content-Type: application/json".into(),
             ));
         }
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|e| match e.status() {
-                StatusCode::PAYLOAD_TOO_LARGE => too_large(state),
-                _ => AppError::BadRequest(e.body_text()),
-            })?;
+        let bytes = read_limited(req, JSON_LIMIT, state, "JSON body").await?;
         let value = shape::parse::<T>(&bytes)?;
         refuse_nul_in_json(&bytes)?;
         Ok(Self(value))

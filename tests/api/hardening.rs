@@ -374,6 +374,18 @@ async fn explanations_are_capped(app: &TestApp) {
             );
         }
     }
+    // A body far past any rating's size is refused before it is parsed (defect 20).
+    let mut huge = complete_answers();
+    huge["sxs_explanation"] = json!("z".repeat(5 * 1024 * 1024));
+    let refused = app.act(&rater, &assignment, "draft", &huge).await;
+    let refused = json_with(refused, StatusCode::PAYLOAD_TOO_LARGE).await;
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("JSON body is larger than the limit"),
+        "{refused}"
+    );
     let stored = app.count("SELECT COUNT(*) FROM ratings").await;
     assert_eq!(stored, 0, "nothing was stored");
     let mut answers = complete_answers();
