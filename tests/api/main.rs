@@ -12,6 +12,7 @@ mod connections;
 mod durability;
 mod hardening;
 mod input;
+mod lists;
 mod pages;
 mod rating;
 mod review;
