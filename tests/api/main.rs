@@ -18,4 +18,5 @@ mod rating;
 mod review;
 mod routes;
 mod schema;
+mod tokens;
 mod users;

@@ -50,6 +50,11 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/api/v1/tokens", [401, 200, 200, 200, 200, 401]),
     ("POST", "/api/v1/tokens", [401, 422, 422, 422, 422, 401]),
     ("DELETE", "/api/v1/tokens/{token}", [401, 204, 404, 404, 404, 401]),
+    // The token page: anyone's own tokens (an admin's: everyone's). The rater's second
+    // spare token is revoked by the rater first, so later callers find it gone.
+    ("GET", "/tokens", [303, 200, 200, 200, 200, 303]),
+    ("POST", "/tokens", [303, 422, 422, 422, 422, 303]),
+    ("POST", "/tokens/{page_token}/revoke", [303, 303, 404, 404, 404, 303]),
     ("GET", "/ratings", [303, 200, 200, 200, 200, 303]),
     ("GET", "/api/v1/ratings", [401, 200, 200, 200, 200, 401]),
     // A rater's own work: nobody else's, not even an admin's.
@@ -88,6 +93,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/admin/users", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/users", [303, 403, 403, 403, 422, 303]),
     ("POST", "/admin/users/{user}", [303, 403, 403, 403, 303, 303]),
+    // Only the CSRF token: no new password, 422 with the page.
+    ("POST", "/admin/users/{user}/password", [303, 403, 403, 403, 422, 303]),
     ("GET", "/api/v1/users", [401, 403, 403, 403, 200, 401]),
     ("POST", "/api/v1/users", [401, 403, 403, 403, 422, 401]),
     ("PATCH", "/api/v1/users/{user}", [401, 403, 403, 403, 200, 401]),
