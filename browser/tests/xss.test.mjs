@@ -219,6 +219,24 @@ async function inspect(page, label, response, { expect = [], status = 200, json 
   return problems.map((p) => `${label}: ${p}`);
 }
 
+/**
+ * Like `visit`, for a paged list: each page is checked as it is, following its "Next page"
+ * link, and every expected text must be on one of the pages.
+ */
+async function visitPages(page, origin, path, { expect = [] } = {}) {
+  const problems = [];
+  let text = "";
+  for (let next = path, n = 0; next; n += 1) {
+    problems.push(...(await visit(page, origin, next)));
+    text += `${norm(await page.evaluate(pageText))}\n`;
+    next = await page.locator('a[rel="next"]').getAttribute("href", { timeout: 1000 }).catch(() => null);
+    if (n > 100) throw new Error(`${path}: paging does not end`);
+  }
+  const missing = [...new Set(expect)].filter((e) => !text.includes(norm(e)));
+  if (missing.length) problems.push(`${path}: ${missing.length} expected texts missing from every page, e.g. ${missing.slice(0, 4).map((m) => JSON.stringify(m.slice(0, 90))).join(", ")}`);
+  return problems;
+}
+
 /** A reader's pointer, focus and clicks over the page's content, then a moment for late effects. */
 async function interact(page, { json, real, settle }) {
   if (!json) {
@@ -629,7 +647,7 @@ test("the admin's pages: batches, settings, users, audit log, and forms that ech
   const named = (await (await page.request.get(`${origin}/api/v1/batches`)).json()).find((b) => b.name === S.names[0]);
   problems.push(...(await visit(page, origin, `/admin/batches/${named.id}`, { expect: [S.names[0]] })));
   problems.push(...(await visit(page, origin, "/admin/users", { expect: ["rater1", "rater2", "lead"] })));
-  problems.push(...(await visit(page, origin, "/admin/audit", {
+  problems.push(...(await visitPages(page, origin, "/admin/audit", {
     expect: [...S.names, kitchen.name, ...S.auditedTokenNames.map((n) => JSON.stringify(n).slice(1, -1))],
   })));
   problems.push(...(await visit(page, origin, "/review", { expect: [kitchen.name] })));

@@ -13,17 +13,15 @@ use serde_json::Value;
 
 use crate::api::ApiRouter;
 use crate::auth::RequireAdmin;
-use crate::error::{AppError, AppResult, ErrorBody};
+use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::store::Store;
 use crate::store::audit::AuditEntry;
+use crate::store::page::{ListKind, Page};
 use crate::store::users::User;
+use crate::web::paging::{PageLinks, Paged, params};
 use crate::web::{ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
-
-/// The most entries one request returns.
-const MAX_ENTRIES: i64 = 1000;
-const DEFAULT_ENTRIES: i64 = 200;
 
 pub fn api_router() -> ApiRouter {
     ApiRouter::new().routes(routes!(list))
@@ -101,35 +99,30 @@ impl From<AuditEntry> for AuditView {
 pub struct AuditQuery {
     /// Only this action (`user.create`, `batch.upload`, `rating.review`, ...).
     pub action: Option<String>,
-    /// How many entries, newest first (default 200, at most 1000).
+    /// `next_cursor` of the previous page; absent for the newest entries.
+    pub cursor: Option<String>,
+    /// Entries per page, newest first (default 50, at most 200).
     pub limit: Option<i64>,
 }
 
-async fn entries(state: &AppState, query: &AuditQuery) -> AppResult<Vec<AuditView>> {
-    let limit = query.limit.unwrap_or(DEFAULT_ENTRIES);
-    if !(1..=MAX_ENTRIES).contains(&limit) {
-        return Err(AppError::field(
-            "limit",
-            format!("must be between 1 and {MAX_ENTRIES}"),
-        ));
-    }
-    let found = state
-        .store()
-        .audit_entries(query.action.as_deref(), limit)
-        .await?;
-    Ok(found.into_iter().map(AuditView::from).collect())
+async fn entries(state: &AppState, query: &AuditQuery) -> AppResult<(Page<AuditView>, i64)> {
+    let (cursor, limit) = params(ListKind::Audit, query.cursor.as_deref(), query.limit)?;
+    let action = query.action.as_deref().filter(|a| !a.is_empty());
+    let found = state.store().audit_entries(action, cursor, limit).await?;
+    Ok((found.map(AuditView::from), limit))
 }
 
-/// What admins and leads did, newest first (admin).
+/// What admins and leads did, newest first, a page at a time (admin).
 #[utoipa::path(get, path = "/api/v1/audit", tag = "audit", params(AuditQuery),
-    responses((status = 200, body = [AuditView]), (status = 401, body = ErrorBody),
+    responses((status = 200, body = Paged<AuditView>), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn list(
     _: RequireAdmin,
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<AuditQuery>,
-) -> AppResult<Json<Vec<AuditView>>> {
-    Ok(Json(entries(&state, &query).await?))
+) -> AppResult<Json<Paged<AuditView>>> {
+    let (page, _) = entries(&state, &query).await?;
+    Ok(Json(Paged::new(page, ListKind::Audit)))
 }
 
 #[derive(Template)]
@@ -137,6 +130,9 @@ pub async fn list(
 struct AuditPage {
     layout: Layout,
     entries: Vec<AuditView>,
+    /// The action shown alone, if one was chosen.
+    action: String,
+    pager: PageLinks,
 }
 
 impl AuditPage {
@@ -152,11 +148,28 @@ async fn page(
     _: RequireAdmin,
     page_user: PageUser,
     State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> AppResult<Response> {
-    let entries = entries(&state, &AuditQuery::default()).await?;
+    let (found, limit) = entries(&state, &query).await?;
+    let action = query.action.unwrap_or_default();
+    let keep: Vec<(&str, String)> = if action.is_empty() {
+        vec![]
+    } else {
+        vec![("action", action.clone())]
+    };
+    let pager = PageLinks::new(
+        "/admin/audit",
+        &keep,
+        &found,
+        ListKind::Audit,
+        limit,
+        query.cursor.is_none(),
+    );
     let page = AuditPage {
         layout: page_user.layout,
-        entries,
+        entries: found.items,
+        action,
+        pager,
     };
     Ok(render(&page)?.into_response())
 }

@@ -1,20 +1,55 @@
-//! `/api/v1/ratings/{id}`: read and revise one rating.
+//! `/api/v1/ratings`: the caller's own ratings; read, revise and trace one rating.
 
 use axum::Json;
 use axum::extract::State;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{RatingView, access, view};
+use super::{ChangeView, HistoryItem, HistoryQuery, RatingView, access, view};
 use crate::api::ApiRouter;
 use crate::auth::CurrentUser;
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
-use crate::web::{ApiJson, ApiPath};
+use crate::store::page::ListKind;
+use crate::web::paging::Paged;
+use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 
 pub fn router() -> ApiRouter {
-    ApiRouter::new().routes(routes!(read, revise))
+    ApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(read, revise))
+        .routes(routes!(history))
+}
+
+/// The caller's own ratings, drafts included, newest first (by when each was started),
+/// a page at a time.
+#[utoipa::path(get, path = "/api/v1/ratings", tag = "rating", params(HistoryQuery),
+    responses((status = 200, body = Paged<HistoryItem>), (status = 422, body = ErrorBody)))]
+pub async fn list(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<HistoryQuery>,
+) -> AppResult<Json<Paged<HistoryItem>>> {
+    let (page, _) = super::history(&state, &user, &query).await?;
+    Ok(Json(Paged::new(
+        page.map(HistoryItem::from),
+        ListKind::History,
+    )))
+}
+
+/// Every change to a rating, oldest first (its rater, or a lead of its batch). Its rater
+/// gets the answers as they were shown; a lead gets them in canonical orientation.
+#[utoipa::path(get, path = "/api/v1/ratings/{id}/history", tag = "rating",
+    params(("id" = Uuid, Path, description = "rating id")),
+    responses((status = 200, body = [ChangeView]), (status = 404, body = ErrorBody)))]
+pub async fn history(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<Vec<ChangeView>>> {
+    let access = access(&state, id, &user).await?;
+    Ok(Json(super::changes(&state, &access).await?))
 }
 
 /// One rating: its rater sees the answers as they were shown, a lead of the batch sees

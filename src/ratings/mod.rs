@@ -1,7 +1,7 @@
 //! Ratings after the fact: a rater's history, reading one rating, revising it.
 
 use axum::Router;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -10,8 +10,10 @@ use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::state::AppState;
 use crate::store::assignments::Assignment;
 use crate::store::batches::Batch;
-use crate::store::ratings::{Finish, Rating};
+use crate::store::page::{ListKind, Page};
+use crate::store::ratings::{Finish, HistoryRow, Rating};
 use crate::store::users::User;
+use crate::web::paging::params;
 
 pub mod api;
 pub mod pages;
@@ -90,6 +92,110 @@ impl Access {
         self.rating.outcome != "skipped"
             && matches!(self.rating.status.as_str(), "submitted" | "returned")
     }
+}
+
+/// Which page of the caller's own ratings to read (the page and the API take the same).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// `next_cursor` of the previous page; absent for the newest ratings.
+    pub cursor: Option<String>,
+    /// Ratings per page, newest first (default 50, at most 200).
+    pub limit: Option<i64>,
+}
+
+/// A page of `user`'s own ratings, newest first, and the page length used.
+pub async fn history(
+    state: &AppState,
+    user: &User,
+    query: &HistoryQuery,
+) -> AppResult<(Page<HistoryRow>, i64)> {
+    let (cursor, limit) = params(ListKind::History, query.cursor.as_deref(), query.limit)?;
+    let page = state
+        .store()
+        .ratings_of_rater(user.id, cursor, limit)
+        .await?;
+    Ok((page, limit))
+}
+
+/// A rating in its rater's history (the answers are at `GET /api/v1/ratings/{id}`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HistoryItem {
+    pub id: Uuid,
+    pub assignment_id: Uuid,
+    pub batch_id: Uuid,
+    pub batch: String,
+    pub external_id: String,
+    pub outcome: String,
+    pub status: String,
+    pub review_comment: Option<String>,
+    pub version: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub submitted_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<HistoryRow> for HistoryItem {
+    fn from(row: HistoryRow) -> Self {
+        let r = row.rating;
+        Self {
+            id: r.id,
+            assignment_id: r.assignment_id,
+            batch_id: r.batch_id,
+            batch: row.batch_name,
+            external_id: row.external_id,
+            outcome: r.outcome,
+            status: r.status,
+            review_comment: r.review_comment,
+            version: r.version,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            submitted_at: r.submitted_at,
+        }
+    }
+}
+
+/// One change to a rating: who made it, when, and the rating before and after.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ChangeView {
+    /// `draft`, `submit`, `revise`, `review: accept`, ...
+    pub action: String,
+    /// Who made the change (`null` once the account is gone).
+    pub actor: Option<String>,
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// The rating before the change (`null` for the first entry) and after it: outcome,
+    /// status, answers, skip reason, note, active time and version. Answers are in the
+    /// caller's orientation, as for the rating itself.
+    #[schema(value_type = Option<Object>)]
+    pub before: Option<Value>,
+    #[schema(value_type = Object)]
+    pub after: Value,
+}
+
+/// A rating's history, oldest first, answers oriented for the viewer: its rater gets
+/// them as they were shown (so a swap is never revealed), a lead canonical.
+pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeView>> {
+    let turn = access.turn();
+    let orient = |mut snapshot: Value| {
+        if let Some(Value::Object(answers)) = snapshot.get_mut("answers") {
+            *answers = rubric::orient(access.rubric, std::mem::take(answers), turn);
+        }
+        snapshot
+    };
+    Ok(state
+        .store()
+        .rating_history(access.rating.id)
+        .await?
+        .into_iter()
+        .map(|(action, actor, at, before, after)| ChangeView {
+            action,
+            actor,
+            at,
+            before: before.map(|b| orient(b.0)),
+            after: orient(after.0),
+        })
+        .collect())
 }
 
 /// A rating as the API shows it.

@@ -8,14 +8,16 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use uuid::Uuid;
 
-use super::{Access, Viewer, access};
+use super::{Access, HistoryQuery, Viewer, access};
 use crate::assign::pages::{FormView, form_view};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::rubric::Answers;
 use crate::state::AppState;
+use crate::store::page::ListKind;
 use crate::store::ratings::HistoryRow;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::paging::PageLinks;
+use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -23,24 +25,32 @@ pub fn router() -> Router<AppState> {
         .route("/ratings/{id}", get(one).post(revise))
 }
 
-/// How many of a rater's ratings the history page lists.
-const HISTORY_LIMIT: i64 = 500;
-
 #[derive(Template)]
 #[template(path = "ratings/history.html")]
 struct HistoryPage {
     layout: Layout,
     rows: Vec<HistoryRow>,
+    pager: PageLinks,
 }
 
-async fn history(page_user: PageUser, State(state): State<AppState>) -> AppResult<Response> {
-    let rows = state
-        .store()
-        .ratings_of_rater(page_user.user.id, HISTORY_LIMIT)
-        .await?;
+async fn history(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<HistoryQuery>,
+) -> AppResult<Response> {
+    let (found, limit) = super::history(&state, &page_user.user, &query).await?;
+    let pager = PageLinks::new(
+        "/ratings",
+        &[],
+        &found,
+        ListKind::History,
+        limit,
+        query.cursor.is_none(),
+    );
     Ok(render(&HistoryPage {
         layout: page_user.layout,
-        rows,
+        rows: found.items,
+        pager,
     })?
     .into_response())
 }

@@ -1,20 +1,41 @@
-//! `POST /api/v1/ratings/{id}/review`.
+//! The lead's API: the review queue, decisions, and a task's ratings side by side.
 
 use axum::Json;
 use axum::extract::State;
+use serde::Serialize;
 use uuid::Uuid;
 
-use super::{Decision, decide, reviewable};
+use super::{Decision, QueueQuery, decide, reviewable};
 use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
 use crate::ratings::{RatingView, view};
 use crate::state::AppState;
-use crate::web::{ApiJson, ApiPath};
+use crate::store::page::ListKind;
+use crate::store::review::QueueRow;
+use crate::web::paging::Paged;
+use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 
 pub fn router() -> ApiRouter {
-    ApiRouter::new().routes(routes!(review))
+    ApiRouter::new()
+        .routes(routes!(queue))
+        .routes(routes!(review))
+        .routes(routes!(task))
+}
+
+/// The review queue: submitted ratings of the batches the caller leads (every batch for
+/// an admin), never their own, oldest first, a page at a time (lead).
+#[utoipa::path(get, path = "/api/v1/review", tag = "review", params(QueueQuery),
+    responses((status = 200, body = Paged<QueueRow>), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn queue(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<QueueQuery>,
+) -> AppResult<Json<Paged<QueueRow>>> {
+    let (page, _, _) = super::queue(&state, &lead, &query).await?;
+    Ok(Json(Paged::new(page, ListKind::ReviewQueue)))
 }
 
 /// Accepts, returns (with a comment) or rejects a rating. `version` is the version the
@@ -33,4 +54,77 @@ pub async fn review(
     decide(&state, &access, &lead, &decision).await?;
     let after = reviewable(&state, id, &lead).await?;
     Ok(Json(view(&state, &after).await?))
+}
+
+/// Every rater's rating of one task, side by side.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskRatings {
+    pub batch_id: Uuid,
+    pub batch: String,
+    pub external_id: String,
+    pub model_a: Option<String>,
+    pub model_b: Option<String>,
+    /// By rater name; drafts are left out.
+    pub ratings: Vec<TaskRatingView>,
+}
+
+/// One rater's rating of the task, in the task's canonical orientation.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskRatingView {
+    pub rating_id: Uuid,
+    pub rater: String,
+    pub outcome: String,
+    pub status: String,
+    /// Whether it counts in the batch's metrics.
+    pub counts_in_metrics: bool,
+    /// Whether the rater was shown B first (the answers are turned back already).
+    pub swapped: bool,
+    #[schema(value_type = Object)]
+    pub answers: crate::rubric::Answers,
+    /// The skip note, or why the task is out of scope.
+    pub note: Option<String>,
+    pub time_spent_s: i32,
+}
+
+/// The disagreement view: every rater's rating of a task side by side, in the task's
+/// canonical orientation (lead of the batch).
+#[utoipa::path(get, path = "/api/v1/batches/{id}/tasks/{external_id}", tag = "review",
+    params(("id" = Uuid, Path, description = "batch id"),
+        ("external_id" = String, Path, description = "the task's external id")),
+    responses((status = 200, body = TaskRatings), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn task(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
+) -> AppResult<Json<TaskRatings>> {
+    let (summary, _, task_id, ratings) =
+        super::task_ratings(&state, &lead, batch_id, &external_id).await?;
+    let task = state
+        .store()
+        .task(task_id)
+        .await?
+        .ok_or(crate::error::AppError::NotFound)?;
+    let ratings = ratings
+        .into_iter()
+        .map(|r| TaskRatingView {
+            counts_in_metrics: crate::metrics::counts_in_metrics(&r.outcome, &r.status),
+            rating_id: r.rating_id,
+            rater: r.rater,
+            outcome: r.outcome,
+            status: r.status,
+            swapped: r.swapped,
+            answers: r.answers.0,
+            note: r.note,
+            time_spent_s: r.time_spent_s,
+        })
+        .collect();
+    Ok(Json(TaskRatings {
+        batch_id,
+        batch: summary.batch.name,
+        external_id: task.external_id,
+        model_a: task.model_a,
+        model_b: task.model_b,
+        ratings,
+    }))
 }

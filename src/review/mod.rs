@@ -7,9 +7,14 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::ratings::{Access, Viewer};
+use crate::rubric::Rubric;
 use crate::state::AppState;
+use crate::store::batches::BatchSummary;
+use crate::store::page::{ListKind, Page};
 use crate::store::ratings::Rating;
+use crate::store::review::{QueueRow, TaskRating};
 use crate::store::users::User;
+use crate::web::paging::params;
 
 pub mod api;
 pub mod pages;
@@ -34,6 +39,49 @@ pub struct Decision {
     /// The rating version the lead saw.
     #[schema(minimum = 1)]
     pub version: i32,
+}
+
+/// Which part of the review queue to read: one batch or all the lead leads, a page at a
+/// time (the page and `GET /api/v1/review` take the same parameters).
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct QueueQuery {
+    /// Only this batch (its id).
+    pub batch: Option<String>,
+    /// `next_cursor` of the previous page; absent for the oldest ratings.
+    pub cursor: Option<String>,
+    /// Ratings per page, oldest first (default 50, at most 200).
+    pub limit: Option<i64>,
+}
+
+/// A page of the review queue `lead` may work on, and the page length used. A batch
+/// they cannot see is a 404, as everywhere.
+pub async fn queue(
+    state: &AppState,
+    lead: &User,
+    query: &QueueQuery,
+) -> AppResult<(Page<QueueRow>, Option<Uuid>, i64)> {
+    let (cursor, limit) = params(ListKind::ReviewQueue, query.cursor.as_deref(), query.limit)?;
+    let batch = match query
+        .batch
+        .as_deref()
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+    {
+        None => None,
+        Some(text) => {
+            let id = Uuid::parse_str(text)
+                .map_err(|_| AppError::field("batch", "must be a batch id"))?;
+            crate::batches::visible(state, id, lead).await?;
+            Some(id)
+        }
+    };
+    let page = state
+        .store()
+        .review_queue(lead.id, lead.role, batch, cursor, limit)
+        .await?;
+    Ok((page, batch, limit))
 }
 
 pub const MAX_COMMENT_CHARS: usize = 5000;
@@ -101,6 +149,27 @@ pub async fn decide(
         }
         Err(refusal) => Err(refusal.into()),
     }
+}
+
+/// A task of a batch the lead may see, with every rating of it (drafts aside), answers in
+/// the task's canonical orientation: the disagreement view. 404 for a batch the lead
+/// does not lead or a task it does not hold.
+pub async fn task_ratings(
+    state: &AppState,
+    lead: &User,
+    batch_id: Uuid,
+    external_id: &str,
+) -> AppResult<(BatchSummary, &'static Rubric, Uuid, Vec<TaskRating>)> {
+    let summary = crate::batches::visible(state, batch_id, lead).await?;
+    let rubric = crate::rubric::by_name(&summary.batch.rubric)
+        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let task_id = state
+        .store()
+        .task_by_external_id(batch_id, external_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let ratings = state.store().task_ratings(task_id).await?;
+    Ok((summary, rubric, task_id, ratings))
 }
 
 /// A rating a lead may review: 404 unless they lead its batch; 403 for their own.

@@ -10,15 +10,17 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Decision, decide, reviewable};
+use super::{Decision, QueueQuery, decide, reviewable};
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
 use crate::ratings::Access;
 use crate::rubric::{Answers, Field, Rubric};
 use crate::state::AppState;
+use crate::store::page::ListKind;
 use crate::store::review::QueueRow;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::paging::PageLinks;
+use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -27,29 +29,47 @@ pub fn router() -> Router<AppState> {
         .route("/batches/{id}/tasks/{external_id}", get(task))
 }
 
-/// How many ratings the queue page lists at once.
-const QUEUE_LIMIT: i64 = 200;
-
 #[derive(Template)]
 #[template(path = "review/queue.html")]
 struct QueuePage {
     layout: Layout,
     rows: Vec<QueueRow>,
+    /// The batches the lead may pick from: (id, name, whether it is the one picked).
+    batches: Vec<(Uuid, String, bool)>,
+    pager: PageLinks,
 }
 
 async fn queue(
     RequireLead(lead): RequireLead,
     page_user: PageUser,
     State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<QueueQuery>,
 ) -> AppResult<Response> {
-    let admin = lead.can_administer();
-    let rows = state
+    let (found, batch, limit) = super::queue(&state, &lead, &query).await?;
+    let batches = state
         .store()
-        .review_queue(lead.id, admin, QUEUE_LIMIT)
-        .await?;
+        .visible_batches(lead.id, lead.role)
+        .await?
+        .into_iter()
+        .map(|b| (b.batch.id, b.batch.name, Some(b.batch.id) == batch))
+        .collect();
+    let keep: Vec<(&str, String)> = batch
+        .map(|b| ("batch", b.to_string()))
+        .into_iter()
+        .collect();
+    let pager = PageLinks::new(
+        "/review",
+        &keep,
+        &found,
+        ListKind::ReviewQueue,
+        limit,
+        query.cursor.is_none(),
+    );
     Ok(render(&QueuePage {
         layout: page_user.layout,
-        rows,
+        rows: found.items,
+        batches,
+        pager,
     })?
     .into_response())
 }
@@ -342,16 +362,9 @@ async fn task(
     State(state): State<AppState>,
     ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
 ) -> AppResult<Response> {
-    let summary = crate::batches::visible(&state, batch_id, &lead).await?;
-    let rubric = crate::rubric::by_name(&summary.batch.rubric)
-        .ok_or_else(|| AppError::internal("unknown rubric"))?;
-    let task_id = state
-        .store()
-        .task_by_external_id(batch_id, &external_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let (summary, rubric, task_id, ratings) =
+        super::task_ratings(&state, &lead, batch_id, &external_id).await?;
     let (_, rendered) = crate::assign::task_with_html(&state, task_id).await?;
-    let ratings = state.store().task_ratings(task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
     let rows = rows(rubric, &sets);
     let raters = ratings

@@ -5,11 +5,13 @@ use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use super::page::{Cursor, Page};
 use super::{StoreResult, read, write};
 
 /// One entry, with the actor's username (empty once the account is gone).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AuditEntry {
+    pub id: Uuid,
     pub at: DateTime<Utc>,
     pub actor: Option<String>,
     pub action: String,
@@ -47,23 +49,37 @@ impl super::Store {
         Ok(())
     }
 
-    /// The latest `limit` entries, newest first; `action` keeps one kind.
+    /// A page of entries, newest first, after `cursor`; `action` keeps one kind.
     pub async fn audit_entries(
         &self,
         action: Option<&str>,
+        cursor: Option<Cursor>,
         limit: i64,
-    ) -> StoreResult<Vec<AuditEntry>> {
-        Ok(read!(self, |pool| {
+    ) -> StoreResult<Page<AuditEntry>> {
+        let rows = read!(self, |pool| {
             sqlx::query_as::<_, AuditEntry>(
-                "SELECT l.at, COALESCE(u.username, l.actor_name) AS actor, l.action, l.target, l.detail
+                "SELECT l.id, l.at, COALESCE(u.username, l.actor_name) AS actor, l.action, l.target, l.detail
                  FROM audit_log l LEFT JOIN users u ON u.id = l.actor_id
                  WHERE ($1 IS NULL OR l.action = $1)
-                 ORDER BY l.at DESC, l.id DESC LIMIT $2",
+                   AND ($2 IS NULL OR l.at < $2 OR (l.at = $2 AND l.id < $3))
+                 ORDER BY l.at DESC, l.id DESC LIMIT $4",
             )
             .bind(action)
-            .bind(limit)
+            .bind(cursor.map(|c| c.at))
+            .bind(cursor.map(|c| c.id))
+            .bind(limit + 1)
             .fetch_all(pool)
             .await
-        })?)
+        })?;
+        let (total,): (i64,) = read!(self, |pool| {
+            sqlx::query_as("SELECT COUNT(*) FROM audit_log WHERE ($1 IS NULL OR action = $1)")
+                .bind(action)
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(Page::of(rows, limit, total, |e| Cursor {
+            at: e.at,
+            id: e.id,
+        }))
     }
 }

@@ -21,6 +21,7 @@ pub mod audit;
 pub mod batches;
 pub mod group;
 pub mod login_attempts;
+pub mod page;
 pub mod ratings;
 pub mod review;
 mod scan;

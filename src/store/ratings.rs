@@ -7,6 +7,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
+use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction};
 use crate::rubric::Answers;
 
@@ -143,24 +144,40 @@ impl super::Store {
         })?)
     }
 
-    /// A rater's ratings, newest first, drafts included.
+    /// A page of a rater's ratings, newest first (by when each was started, which never
+    /// changes, so a revision does not move a rating between pages), drafts included.
     pub async fn ratings_of_rater(
         &self,
         rater_id: Uuid,
+        cursor: Option<Cursor>,
         limit: i64,
-    ) -> StoreResult<Vec<HistoryRow>> {
+    ) -> StoreResult<Page<HistoryRow>> {
         let sql = format!(
             "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
-             WHERE r.rater_id = $1 ORDER BY r.updated_at DESC LIMIT $2"
+             WHERE r.rater_id = $1
+               AND ($2 IS NULL OR r.created_at < $2 OR (r.created_at = $2 AND r.id < $3))
+             ORDER BY r.created_at DESC, r.id DESC LIMIT $4"
         );
-        Ok(read!(self, |pool| {
+        let rows = read!(self, |pool| {
             sqlx::query_as::<_, HistoryRow>(&sql)
                 .bind(rater_id)
-                .bind(limit)
+                .bind(cursor.map(|c| c.at))
+                .bind(cursor.map(|c| c.id))
+                .bind(limit + 1)
                 .fetch_all(pool)
                 .await
-        })?)
+        })?;
+        let (total,): (i64,) = read!(self, |pool| {
+            sqlx::query_as("SELECT COUNT(*) FROM ratings WHERE rater_id = $1")
+                .bind(rater_id)
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(Page::of(rows, limit, total, |row| Cursor {
+            at: row.rating.created_at,
+            id: row.rating.id,
+        }))
     }
 
     /// The change history of a rating, oldest first: (action, actor, at, before, after).

@@ -7,13 +7,14 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::assignments::RELEASE_SLOT;
+use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, Refusal, insert_history};
 use super::{StoreResult, read, scan, transaction};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
 /// A rating waiting in the review queue.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct QueueRow {
     pub rating_id: Uuid,
     pub batch_id: Uuid,
@@ -72,30 +73,52 @@ pub struct ExportFilter {
 }
 
 impl super::Store {
-    /// Submitted ratings waiting for a decision, oldest first, in batches `lead` leads
-    /// (every batch for an admin), never the lead's own.
+    /// A page of the submitted ratings waiting for a decision, oldest first, in batches
+    /// `lead` leads (every batch for an admin), never the lead's own; `batch` keeps one.
     pub async fn review_queue(
         &self,
         lead: Uuid,
-        admin: bool,
+        role: crate::auth::Role,
+        batch: Option<Uuid>,
+        cursor: Option<Cursor>,
         limit: i64,
-    ) -> StoreResult<Vec<QueueRow>> {
-        let sql = "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, t.external_id, u.username AS rater,
-                    r.outcome, r.submitted_at, r.version
-             FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
+    ) -> StoreResult<Page<QueueRow>> {
+        let from = format!(
+            "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
              JOIN users u ON u.id = r.rater_id
              WHERE r.status = 'submitted' AND r.outcome <> 'skipped' AND r.rater_id <> $1
-               AND ($2 OR NOT b.leads_restricted OR EXISTS (
-                   SELECT 1 FROM batch_members m WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead'))
-             ORDER BY r.submitted_at, r.id LIMIT $3";
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, QueueRow>(sql)
+               AND {} AND ($2 IS NULL OR r.batch_id = $2)",
+            crate::access::batch_filter(role)
+        );
+        let sql = format!(
+            "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, t.external_id, u.username AS rater,
+                    r.outcome, r.submitted_at, r.version
+             {from}
+               AND ($3 IS NULL OR r.submitted_at > $3 OR (r.submitted_at = $3 AND r.id > $4))
+             ORDER BY r.submitted_at, r.id LIMIT $5"
+        );
+        let rows = read!(self, |pool| {
+            sqlx::query_as::<_, QueueRow>(&sql)
                 .bind(lead)
-                .bind(admin)
-                .bind(limit)
+                .bind(batch)
+                .bind(cursor.map(|c| c.at))
+                .bind(cursor.map(|c| c.id))
+                .bind(limit + 1)
                 .fetch_all(pool)
                 .await
-        })?)
+        })?;
+        let count = format!("SELECT COUNT(*) {from}");
+        let (total,): (i64,) = read!(self, |pool| {
+            sqlx::query_as(&count)
+                .bind(lead)
+                .bind(batch)
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(Page::of(rows, limit, total, |row| Cursor {
+            at: row.submitted_at.unwrap_or_default(),
+            id: row.rating_id,
+        }))
     }
 
     /// Records a lead's decision. `version` must be the rating's current version (409

@@ -11,19 +11,23 @@ use super::{StoreResult, read, write};
 pub struct ApiToken {
     pub id: Uuid,
     pub name: String,
+    /// Whose token it is.
+    pub username: String,
     pub created_at: DateTime<Utc>,
 }
 
 impl super::Store {
     pub async fn create_token(
         &self,
-        user_id: Uuid,
+        owner: &User,
         name: &str,
         token_hash: &str,
     ) -> StoreResult<ApiToken> {
+        let user_id = owner.id;
         let token = ApiToken {
             id: Uuid::now_v7(),
             name: name.to_owned(),
+            username: owner.username.clone(),
             created_at: Utc::now(),
         };
         write!(self, |pool| {
@@ -57,11 +61,14 @@ impl super::Store {
         })?)
     }
 
-    pub async fn list_tokens(&self, user_id: Uuid) -> StoreResult<Vec<ApiToken>> {
+    /// The live tokens of one user, or of everyone (`None`), oldest first.
+    pub async fn list_tokens(&self, user_id: Option<Uuid>) -> StoreResult<Vec<ApiToken>> {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, ApiToken>(
-                "SELECT id, name, created_at FROM api_tokens
-                 WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at",
+                "SELECT t.id, t.name, u.username, t.created_at
+                 FROM api_tokens t JOIN users u ON u.id = t.user_id
+                 WHERE ($1 IS NULL OR t.user_id = $1) AND t.revoked_at IS NULL
+                 ORDER BY t.created_at, t.id",
             )
             .bind(user_id)
             .fetch_all(pool)
@@ -69,20 +76,38 @@ impl super::Store {
         })?)
     }
 
-    /// Revokes one of a user's tokens; false if the user has no such live token.
-    pub async fn revoke_token(&self, user_id: Uuid, token_id: Uuid) -> StoreResult<bool> {
-        let done = write!(self, |pool| {
-            sqlx::query(
-                "UPDATE api_tokens SET revoked_at = $3
-                 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
+    /// Revokes a live token, of `user_id` only or of anyone (`None`). Returns the token
+    /// as it was, `None` if there is no such live token (of that user).
+    pub async fn revoke_token(
+        &self,
+        user_id: Option<Uuid>,
+        token_id: Uuid,
+    ) -> StoreResult<Option<ApiToken>> {
+        let found = read!(self, |pool| {
+            sqlx::query_as::<_, ApiToken>(
+                "SELECT t.id, t.name, u.username, t.created_at
+                 FROM api_tokens t JOIN users u ON u.id = t.user_id
+                 WHERE t.id = $1 AND ($2 IS NULL OR t.user_id = $2) AND t.revoked_at IS NULL",
             )
             .bind(token_id)
             .bind(user_id)
+            .fetch_optional(pool)
+            .await
+        })?;
+        let Some(token) = found else {
+            return Ok(None);
+        };
+        // Checked again as it is revoked: a token revoked meanwhile is not revoked twice.
+        let done = write!(self, |pool| {
+            sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+            )
+            .bind(token_id)
             .bind(Utc::now())
             .execute(pool)
             .await
             .map(|done| done.rows_affected())
         })?;
-        Ok(done == 1)
+        Ok((done == 1).then_some(token))
     }
 }

@@ -11,6 +11,7 @@ use crate::store::users::User;
 
 pub mod api;
 pub mod pages;
+pub mod token_pages;
 pub mod tokens;
 
 /// API routes of this feature (each handler names the role it needs).
@@ -20,7 +21,7 @@ pub fn api_router() -> crate::api::ApiRouter {
 
 /// Page routes of this feature.
 pub fn page_router() -> Router<AppState> {
-    pages::router()
+    pages::router().merge(token_pages::router())
 }
 
 /// A user as the API shows them.

@@ -1,4 +1,4 @@
-//! The admin's users page: list, create, change role, deactivate.
+//! The admin's users page: list, create, change role, deactivate, reset a password.
 
 use askama::Template;
 use axum::Router;
@@ -14,12 +14,13 @@ use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/users", get(users_page).post(create))
         .route("/admin/users/{id}", post(update))
+        .route("/admin/users/{id}/password", post(reset_password))
 }
 
 #[derive(Template)]
@@ -34,6 +35,17 @@ struct UsersPage {
     errors: FieldErrors,
     /// What a password must be, shown beside the field.
     password_policy: &'static str,
+    /// The account whose password was just reset, by name.
+    reset_done: Option<String>,
+    /// A refused reset: the account and why.
+    reset_error: Option<(Uuid, String)>,
+}
+
+/// What the page shows besides the list: a reset that worked or one that was refused.
+#[derive(Default)]
+struct ResetOutcome {
+    done: Option<Uuid>,
+    error: Option<(Uuid, String)>,
 }
 
 #[derive(Deserialize, Default)]
@@ -51,14 +63,19 @@ async fn page(
     page_user: PageUser,
     form: CreateForm,
     errors: FieldErrors,
+    reset: ResetOutcome,
 ) -> AppResult<UsersPage> {
-    let users = state
+    let users: Vec<UserView> = state
         .store()
         .list_users()
         .await?
         .into_iter()
         .map(UserView::from)
         .collect();
+    let reset_done = reset
+        .done
+        .and_then(|id| users.iter().find(|u| u.id == id))
+        .map(|u| u.username.clone());
     Ok(UsersPage {
         layout: page_user.layout,
         me: page_user.user.id,
@@ -67,19 +84,33 @@ async fn page(
         form,
         errors,
         password_policy: crate::auth::password::POLICY,
+        reset_done,
+        reset_error: reset.error,
     })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsersQuery {
+    /// The account whose password was just reset (after the reset form's redirect).
+    reset: Option<Uuid>,
 }
 
 async fn users_page(
     _: RequireAdmin,
     page_user: PageUser,
     State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<UsersQuery>,
 ) -> AppResult<Response> {
     let form = CreateForm {
         role: "rater".into(),
         ..Default::default()
     };
-    Ok(render(&page(&state, page_user, form, FieldErrors::new()).await?)?.into_response())
+    let reset = ResetOutcome {
+        done: query.reset,
+        error: None,
+    };
+    Ok(render(&page(&state, page_user, form, FieldErrors::new(), reset).await?)?.into_response())
 }
 
 async fn create(
@@ -107,7 +138,7 @@ async fn create(
     };
     Ok((
         status,
-        render(&page(&state, page_user, form, errors).await?)?,
+        render(&page(&state, page_user, form, errors, ResetOutcome::default()).await?)?,
     )
         .into_response())
 }
@@ -132,4 +163,46 @@ async fn update(
     };
     super::update(&state, &page_user.user, id, changes).await?;
     Ok(Redirect::to("/admin/users"))
+}
+
+#[derive(Deserialize)]
+struct ResetForm {
+    #[serde(default)]
+    password: String,
+}
+
+/// An admin sets a new password for an account: the same change as `PATCH
+/// /api/v1/users/{id}` with `password`, so the account's sessions end and its tokens are
+/// revoked. A refused password shows the page again with the reason beside the account.
+async fn reset_password(
+    _: RequireAdmin,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(form): CsrfForm<ResetForm>,
+) -> AppResult<Response> {
+    let changes = Changes {
+        password: Some(form.password),
+        ..Changes::default()
+    };
+    match super::update(&state, &page_user.user, id, changes).await {
+        Ok(_) => Ok(Redirect::to(&format!("/admin/users?reset={id}")).into_response()),
+        Err(AppError::Validation { fields, .. }) => {
+            let why = fields
+                .get("password")
+                .cloned()
+                .unwrap_or_else(|| "was refused".into());
+            let form = CreateForm {
+                role: "rater".into(),
+                ..Default::default()
+            };
+            let reset = ResetOutcome {
+                done: None,
+                error: Some((id, why)),
+            };
+            let html = render(&page(&state, page_user, form, FieldErrors::new(), reset).await?)?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, html).into_response())
+        }
+        Err(other) => Err(other),
+    }
 }

@@ -19,6 +19,7 @@ use crate::store::users::User;
 pub mod assets;
 pub mod headers;
 pub mod heavy;
+pub mod paging;
 pub mod shape;
 
 /// What the base layout needs: who is signed in and the token for its logout form.

@@ -449,7 +449,7 @@ async fn the_command_line_writes_the_audit_log(db: &TestDb) {
     assert!(off.status.success(), "{}", text(&off.stderr));
 
     let store = db.store().await;
-    let mut entries = store.audit_entries(None, 100).await.unwrap();
+    let mut entries = store.audit_entries(None, None, 100).await.unwrap().items;
     store.close().await;
     entries.reverse();
     let seen: Vec<(Option<String>, String, Option<String>)> = entries

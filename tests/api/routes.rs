@@ -28,7 +28,7 @@ const CALLERS: [&str; 6] = [
 
 /// What each placeholder stands for: `{assignment}` the rater's open assignment,
 /// `{rating}` the rater's submitted rating, `{user}` an account nobody else touches,
-/// `{token}` a spare token of the rater, `{batch}` and `{task}` the batch and one of its
+/// `{token}` and `{page_token}` spare tokens of the rater, `{batch}` and `{task}` the batch and one of its
 /// tasks. Requests carry a body that is valid in form but not in content (an empty JSON
 /// object, a form with only its CSRF token), so 422 (or 400 for a form missing a field)
 /// means "let through to validation", and an empty change is a 200 or 303 that changes
@@ -51,11 +51,18 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/api/v1/tokens", [401, 200, 200, 200, 200, 401]),
     ("POST", "/api/v1/tokens", [401, 422, 422, 422, 422, 401]),
     ("DELETE", "/api/v1/tokens/{token}", [401, 204, 404, 404, 404, 401]),
+    // The token page: anyone's own tokens (an admin's: everyone's). The rater's second
+    // spare token is revoked by the rater first, so later callers find it gone.
+    ("GET", "/tokens", [303, 200, 200, 200, 200, 303]),
+    ("POST", "/tokens", [303, 422, 422, 422, 422, 303]),
+    ("POST", "/tokens/{page_token}/revoke", [303, 303, 404, 404, 404, 303]),
     ("GET", "/ratings", [303, 200, 200, 200, 200, 303]),
+    ("GET", "/api/v1/ratings", [401, 200, 200, 200, 200, 401]),
     // A rater's own work: nobody else's, not even an admin's.
     ("GET", "/ratings/{rating}", [303, 200, 404, 200, 200, 303]),
     ("POST", "/ratings/{rating}", [303, 422, 404, 403, 403, 303]),
     ("GET", "/api/v1/ratings/{rating}", [401, 200, 404, 200, 200, 401]),
+    ("GET", "/api/v1/ratings/{rating}/history", [401, 200, 404, 200, 200, 401]),
     ("PUT", "/api/v1/ratings/{rating}", [401, 422, 404, 403, 403, 401]),
     ("GET", "/assignments/{assignment}", [303, 200, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/submit", [303, 422, 404, 404, 404, 303]),
@@ -77,7 +84,9 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/api/v1/batches/{batch}/metrics", [401, 403, 403, 200, 200, 401]),
     ("GET", "/api/v1/batches/{batch}/export", [401, 403, 403, 200, 200, 401]),
     ("GET", "/batches/{batch}/tasks/{task}", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/api/v1/batches/{batch}/tasks/{task}", [401, 403, 403, 200, 200, 401]),
     ("GET", "/review", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/api/v1/review", [401, 403, 403, 200, 200, 401]),
     ("GET", "/review/{rating}", [303, 403, 403, 200, 200, 303]),
     ("POST", "/review/{rating}", [303, 403, 403, 400, 400, 303]),
     ("POST", "/api/v1/ratings/{rating}/review", [401, 403, 403, 422, 422, 401]),
@@ -85,6 +94,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/admin/users", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/users", [303, 403, 403, 403, 422, 303]),
     ("POST", "/admin/users/{user}", [303, 403, 403, 403, 303, 303]),
+    // Only the CSRF token: no new password, 422 with the page.
+    ("POST", "/admin/users/{user}/password", [303, 403, 403, 403, 422, 303]),
     ("GET", "/api/v1/users", [401, 403, 403, 403, 200, 401]),
     ("POST", "/api/v1/users", [401, 403, 403, 403, 422, 401]),
     ("PATCH", "/api/v1/users/{user}", [401, 403, 403, 403, 200, 401]),
@@ -276,16 +287,20 @@ async fn world(app: &TestApp) -> World {
             ratings.insert("open".into(), open);
         }
     }
-    let spare = rater
-        .api
-        .post(app.url("/api/v1/tokens"))
-        .json(&json!({"name": "spare"}))
-        .go()
-        .await;
-    let spare = json_with(spare, StatusCode::CREATED).await["id"]
-        .as_str()
-        .expect("token id")
-        .to_owned();
+    let mut spares = Vec::new();
+    for name in ["spare", "spare for the page"] {
+        let spare = rater
+            .api
+            .post(app.url("/api/v1/tokens"))
+            .json(&json!({ "name": name }))
+            .go()
+            .await;
+        let spare = json_with(spare, StatusCode::CREATED).await["id"]
+            .as_str()
+            .expect("token id")
+            .to_owned();
+        spares.push(spare);
+    }
     let task = "t1".to_owned();
 
     let mut callers = vec![Caller {
@@ -318,7 +333,8 @@ async fn world(app: &TestApp) -> World {
         ("assignment", ratings["open"].clone()),
         ("rating", ratings["rater"].clone()),
         ("user", target.id.to_string()),
-        ("token", spare),
+        ("token", spares[0].clone()),
+        ("page_token", spares[1].clone()),
     ]);
     World { callers, ids }
 }
@@ -444,6 +460,16 @@ async fn the_route_matrix_holds_for_every_caller(app: &TestApp) {
     assert!(sees("rater", "GET /ratings/{rating}", RATER_SECRET));
     assert!(sees("rater", "GET /api/v1/ratings/{rating}", RATER_SECRET));
     assert!(sees("lead", "GET /review/{rating}", RATER_SECRET));
+    assert!(sees(
+        "rater",
+        "GET /api/v1/ratings/{rating}/history",
+        RATER_SECRET
+    ));
+    assert!(sees(
+        "lead",
+        "GET /api/v1/batches/{batch}/tasks/{task}",
+        OTHER_SECRET
+    ));
     assert!(sees(
         "admin",
         "GET /api/v1/batches/{batch}/export",
