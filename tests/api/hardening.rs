@@ -374,18 +374,16 @@ async fn explanations_are_capped(app: &TestApp) {
             );
         }
     }
-    // A body far past any rating's size is refused before it is parsed (defect 20).
-    let mut huge = complete_answers();
-    huge["sxs_explanation"] = json!("z".repeat(5 * 1024 * 1024));
-    let refused = app.act(&rater, &assignment, "draft", &huge).await;
-    let refused = json_with(refused, StatusCode::PAYLOAD_TOO_LARGE).await;
-    assert!(
-        refused["error"]
-            .as_str()
-            .unwrap()
-            .contains("JSON body is larger than the limit"),
-        "{refused}"
+    // A body far past any rating's size is refused before it is read (defect 20).
+    let head = format!(
+        "PUT /api/v1/assignments/{assignment}/draft HTTP/1.1\r\nHost: {}\r\n\
+         Authorization: Bearer {}\r\nContent-Type: application/json\r\n",
+        app.url("").trim_start_matches("http://"),
+        rater.token
     );
+    let limit = verdict::web::JSON_LIMIT as u64;
+    let answer = crate::input::refused_before_the_body(app, &head, limit).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     let stored = app.count("SELECT COUNT(*) FROM ratings").await;
     assert_eq!(stored, 0, "nothing was stored");
     let mut answers = complete_answers();

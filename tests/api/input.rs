@@ -312,7 +312,7 @@ db_test!(nul_characters_get_the_same_answer_on_both_databases: TestApp);
 /// Sends the head of a request that announces a body over the limit, and a little of
 /// the body, then waits for the answer without sending the rest: the server must answer
 /// 413 from the announced length, not read (or wait for) the whole body first.
-async fn refused_before_the_body(app: &TestApp, head: &str, limit: u64) -> String {
+pub(crate) async fn refused_before_the_body(app: &TestApp, head: &str, limit: u64) -> String {
     let mut stream = tokio::net::TcpStream::connect(app.url("").trim_start_matches("http://"))
         .await
         .expect("connect");
