@@ -45,7 +45,8 @@ fn slug(name: &str) -> String {
 /// Every non-draft rating of the batch, one per row, answers in canonical orientation,
 /// with `counts_in_metrics`. Streamed: memory stays flat however large the batch.
 #[utoipa::path(get, path = "/api/v1/batches/{id}/export", tag = "export", params(("id" = Uuid, Path, description = "batch id"), ExportQuery),
-    responses((status = 200, description = "CSV or JSON Lines", content_type = "text/csv"),
+    responses((status = 200, description = "CSV (format=csv) or JSON Lines (format=jsonl)",
+            content((String = "text/csv"), (String = "application/x-ndjson"))),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn export(
     RequireLead(lead): RequireLead,
