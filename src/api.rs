@@ -10,7 +10,9 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
-use crate::{assign, audit, batches, dashboard, error, export, ratings, review, store, users};
+use crate::{
+    assign, audit, batches, dashboard, error, export, ratings, review, rubrics, store, users,
+};
 
 /// The document's frame: what it says of itself, its security schemes and shared
 /// schemas. Its paths come from the routers themselves ([`routes`]), so no route can be
@@ -119,11 +121,6 @@ pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
     one_of(&reasons)
 }
 
-/// The rubrics a batch can use.
-pub(crate) fn rubric_names() -> utoipa::openapi::Object {
-    one_of(&crate::rubric::names())
-}
-
 pub(crate) fn batch_states() -> utoipa::openapi::Object {
     one_of(&["open", "closed"])
 }
@@ -158,6 +155,7 @@ pub fn routes() -> ApiRouter {
         .merge(export::api_router())
         .merge(audit::api_router())
         .merge(dashboard::api_router())
+        .merge(rubrics::api_router())
 }
 
 /// The API's routes, and its OpenAPI document (with the errors every route shares).

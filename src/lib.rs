@@ -40,6 +40,7 @@ pub mod ratings;
 pub mod render;
 pub mod review;
 pub mod rubric;
+pub mod rubrics;
 pub mod state;
 pub mod store;
 pub mod users;
@@ -75,6 +76,7 @@ pub fn router(state: AppState) -> Router {
         .merge(review::page_router())
         .merge(audit::page_router())
         .merge(dashboard::page_router())
+        .merge(rubrics::page_router())
         .merge(api_routes)
         .merge(api::router(&document))
         .route("/static/{*path}", get(web::assets::serve))

@@ -1,5 +1,7 @@
 //! Ratings after the fact: a rater's history, reading one rating, revising it.
 
+use std::sync::Arc;
+
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,7 +42,7 @@ pub struct Access {
     pub rating: Rating,
     pub assignment: Assignment,
     pub batch: Batch,
-    pub rubric: &'static Rubric,
+    pub rubric: Arc<Rubric>,
     pub viewer: Viewer,
 }
 
@@ -65,8 +67,7 @@ pub async fn access(state: &AppState, id: Uuid, user: &User) -> AppResult<Access
         .batch(rating.batch_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let rubric = rubric::by_name(&batch.rubric)
-        .ok_or_else(|| AppError::internal("batch has an unknown rubric"))?;
+    let rubric = state.store().batch_rubric(&batch).await?;
     Ok(Access {
         rating,
         assignment,
@@ -84,7 +85,7 @@ impl Access {
 
     /// The answers in the viewer's orientation.
     pub fn answers(&self) -> Answers {
-        rubric::orient(self.rubric, self.rating.answers.0.clone(), self.turn())
+        rubric::orient(&self.rubric, self.rating.answers.0.clone(), self.turn())
     }
 
     /// Whether the rater may still change it.
@@ -179,7 +180,7 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
     let turn = access.turn();
     let orient = |mut snapshot: Value| {
         if let Some(Value::Object(answers)) = snapshot.get_mut("answers") {
-            *answers = rubric::orient(access.rubric, std::mem::take(answers), turn);
+            *answers = rubric::orient(&access.rubric, std::mem::take(answers), turn);
         }
         snapshot
     };
@@ -303,10 +304,10 @@ pub async fn revise(
     let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
     let questions = &access.batch.classifications.0;
     let checked = |input: &Value, mode: Mode| -> AppResult<Answers> {
-        let mut answers = rubric::validate(access.rubric, questions, input, mode, min)
+        let mut answers = rubric::validate(&access.rubric, questions, input, mode, min)
             .map_err(AppError::invalid)?;
         answers.remove("time_spent_s");
-        Ok(rubric::orient(access.rubric, answers, access.turn()))
+        Ok(rubric::orient(&access.rubric, answers, access.turn()))
     };
     let finish = match outcome.as_str() {
         "rated" => Finish::Rated {

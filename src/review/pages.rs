@@ -269,7 +269,7 @@ async fn review_page(
         swapped: access.assignment.swapped,
         time_spent_s: r.time_spent_s,
         review_comment: r.review_comment.clone(),
-        rows: rows(access.rubric, &[&r.answers.0]),
+        rows: rows(&access.rubric, &[&r.answers.0]),
         history,
         prompt_html: rendered.prompt,
         a_html: rendered.response_a,
@@ -355,7 +355,7 @@ async fn task(
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
     let (_, rendered) = crate::assign::task_with_html(&state, task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
-    let rows = rows(rubric, &sets);
+    let rows = rows(&rubric, &sets);
     let raters = ratings
         .iter()
         .map(|r| {
