@@ -7,13 +7,20 @@ use serde_json::{Value, json};
 
 use crate::import::{
     self, Format, MAX_FIELD_BYTES, MAX_ID_CHARS, MAX_METADATA_DEPTH, MAX_REPORTED_ERRORS, NewTask,
+    Responses,
 };
 
 const ROLES: [&str; 3] = ["system", "user", "assistant"];
 
-/// Reads `bytes` as `format` every way the app does and checks all of it; returns the
-/// tasks accepted (in file order, duplicates included).
+/// Reads `bytes` as `format` every way the app does, as tasks of two responses and of one,
+/// and checks all of it; returns the tasks accepted (in file order, duplicates included).
 pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
+    let mut tasks = check_as(format, bytes, Responses::Two);
+    tasks.extend(check_as(format, bytes, Responses::One));
+    tasks
+}
+
+fn check_as(format: Format, bytes: &[u8], responses: Responses) -> Vec<NewTask> {
     // CSV, like its reader, also takes a lone `\r` for a line break.
     let breaks = (0..bytes.len())
         .filter(|&i| match bytes[i] {
@@ -24,7 +31,7 @@ pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
         .count();
     let lines_in_file = breaks as u64 + 1;
     let no_existing = HashMap::new();
-    let records = match import::records(format, bytes) {
+    let records = match import::records(format, bytes, responses) {
         Err(e) => {
             // Refused whole: `check` says exactly that and nothing else.
             assert!(!e.message.is_empty());
@@ -33,7 +40,7 @@ pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
                 "file error on line {} of {lines_in_file}",
                 e.line
             );
-            let checked = check(format, bytes, &no_existing);
+            let checked = check(format, bytes, responses, &no_existing);
             assert_eq!(checked.errors, vec![e]);
             assert_eq!(
                 (checked.new, checked.unchanged, checked.error_count),
@@ -73,7 +80,7 @@ pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
         }
         previous = *line;
         match record {
-            Ok(task) => check_task(task, format),
+            Ok(task) => check_task(task, format, responses),
             Err(message) => assert!(!message.is_empty()),
         }
     }
@@ -92,7 +99,7 @@ pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
 
     // A fresh batch: every distinct id is new, every bad record and repeat is an error,
     // and together they are the records read.
-    let checked = check(format, bytes, &no_existing);
+    let checked = check(format, bytes, responses, &no_existing);
     if records.is_empty() {
         assert_eq!((checked.new, checked.error_count), (0, 1));
         assert_eq!(checked.errors[0].message, "the file holds no tasks");
@@ -114,7 +121,7 @@ pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
             .iter()
             .map(|(id, hash)| (id.to_string(), hash.to_string()))
             .collect();
-        let again = check(format, bytes, &existing);
+        let again = check(format, bytes, responses, &existing);
         assert_eq!((again.new, again.unchanged), (0, distinct));
         assert_eq!(again.error_count, refused + repeated);
         // Uploaded over different content: every task is a conflict.
@@ -122,24 +129,31 @@ pub fn check_file(format: Format, bytes: &[u8]) -> Vec<NewTask> {
             .keys()
             .map(|id| (id.to_string(), "0".repeat(64)))
             .collect();
-        let conflicts = check(format, bytes, &changed);
+        let conflicts = check(format, bytes, responses, &changed);
         assert_eq!((conflicts.new, conflicts.unchanged), (0, 0));
         assert_eq!(conflicts.error_count, records.len() as u64);
     }
 
     for task in &tasks {
-        round_trip_jsonl(task);
+        round_trip_jsonl(task, responses);
     }
     if format == Format::Csv && !tasks.is_empty() {
-        round_trip_csv(&tasks);
+        round_trip_csv(&tasks, responses);
     }
     tasks
 }
 
 /// `import::check`, also checking what it reports as progress.
-fn check(format: Format, bytes: &[u8], existing: &HashMap<String, String>) -> import::Checked {
+fn check(
+    format: Format,
+    bytes: &[u8],
+    responses: Responses,
+    existing: &HashMap<String, String>,
+) -> import::Checked {
     let mut reported = Vec::new();
-    let checked = import::check(format, bytes, existing, |done| reported.push(done));
+    let checked = import::check(format, bytes, responses, existing, |done| {
+        reported.push(done)
+    });
     assert!(
         reported.iter().all(|done| *done <= bytes.len() as u64),
         "progress past the end: {reported:?} of {}",
@@ -156,7 +170,7 @@ fn check(format: Format, bytes: &[u8], existing: &HashMap<String, String>) -> im
 }
 
 /// Everything the importer promises about a task it accepted.
-pub fn check_task(task: &NewTask, format: Format) {
+pub fn check_task(task: &NewTask, format: Format, responses: Responses) {
     let id = &task.external_id;
     assert!(!id.is_empty(), "empty id: {task:?}");
     assert_eq!(id.trim(), id, "untrimmed id: {task:?}");
@@ -184,7 +198,13 @@ pub fn check_task(task: &NewTask, format: Format) {
     }
 
     non_blank_text("response_a", &task.response_a);
-    non_blank_text("response_b", &task.response_b);
+    match responses {
+        Responses::Two => non_blank_text("response_b", &task.response_b),
+        Responses::One => assert!(
+            task.response_b.is_empty() && task.model_b.is_none(),
+            "a task of one response has no second: {task:?}"
+        ),
+    }
 
     for model in [&task.model_a, &task.model_b].into_iter().flatten() {
         assert!(!model.is_empty(), "an empty model is None: {task:?}");
@@ -252,23 +272,32 @@ fn holds_nul(value: &Value) -> bool {
 }
 
 /// The task as a JSONL record.
-fn to_json(task: &NewTask) -> Value {
-    json!({
-        "external_id": task.external_id,
-        "prompt": task.prompt,
-        "response_a": task.response_a,
-        "response_b": task.response_b,
-        "model_a": task.model_a,
-        "model_b": task.model_b,
-        "metadata": task.metadata,
-    })
+fn to_json(task: &NewTask, responses: Responses) -> Value {
+    match responses {
+        Responses::Two => json!({
+            "external_id": task.external_id,
+            "prompt": task.prompt,
+            "response_a": task.response_a,
+            "response_b": task.response_b,
+            "model_a": task.model_a,
+            "model_b": task.model_b,
+            "metadata": task.metadata,
+        }),
+        Responses::One => json!({
+            "external_id": task.external_id,
+            "prompt": task.prompt,
+            "response": task.response_a,
+            "model": task.model_a,
+            "metadata": task.metadata,
+        }),
+    }
 }
 
 /// Written out as JSONL (and as a JSON array) and read back, a task is the same task; with
 /// another id, it has the same content hash.
-fn round_trip_jsonl(task: &NewTask) {
-    let line = to_json(task).to_string();
-    let read: Vec<_> = import::records(Format::Jsonl, line.as_bytes())
+fn round_trip_jsonl(task: &NewTask, responses: Responses) {
+    let line = to_json(task, responses).to_string();
+    let read: Vec<_> = import::records(Format::Jsonl, line.as_bytes(), responses)
         .expect("JSONL is never refused whole")
         .collect();
     assert_eq!(
@@ -278,7 +307,7 @@ fn round_trip_jsonl(task: &NewTask) {
     );
 
     let array = format!("[{line}]");
-    let read: Vec<_> = import::records(Format::JsonArray, array.as_bytes())
+    let read: Vec<_> = import::records(Format::JsonArray, array.as_bytes(), responses)
         .expect("an array of one task")
         .collect();
     assert_eq!(
@@ -287,13 +316,13 @@ fn round_trip_jsonl(task: &NewTask) {
         "JSON array round trip of {array}"
     );
 
-    let mut renamed = to_json(task);
+    let mut renamed = to_json(task, responses);
     renamed["external_id"] = json!(if task.external_id == "renamed" {
         "other"
     } else {
         "renamed"
     });
-    let other = import::parse_task(&renamed).expect("the same task under a new id");
+    let other = import::parse_task(&renamed, responses).expect("the same task under a new id");
     assert_eq!(
         other.content_hash, task.content_hash,
         "the hash covers the id"
@@ -301,17 +330,17 @@ fn round_trip_jsonl(task: &NewTask) {
 }
 
 /// Tasks read from CSV, written out as CSV and read back, are the same tasks.
-fn round_trip_csv(tasks: &[NewTask]) {
+fn round_trip_csv(tasks: &[NewTask], responses: Responses) {
     let meta: BTreeSet<&String> = tasks.iter().flat_map(|t| t.metadata.keys()).collect();
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "external_id".to_owned(),
-        "prompt".into(),
-        "response_a".into(),
-        "response_b".into(),
-        "model_a".into(),
-        "model_b".into(),
-    ];
+    let mut header: Vec<String> = match responses {
+        Responses::Two => ["response_a", "response_b", "model_a", "model_b"].as_slice(),
+        Responses::One => ["response", "model"].as_slice(),
+    }
+    .iter()
+    .map(|c| (*c).to_owned())
+    .collect();
+    header.splice(0..0, ["external_id".to_owned(), "prompt".to_owned()]);
     header.extend(meta.iter().map(|k| format!("meta.{k}")));
     writer.write_record(&header).expect("header");
     for task in tasks {
@@ -321,11 +350,19 @@ fn round_trip_csv(tasks: &[NewTask]) {
                 .as_str()
                 .expect("a CSV prompt is text")
                 .to_owned(),
-            task.response_a.clone(),
-            task.response_b.clone(),
-            task.model_a.clone().unwrap_or_default(),
-            task.model_b.clone().unwrap_or_default(),
         ];
+        row.extend(match responses {
+            Responses::Two => vec![
+                task.response_a.clone(),
+                task.response_b.clone(),
+                task.model_a.clone().unwrap_or_default(),
+                task.model_b.clone().unwrap_or_default(),
+            ],
+            Responses::One => vec![
+                task.response_a.clone(),
+                task.model_a.clone().unwrap_or_default(),
+            ],
+        });
         row.extend(meta.iter().map(|k| {
             task.metadata
                 .get(*k)
@@ -336,7 +373,7 @@ fn round_trip_csv(tasks: &[NewTask]) {
         writer.write_record(&row).expect("row");
     }
     let file = writer.into_inner().expect("CSV written");
-    let read: Vec<NewTask> = import::records(Format::Csv, &file)
+    let read: Vec<NewTask> = import::records(Format::Csv, &file, responses)
         .unwrap_or_else(|e| panic!("rewritten CSV refused: {e:?}"))
         .map(|(line, task)| task.unwrap_or_else(|e| panic!("line {line}: {e}")))
         .collect();

@@ -75,7 +75,7 @@ pub async fn next(
     };
     Ok(Json(NextTask {
         assignment_id: assignment.id,
-        task: TaskView::shown(&task, assignment.swapped),
+        task: TaskView::shown(&task, owned.rubric.subject, assignment.swapped),
         rubric: owned.rubric,
         classifications: owned.batch.classifications.0.clone(),
         draft,

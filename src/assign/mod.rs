@@ -30,30 +30,42 @@ pub fn page_router() -> Router<AppState> {
     pages::router()
 }
 
-/// A task as one rater sees it: A and B in the order of their assignment, no model names.
+/// A task as one rater sees it: A and B in the order of their assignment (or the one
+/// response of a single-response rubric), no model names.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TaskView {
     pub external_id: String,
     /// A string, or a list of `{role, content}` messages.
     pub prompt: Value,
-    pub response_a: String,
-    pub response_b: String,
+    /// The two responses, for a rubric that compares them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_a: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_b: Option<String>,
+    /// The one response, for a rubric that judges one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
     #[schema(value_type = Object)]
     pub metadata: Map<String, Value>,
 }
 
 impl TaskView {
-    pub fn shown(task: &Task, swapped: bool) -> Self {
+    pub fn shown(task: &Task, subject: rubric::Subject, swapped: bool) -> Self {
         let (a, b) = if swapped {
             (&task.response_b, &task.response_a)
         } else {
             (&task.response_a, &task.response_b)
         };
+        let (response_a, response_b, response) = match subject {
+            rubric::Subject::Pair => (Some(a.clone()), Some(b.clone()), None),
+            rubric::Subject::Single => (None, None, Some(task.response_a.clone())),
+        };
         Self {
             external_id: task.external_id.clone(),
             prompt: task.prompt.0.clone(),
-            response_a: a.clone(),
-            response_b: b.clone(),
+            response_a,
+            response_b,
+            response,
             metadata: task.metadata.0.clone(),
         }
     }
@@ -545,12 +557,21 @@ mod tests {
             metadata: sqlx::types::Json(Map::new()),
             rendered: None,
         };
-        let shown = TaskView::shown(&task, true);
+        let shown = TaskView::shown(&task, rubric::Subject::Pair, true);
         assert_eq!(
-            (shown.response_a.as_str(), shown.response_b.as_str()),
-            ("second", "first")
+            (shown.response_a.as_deref(), shown.response_b.as_deref()),
+            (Some("second"), Some("first"))
         );
-        let plain = TaskView::shown(&task, false);
-        assert_eq!(plain.response_a, "first");
+        let plain = TaskView::shown(&task, rubric::Subject::Pair, false);
+        assert_eq!(plain.response_a.as_deref(), Some("first"));
+        let single = TaskView::shown(&task, rubric::Subject::Single, false);
+        assert_eq!(
+            (
+                single.response.as_deref(),
+                single.response_a,
+                single.response_b
+            ),
+            (Some("first"), None, None)
+        );
     }
 }

@@ -56,7 +56,57 @@ impl Format {
     }
 }
 
-/// A checked task, ready to store.
+/// How many responses a task of the batch holds: its rubric compares two (`response_a`,
+/// `response_b`, with `model_a`, `model_b`) or judges one (`response`, with `model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Responses {
+    Two,
+    One,
+}
+
+impl Responses {
+    /// The fields a task of this kind has.
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Responses::Two => &[
+                "external_id",
+                "prompt",
+                "response_a",
+                "response_b",
+                "model_a",
+                "model_b",
+                "metadata",
+            ],
+            Responses::One => &["external_id", "prompt", "response", "model", "metadata"],
+        }
+    }
+
+    /// The CSV columns a file of such tasks must have.
+    fn required_columns(self) -> &'static [&'static str] {
+        match self {
+            Responses::Two => &["external_id", "prompt", "response_a", "response_b"],
+            Responses::One => &["external_id", "prompt", "response"],
+        }
+    }
+
+    /// Why a field of the other kind of task does not belong.
+    fn misfit(self, field: &str) -> Option<String> {
+        match (self, field) {
+            (Responses::One, "response_a" | "response_b" | "model_a" | "model_b") => Some(format!(
+                "{field} is for a rubric that compares two responses; this batch's rubric \
+                 judges one: give response (and model)"
+            )),
+            (Responses::Two, "response" | "model") => Some(format!(
+                "{field} is for a rubric that judges one response; this batch's rubric \
+                 compares two: give response_a and response_b (and model_a, model_b)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// A checked task, ready to store. A task with one response keeps it as `response_a`
+/// (and its model as `model_a`), with `response_b` empty.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
     pub external_id: String,
@@ -88,20 +138,24 @@ pub type Records<'a> = Box<dyn Iterator<Item = Record> + Send + 'a>;
 /// The records of `bytes`, one at a time. Fails at once (line and reason) when the file
 /// as a whole cannot be read that way: a JSON file that is not an array, a CSV header
 /// without the required columns.
-pub fn records(format: Format, bytes: &[u8]) -> Result<Records<'_>, RecordError> {
+pub fn records(
+    format: Format,
+    bytes: &[u8],
+    responses: Responses,
+) -> Result<Records<'_>, RecordError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     match format {
-        Format::Jsonl => Ok(Box::new(jsonl(bytes))),
-        Format::JsonArray => json_array(bytes),
-        Format::Csv => csv_records(bytes),
+        Format::Jsonl => Ok(Box::new(jsonl(bytes, responses))),
+        Format::JsonArray => json_array(bytes, responses),
+        Format::Csv => csv_records(bytes, responses),
     }
 }
 
-fn jsonl(bytes: &[u8]) -> impl Iterator<Item = Record> + '_ {
+fn jsonl(bytes: &[u8], responses: Responses) -> impl Iterator<Item = Record> + '_ {
     bytes
         .split(|b| *b == b'\n')
         .enumerate()
-        .filter_map(|(i, line)| {
+        .filter_map(move |(i, line)| {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.iter().all(u8::is_ascii_whitespace) {
                 return None;
@@ -110,7 +164,7 @@ fn jsonl(bytes: &[u8]) -> impl Iterator<Item = Record> + '_ {
             let task = std::str::from_utf8(line)
                 .map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))
                 .and_then(|text| serde_json::from_str::<Value>(text).map_err(json_error))
-                .and_then(|value| parse_task(&value));
+                .and_then(|value| parse_task(&value, responses));
             Some((number, task))
         })
 }
@@ -124,7 +178,7 @@ fn json_error(err: serde_json::Error) -> String {
     }
 }
 
-fn json_array(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
+fn json_array(bytes: &[u8], responses: Responses) -> Result<Records<'_>, RecordError> {
     let text = std::str::from_utf8(bytes).map_err(|e| RecordError {
         line: line_of(bytes, e.valid_up_to()),
         message: "the file is not valid UTF-8".into(),
@@ -145,7 +199,7 @@ fn json_array(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
         seen = offset;
         let task = serde_json::from_str::<Value>(raw.get())
             .map_err(json_error)
-            .and_then(|v| parse_task(&v));
+            .and_then(|v| parse_task(&v, responses));
         (line, task)
     })))
 }
@@ -158,9 +212,7 @@ fn line_of(bytes: &[u8], offset: usize) -> u64 {
     1 + bytecount_newlines(&bytes[..offset.min(bytes.len())])
 }
 
-const REQUIRED_COLUMNS: [&str; 4] = ["external_id", "prompt", "response_a", "response_b"];
-
-fn csv_records(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
+fn csv_records(bytes: &[u8], responses: Responses) -> Result<Records<'_>, RecordError> {
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
     let header_error = |message: String| RecordError { line: 1, message };
     let headers = reader
@@ -172,13 +224,21 @@ fn csv_records(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
         let name = std::str::from_utf8(raw)
             .map_err(|_| header_error("the header row is not valid UTF-8".into()))?;
         let name = name.trim().to_owned();
-        let known = REQUIRED_COLUMNS.contains(&name.as_str())
-            || name == "model_a"
-            || name == "model_b"
+        if let Some(why) = responses.misfit(&name) {
+            return Err(header_error(format!("column {why}")));
+        }
+        let known = (name != "metadata" && responses.keys().contains(&name.as_str()))
             || name.strip_prefix("meta.").is_some_and(|k| !k.is_empty());
         if !known {
+            let columns: Vec<&str> = responses
+                .keys()
+                .iter()
+                .copied()
+                .filter(|k| *k != "metadata")
+                .collect();
             return Err(header_error(format!(
-                "unknown column {name:?}: use external_id, prompt, response_a, response_b, model_a, model_b and meta.* columns"
+                "unknown column {name:?}: use {} and meta.* columns",
+                columns.join(", ")
             )));
         }
         if names.contains(&name) {
@@ -186,7 +246,8 @@ fn csv_records(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
         }
         names.push(name);
     }
-    if let Some(missing) = REQUIRED_COLUMNS
+    if let Some(missing) = responses
+        .required_columns()
         .iter()
         .find(|c| !names.iter().any(|n| n == *c))
     {
@@ -207,7 +268,7 @@ fn csv_records(bytes: &[u8]) -> Result<Records<'_>, RecordError> {
             }
             Ok(row) => {
                 let line = row.position().map_or(0, |p| lines.at(p.byte()));
-                (line, csv_task(&names, &row))
+                (line, csv_task(&names, &row, responses))
             }
         },
     )))
@@ -246,7 +307,11 @@ impl CsvLines<'_> {
     }
 }
 
-fn csv_task(names: &[String], row: &csv::ByteRecord) -> Result<NewTask, String> {
+fn csv_task(
+    names: &[String],
+    row: &csv::ByteRecord,
+    responses: Responses,
+) -> Result<NewTask, String> {
     if row.len() != names.len() {
         return Err(format!(
             "has {} fields, the header has {}",
@@ -262,34 +327,31 @@ fn csv_task(names: &[String], row: &csv::ByteRecord) -> Result<NewTask, String> 
             if !text.is_empty() {
                 metadata.insert(key.to_owned(), Value::from(text));
             }
-        } else if !(text.is_empty() && name.starts_with("model_")) {
+        } else if !(text.is_empty() && name.starts_with("model")) {
             object.insert(name.clone(), Value::from(text));
         }
     }
     object.insert("metadata".into(), Value::Object(metadata));
-    parse_task(&Value::Object(object))
+    parse_task(&Value::Object(object), responses)
 }
 
-const TASK_KEYS: [&str; 7] = [
-    "external_id",
-    "prompt",
-    "response_a",
-    "response_b",
-    "model_a",
-    "model_b",
-    "metadata",
-];
-
-/// Checks one record and turns it into a task, or says (naming the field) why not.
-pub fn parse_task(value: &Value) -> Result<NewTask, String> {
+/// Checks one record and turns it into a task with `responses`, or says (naming the
+/// field) why not.
+pub fn parse_task(value: &Value, responses: Responses) -> Result<NewTask, String> {
     let Some(object) = value.as_object() else {
         return Err("a task must be a JSON object".into());
     };
-    if let Some(unknown) = object.keys().find(|k| !TASK_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown field {unknown:?} (a task has {})",
-            TASK_KEYS.join(", ")
-        ));
+    let keys = responses.keys();
+    let unknown: Vec<&String> = object
+        .keys()
+        .filter(|k| !keys.contains(&k.as_str()))
+        .collect();
+    // A response of the other kind of task says the most: name it first.
+    let first = unknown.iter().find(|k| k.starts_with("response"));
+    if let Some(unknown) = first.or(unknown.first()) {
+        return Err(responses.misfit(unknown).unwrap_or_else(|| {
+            format!("unknown field {unknown:?} (a task has {})", keys.join(", "))
+        }));
     }
     let external_id = match object.get("external_id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
@@ -305,10 +367,20 @@ pub fn parse_task(value: &Value) -> Result<NewTask, String> {
     }
     check_text("external_id", &external_id)?;
     let prompt = parse_prompt(object.get("prompt"))?;
-    let response_a = required_text(object, "response_a")?;
-    let response_b = required_text(object, "response_b")?;
-    let model_a = optional_text(object, "model_a")?;
-    let model_b = optional_text(object, "model_b")?;
+    let (response_a, response_b, model_a, model_b) = match responses {
+        Responses::Two => (
+            required_text(object, "response_a")?,
+            required_text(object, "response_b")?,
+            optional_text(object, "model_a")?,
+            optional_text(object, "model_b")?,
+        ),
+        Responses::One => (
+            required_text(object, "response")?,
+            String::new(),
+            optional_text(object, "model")?,
+            None,
+        ),
+    };
     let metadata = match object.get("metadata") {
         None | Some(Value::Null) => Map::new(),
         Some(value @ Value::Object(map)) => {
@@ -488,6 +560,7 @@ impl Checked {
 pub fn check(
     format: Format,
     bytes: &[u8],
+    responses: Responses,
     existing: &HashMap<String, String>,
     mut progress: impl FnMut(u64),
 ) -> Checked {
@@ -495,7 +568,7 @@ pub fn check(
         bytes: bytes.len() as u64,
         ..Checked::default()
     };
-    let records = match records(format, bytes) {
+    let records = match records(format, bytes, responses) {
         Ok(records) => records,
         Err(e) => {
             checked.refuse(e.line, e.message);
@@ -559,7 +632,7 @@ mod tests {
     }
 
     fn check_all(format: Format, bytes: &[u8]) -> Checked {
-        check(format, bytes, &HashMap::new(), |_| {})
+        check(format, bytes, Responses::Two, &HashMap::new(), |_| {})
     }
 
     #[test]
@@ -669,7 +742,7 @@ mod tests {
             let mut t = task("1");
             t["metadata"] = metadata;
             assert_eq!(
-                parse_task(&t).unwrap_err(),
+                parse_task(&t, Responses::Two).unwrap_err(),
                 "metadata contains a NUL character"
             );
         }
@@ -689,7 +762,7 @@ mod tests {
         // Found by the import_jsonl fuzz target: serde_json's default float parsing can be
         // one bit off, so a task written back out and read again had another content hash.
         let line = r#"{"external_id": "1", "prompt": "p", "response_a": "A", "response_b": "B", "metadata": {"score": 4.444444444444e35}}"#;
-        let (_, read) = records(Format::Jsonl, line.as_bytes())
+        let (_, read) = records(Format::Jsonl, line.as_bytes(), Responses::Two)
             .unwrap()
             .next()
             .unwrap();
@@ -698,7 +771,7 @@ mod tests {
         let written = json!({"external_id": "1", "prompt": "p", "response_a": "A",
             "response_b": "B", "metadata": read.metadata})
         .to_string();
-        let (_, again) = records(Format::Jsonl, written.as_bytes())
+        let (_, again) = records(Format::Jsonl, written.as_bytes(), Responses::Two)
             .unwrap()
             .next()
             .unwrap();
@@ -731,25 +804,25 @@ mod tests {
     fn conversations_are_checked_message_by_message() {
         let mut t = task("1");
         t["prompt"] = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "fix it"}]);
-        assert!(parse_task(&t).is_ok());
+        assert!(parse_task(&t, Responses::Two).is_ok());
         t["prompt"] = json!([{"role": "robot", "content": "hi"}]);
         assert_eq!(
-            parse_task(&t).unwrap_err(),
+            parse_task(&t, Responses::Two).unwrap_err(),
             "prompt[0].role \"robot\" is not one of system, user, assistant"
         );
         t["prompt"] = json!([{"role": "user", "content": ""}]);
         assert_eq!(
-            parse_task(&t).unwrap_err(),
+            parse_task(&t, Responses::Two).unwrap_err(),
             "prompt[0].content must be a non-empty string"
         );
         t["prompt"] = json!([]);
         assert_eq!(
-            parse_task(&t).unwrap_err(),
+            parse_task(&t, Responses::Two).unwrap_err(),
             "prompt is an empty conversation"
         );
         t["prompt"] = json!(42);
         assert_eq!(
-            parse_task(&t).unwrap_err(),
+            parse_task(&t, Responses::Two).unwrap_err(),
             "prompt must be a string or a list of {role, content} messages"
         );
     }
@@ -784,7 +857,7 @@ mod tests {
                     2,p,A\n\
                     3,\"multi\nline\",A,B,,\n";
         let mut tasks = vec![];
-        for (line, task) in records(Format::Csv, file.as_bytes()).unwrap() {
+        for (line, task) in records(Format::Csv, file.as_bytes(), Responses::Two).unwrap() {
             tasks.push((line, task));
         }
         let first = tasks[0].1.as_ref().unwrap();
@@ -805,7 +878,7 @@ mod tests {
         let lf = "external_id,prompt,response_a,response_b\n\n\n1,p,A,B\n2,p,A\n";
         let cr = "external_id,prompt,response_a,response_b\r1,p,A,B\r\r2,\"a\rb\",A,B\r";
         for (file, expected) in [(crlf, vec![2, 4, 6]), (lf, vec![4, 5]), (cr, vec![2, 4])] {
-            let lines: Vec<u64> = records(Format::Csv, file.as_bytes())
+            let lines: Vec<u64> = records(Format::Csv, file.as_bytes(), Responses::Two)
                 .unwrap()
                 .map(|(line, _)| line)
                 .collect();
@@ -840,12 +913,82 @@ mod tests {
     }
 
     #[test]
+    fn one_response_tasks_read_in_every_format_and_misfits_are_named() {
+        let one = json!({"external_id": "s1", "prompt": "Sum a list.", "response": "sum(xs)",
+                         "model": "m1", "metadata": {"language": "python"}});
+        let single = parse_task(&one, Responses::One).unwrap();
+        assert_eq!(
+            (single.response_a.as_str(), single.response_b.as_str()),
+            ("sum(xs)", "")
+        );
+        assert_eq!(
+            (single.model_a.as_deref(), single.model_b.as_deref()),
+            (Some("m1"), None)
+        );
+        let csv =
+            "external_id,prompt,response,model,meta.language\ns1,Sum a list.,sum(xs),m1,python\n";
+        let read: Vec<_> = records(Format::Csv, csv.as_bytes(), Responses::One)
+            .unwrap()
+            .collect();
+        assert_eq!(
+            read,
+            vec![(2, Ok(single.clone()))],
+            "CSV reads the same task"
+        );
+        let array = format!("[{one}]");
+        let read: Vec<_> = records(Format::JsonArray, array.as_bytes(), Responses::One)
+            .unwrap()
+            .collect();
+        assert_eq!(read, vec![(1, Ok(single))]);
+
+        let pair_for_one = parse_task(&task("1"), Responses::One).unwrap_err();
+        assert!(
+            pair_for_one.starts_with("response_a is for a rubric that compares two responses"),
+            "{pair_for_one}"
+        );
+        let one_for_pair = parse_task(&one, Responses::Two).unwrap_err();
+        assert!(
+            one_for_pair.starts_with("response is for a rubric that judges one response"),
+            "{one_for_pair}"
+        );
+        let header = records(
+            Format::Csv,
+            b"external_id,prompt,response_a,response_b\n",
+            Responses::One,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(header.line, 1);
+        assert!(
+            header
+                .message
+                .starts_with("column response_a is for a rubric")
+        );
+        let checked = check(
+            Format::Jsonl,
+            lines(&[
+                one.clone(),
+                task("2"),
+                json!({"external_id": "s3", "prompt": "p"}),
+            ])
+            .as_bytes(),
+            Responses::One,
+            &HashMap::new(),
+            |_| {},
+        );
+        assert_eq!((checked.new, checked.error_count), (1, 2));
+        assert_eq!(checked.errors[0].line, 2);
+        assert_eq!(checked.errors[1].message, "response is required");
+    }
+
+    #[test]
     fn reuploads_are_unchanged_or_conflicts() {
-        let original = parse_task(&task("1")).unwrap();
+        let original = parse_task(&task("1"), Responses::Two).unwrap();
         let existing = HashMap::from([("1".to_owned(), original.content_hash.clone())]);
         let same = check(
             Format::Jsonl,
             lines(&[task("1"), task("2")]).as_bytes(),
+            Responses::Two,
             &existing,
             |_| {},
         );
@@ -855,6 +998,7 @@ mod tests {
         let conflict = check(
             Format::Jsonl,
             lines(&[changed]).as_bytes(),
+            Responses::Two,
             &existing,
             |_| {},
         );

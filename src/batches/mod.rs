@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::rubric::Classification;
+use crate::rubric::{Classification, Subject};
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatch, Progress};
@@ -165,7 +165,15 @@ pub async fn new_batch(
         fields.insert("name".into(), why);
     }
     let rubric = params.rubric.clone().unwrap_or_else(|| "blackhat".into());
-    if store.latest_rubric(&rubric).await?.is_none() {
+    let latest = store.latest_rubric(&rubric).await?;
+    let subject = latest.as_ref().map_or(Subject::Pair, |(_, r)| r.subject);
+    if subject == Subject::Single && params.randomize == Some(true) {
+        fields.insert(
+            "randomize".into(),
+            format!("{rubric} judges one response: there are no sides to show in random order"),
+        );
+    }
+    if latest.is_none() {
         fields.insert(
             "rubric".into(),
             format!(
@@ -186,8 +194,13 @@ pub async fn new_batch(
     Ok(NewBatch {
         name,
         rubric,
+        rubric_version: latest.map_or(1, |(v, _)| v),
+        subject,
         overlap: params.overlap,
-        randomize: params.randomize,
+        randomize: match subject {
+            Subject::Single => Some(false),
+            Subject::Pair => params.randomize,
+        },
         created_by: creator.map(|u| u.id),
     })
 }
@@ -212,22 +225,32 @@ pub async fn import(
         if let Some(batch) = &existing {
             settings_differ(batch, &new)?;
         }
+        let subject = match &existing {
+            Some(batch) => state.store().batch_rubric(batch).await?.subject,
+            None => new.subject,
+        };
+        let responses = match subject {
+            Subject::Pair => import::Responses::Two,
+            Subject::Single => import::Responses::One,
+        };
         let hashes = match &existing {
             Some(batch) => state.store().task_hashes(batch.id).await?,
             None => Default::default(),
         };
         let (file, progress) = (bytes.clone(), progress.clone());
-        let checked =
-            tokio::task::spawn_blocking(move || import::check(format, &file, &hashes, progress))
-                .await
-                .map_err(AppError::internal)?;
+        let checked = tokio::task::spawn_blocking(move || {
+            import::check(format, &file, responses, &hashes, progress)
+        })
+        .await
+        .map_err(AppError::internal)?;
         if checked.error_count > 0 {
             return Err(AppError::BadRecords {
                 count: checked.error_count,
                 errors: checked.errors,
             });
         }
-        let records = import::records(format, &bytes).map_err(|e| AppError::internal(e.message))?;
+        let records = import::records(format, &bytes, responses)
+            .map_err(|e| AppError::internal(e.message))?;
         let tasks = records.filter_map(|(_, task)| task.ok());
         let seen = existing.as_ref().map(|b| b.id);
         match state.store().import_tasks(&new, seen, tasks).await {

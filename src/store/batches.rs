@@ -65,6 +65,10 @@ pub struct BatchSummary {
 pub struct NewBatch {
     pub name: String,
     pub rubric: String,
+    /// The rubric's version a new batch pins (its newest when the upload was checked).
+    pub rubric_version: i32,
+    /// What its tasks hold: two responses or one.
+    pub subject: crate::rubric::Subject,
     /// Raters per task; `None` asks for the default of a new batch (1) and accepts an
     /// existing batch's.
     pub overlap: Option<i32>,
@@ -258,8 +262,7 @@ impl super::Store {
             let batch_created = sqlx::query(
                 "INSERT INTO batches (id, name, rubric, rubric_version, overlap, randomize, created_by,
                                       created_at, updated_at)
-                 VALUES ($1, $2, $3, (SELECT MAX(version) FROM rubrics WHERE name = $3), $4, $5, $6,
-                         $7, $7)
+                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7)
                  ON CONFLICT (name) DO NOTHING",
             )
             .bind(Uuid::now_v7())
@@ -269,6 +272,7 @@ impl super::Store {
             .bind(new.randomize.unwrap_or(true))
             .bind(new.created_by)
             .bind(now)
+            .bind(new.rubric_version)
             .execute(&mut *tx)
             .await?
             .rows_affected()

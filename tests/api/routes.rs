@@ -29,7 +29,7 @@ const CALLERS: [&str; 6] = [
 /// What each placeholder stands for: `{assignment}` the rater's open assignment,
 /// `{rating}` the rater's submitted rating, `{user}` an account nobody else touches,
 /// `{token}` and `{page_token}` spare tokens of the rater, `{batch}` and `{task}` the batch and one of its
-/// tasks. Requests carry a body that is valid in form but not in content (an empty JSON
+/// tasks, `{rubric}` and `{version}` a built-in rubric and its first version. Requests carry a body that is valid in form but not in content (an empty JSON
 /// object, a form with only its CSRF token), so 422 (or 400 for a form missing a field)
 /// means "let through to validation", and an empty change is a 200 or 303 that changes
 /// nothing. Leads and admins may read a rating, not change it. Anonymous and deactivated
@@ -106,6 +106,14 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("POST", "/api/v1/batches", [401, 403, 403, 403, 422, 401]),
     ("PATCH", "/api/v1/batches/{batch}", [401, 403, 403, 403, 200, 401]),
     ("GET", "/admin/audit", [303, 403, 403, 403, 200, 303]),
+    ("GET", "/admin/rubrics", [303, 403, 403, 403, 200, 303]),
+    ("POST", "/admin/rubrics", [303, 403, 403, 403, 422, 303]),
+    ("POST", "/api/v1/rubrics", [401, 403, 403, 403, 422, 401]),
+    // Rubric documents are no secret: anyone signed in reads them.
+    ("GET", "/api/v1/rubrics", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/api/v1/rubrics/{rubric}", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/api/v1/rubrics/{rubric}/versions/{version}", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/api/v1/rubrics/{rubric}/versions/{version}/compare/{version}", [401, 200, 200, 200, 200, 401]),
     ("GET", "/api/v1/audit", [401, 403, 403, 403, 200, 401]),
     // Releasing the rater's open assignment (after every row that works on it): the
     // first lead's request releases it, every later one finds it no longer open.
@@ -336,6 +344,8 @@ async fn world(app: &TestApp) -> World {
         ("user", target.id.to_string()),
         ("token", spares[0].clone()),
         ("page_token", spares[1].clone()),
+        ("rubric", "blackhat".to_owned()),
+        ("version", "1".to_owned()),
     ]);
     World { callers, ids }
 }

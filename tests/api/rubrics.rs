@@ -530,3 +530,274 @@ async fn rubrics_are_versioned_documents_and_batches_keep_theirs(app: &TestApp) 
     );
 }
 db_test!(rubrics_are_versioned_documents_and_batches_keep_theirs: TestApp);
+
+/// `n` tasks of one response each, ids `s1`..`sn`, with a model.
+fn single_tasks(n: usize) -> String {
+    (1..=n)
+        .map(|i| {
+            json!({
+                "external_id": format!("s{i}"),
+                "prompt": format!("Write a function that returns {i} squared."),
+                "response": format!("```python\ndef f():\n    return {i} ** 2\n```"),
+                "model": if i % 2 == 0 { "even" } else { "odd" },
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn criteria(met: [bool; 5], repetitive: bool, justification: &str) -> Value {
+    json!({
+        "relevant": met[0], "substantial": met[1], "useful": met[2],
+        "comprehensive": met[3], "expert": met[4], "repetitive": repetitive,
+        "justification": justification
+    })
+}
+
+async fn the_additive_score_runs_the_whole_loop(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+
+    // A task of two responses does not fit a rubric that judges one, and the reverse.
+    let pair_upload = admin
+        .api
+        .post(app.url("/api/v1/batches?name=mixed&rubric=additive-5"))
+        .header("content-type", "application/x-ndjson")
+        .body(single_tasks(1) + &tasks_jsonl(1))
+        .go()
+        .await;
+    let refused = json_with(pair_upload, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(refused["errors"][0]["line"], 2, "{refused}");
+    assert!(
+        refused["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("response_a is for a rubric that compares two responses"),
+        "{refused}"
+    );
+    let swapped_single = admin
+        .api
+        .post(app.url("/api/v1/batches?name=mixed&rubric=additive-5&randomize=true"))
+        .header("content-type", "application/x-ndjson")
+        .body(single_tasks(1))
+        .go()
+        .await;
+    let refused = json_with(swapped_single, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        refused["fields"]["randomize"]
+            .as_str()
+            .unwrap()
+            .contains("judges one response")
+    );
+    let single_for_pair = admin
+        .api
+        .post(app.url("/api/v1/batches?name=mixed"))
+        .header("content-type", "application/x-ndjson")
+        .body(single_tasks(1))
+        .go()
+        .await;
+    let refused = json_with(single_for_pair, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        refused["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("response is for a rubric that judges one response")
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM batches").await,
+        0,
+        "nothing stored"
+    );
+
+    let batch = app
+        .batch(&admin, "additive", &single_tasks(6), "&rubric=additive-5")
+        .await;
+    let mut rated = Vec::new();
+    let why = "Relevant and useful, but it does not explain the approach.";
+    let mut n = 0;
+    while let Some(next) = app.next(&rater, &batch).await {
+        n += 1;
+        assert_eq!(next["rubric"]["name"], "additive-5");
+        assert!(next["task"]["response"].as_str().unwrap().contains("** 2"));
+        assert!(next["task"].get("response_a").is_none(), "{next}");
+        let id = next["assignment_id"].as_str().unwrap().to_owned();
+        match n {
+            1 => {
+                // 101 words are one too many; a sent score must agree.
+                let long = vec!["word"; 101].join(" ");
+                let too_long = json_with(
+                    app.act(&rater, &id, "submit", &criteria([true; 5], false, &long))
+                        .await,
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                )
+                .await;
+                assert_eq!(
+                    too_long["fields"]["justification"],
+                    "must be at most 100 words (has 101)"
+                );
+                let mut wrong = criteria([true, true, true, false, false], false, why);
+                wrong["score"] = json!(5);
+                let wrong = json_with(
+                    app.act(&rater, &id, "submit", &wrong).await,
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                )
+                .await;
+                assert_eq!(
+                    wrong["fields"]["score"],
+                    "is worked out from the answers and is 3, not 5; leave it out or send 3"
+                );
+                let done = json_with(
+                    app.act(
+                        &rater,
+                        &id,
+                        "submit",
+                        &criteria([true, true, true, false, false], false, why),
+                    )
+                    .await,
+                    StatusCode::OK,
+                )
+                .await;
+                rated.push((done["rating_id"].as_str().unwrap().to_owned(), 3));
+            }
+            2 => {
+                let done = json_with(
+                    app.act(
+                        &rater,
+                        &id,
+                        "submit",
+                        &criteria(
+                            [true; 5],
+                            true,
+                            "Right, but it says everything three times over.",
+                        ),
+                    )
+                    .await,
+                    StatusCode::OK,
+                )
+                .await;
+                rated.push((done["rating_id"].as_str().unwrap().to_owned(), 0));
+            }
+            3 => {
+                json_with(
+                    app.act(&rater, &id, "skip", &json!({"reason": "unfamiliar"}))
+                        .await,
+                    StatusCode::OK,
+                )
+                .await;
+            }
+            4 => {
+                json_with(
+                    app.act(
+                        &rater,
+                        &id,
+                        "out-of-scope",
+                        &json!({"explanation": "The prompt asks for a poem, not code."}),
+                    )
+                    .await,
+                    StatusCode::OK,
+                )
+                .await;
+            }
+            _ => {
+                let done = json_with(
+                    app.act(
+                        &rater,
+                        &id,
+                        "submit",
+                        &criteria([true, true, false, false, false], false, why),
+                    )
+                    .await,
+                    StatusCode::OK,
+                )
+                .await;
+                rated.push((done["rating_id"].as_str().unwrap().to_owned(), 2));
+            }
+        }
+    }
+    assert_eq!(n, 6);
+    for (id, score) in &rated {
+        let stored = app
+            .store
+            .rating(id.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap()
+            .answers
+            .0;
+        assert_eq!(stored["score"], *score, "{stored:?}");
+        assert!(stored.get("a").is_none(), "one response: no sides");
+    }
+    let first = &rated[0].0;
+    let accepted = lead
+        .api
+        .post(app.url(&format!("/api/v1/ratings/{first}/review")))
+        .json(&json!({"decision": "accept", "version": 1}))
+        .go()
+        .await;
+    assert_eq!(accepted.status(), StatusCode::OK);
+
+    let metrics = json_with(
+        lead.api
+            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+            .go()
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let counts = &metrics["counts"];
+    assert_eq!(
+        (
+            counts["included"].as_u64(),
+            counts["skipped"].as_u64(),
+            counts["out_of_scope"].as_u64()
+        ),
+        (Some(4), Some(1), Some(1))
+    );
+    let mut expected_scores = std::collections::BTreeMap::new();
+    for (_, s) in &rated {
+        *expected_scores.entry(s.to_string()).or_insert(0u64) += 1;
+    }
+    assert_eq!(metrics["fields"]["score"], json!(expected_scores));
+    assert_eq!(metrics["fields"]["relevant"], json!({"true": 4}));
+
+    let csv = lead
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=csv")))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    for column in [
+        "relevant",
+        "substantial",
+        "useful",
+        "comprehensive",
+        "expert",
+        "repetitive",
+        "justification",
+        "score",
+    ] {
+        assert!(headers.iter().any(|h| h == column), "{column}: {headers:?}");
+    }
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 6, "every rating, skipped and out of scope too");
+    let scored: Vec<&str> = rows
+        .iter()
+        .filter(|r| &r[at("outcome")] == "rated")
+        .map(|r| &r[at("score")])
+        .collect();
+    assert_eq!(scored.len(), 4);
+    assert!(rows.iter().all(|r| &r[at("swapped")] == "false"));
+}
+db_test!(the_additive_score_runs_the_whole_loop: TestApp);
