@@ -35,6 +35,7 @@ pub mod demo;
 pub mod error;
 pub mod export;
 pub mod home;
+pub mod lifecycle;
 pub mod metrics;
 pub mod ratings;
 pub mod render;
