@@ -129,7 +129,7 @@ pub(crate) fn batch_states() -> utoipa::openapi::Object {
 }
 
 pub(crate) fn decisions() -> utoipa::openapi::Object {
-    one_of(&["accept", "return", "reject"])
+    one_of(crate::lifecycle::Decision::NAMES)
 }
 
 pub(crate) fn export_formats() -> utoipa::openapi::Object {
@@ -137,11 +137,11 @@ pub(crate) fn export_formats() -> utoipa::openapi::Object {
 }
 
 pub(crate) fn outcomes() -> utoipa::openapi::Object {
-    one_of(&["rated", "skipped", "out_of_scope"])
+    one_of(crate::lifecycle::Outcome::NAMES)
 }
 
 pub(crate) fn finished_statuses() -> utoipa::openapi::Object {
-    one_of(&["submitted", "returned", "accepted", "rejected"])
+    one_of(crate::lifecycle::Status::FINISHED_NAMES)
 }
 
 /// A router of API routes that also collects their OpenAPI description.

@@ -12,8 +12,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::lifecycle::Refusal;
 use crate::store::StoreError;
-use crate::store::ratings::Refusal;
 
 /// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
 pub type FieldErrors = BTreeMap<String, String>;
@@ -196,7 +196,7 @@ impl From<StoreError> for AppError {
 impl From<Refusal> for AppError {
     fn from(refusal: Refusal) -> Self {
         match refusal {
-            Refusal::Closed(why) => Self::Conflict(why.into()),
+            Refusal::Closed(why) => Self::Conflict(why.into_owned()),
             Refusal::Expired => Self::Conflict(EXPIRED.into()),
             Refusal::Stale { current } => Self::Conflict(format!(
                 "this rating changed since you loaded it (it is at version {current} now); \

@@ -87,10 +87,9 @@ pub async fn next(
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct RatingRef {
     pub rating_id: Uuid,
-    /// `rated`, `skipped` or `out_of_scope`.
-    pub outcome: String,
+    pub outcome: crate::lifecycle::Outcome,
     /// `draft` or `submitted`.
-    pub status: String,
+    pub status: crate::lifecycle::Status,
     pub version: i32,
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::metrics::counts_in_metrics;
+use crate::lifecycle::{Outcome, Status, counts_in_metrics};
 use crate::rubric::Rubric;
 use crate::state::AppState;
 use crate::store::review::{ExportFilter, ExportRow};
@@ -99,29 +99,25 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
             None
         }),
     };
-    let one_of =
-        |name: &str, value: &Option<String>, allowed: &[&str], fields: &mut FieldErrors| {
-            if let Some(v) = value
-                && !allowed.contains(&v.as_str())
-            {
-                fields.insert(
-                    name.into(),
-                    format!("unknown {name} {v:?}: use {}", allowed.join(", ")),
-                );
-            }
-        };
-    one_of(
-        "outcome",
-        &query.outcome,
-        &["rated", "skipped", "out_of_scope"],
-        &mut fields,
-    );
-    one_of(
-        "status",
-        &query.status,
-        &["submitted", "returned", "accepted", "rejected"],
-        &mut fields,
-    );
+    let mut refuse = |unknown: crate::lifecycle::UnknownName| {
+        let (name, v) = (unknown.what, &unknown.given);
+        let allowed = unknown.allowed.join(", ");
+        fields.insert(name.into(), format!("unknown {name} {v:?}: use {allowed}"));
+    };
+    let outcome = match query.outcome.as_deref().map(str::parse::<Outcome>) {
+        Some(Err(unknown)) => {
+            refuse(unknown);
+            None
+        }
+        parsed => parsed.and_then(Result::ok),
+    };
+    let status = match query.status.as_deref().map(Status::parse_finished) {
+        Some(Err(unknown)) => {
+            refuse(unknown);
+            None
+        }
+        parsed => parsed.and_then(Result::ok),
+    };
     let since = query
         .since
         .as_deref()
@@ -134,8 +130,8 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
         Some(format) if fields.is_empty() => Ok((
             format,
             ExportFilter {
-                outcome: query.outcome.clone(),
-                status: query.status.clone(),
+                outcome,
+                status,
                 rater: query.rater.clone(),
                 submitted_since: since,
                 submitted_until: until,
@@ -217,9 +213,9 @@ pub fn csv_record(rubric: &Rubric, row: &ExportRow) -> Vec<String> {
         neutral(&row.batch),
         neutral(&row.external_id),
         neutral(&row.rater),
-        row.outcome.clone(),
-        row.status.clone(),
-        counts_in_metrics(&row.outcome, &row.status).to_string(),
+        row.outcome.to_string(),
+        row.status.to_string(),
+        counts_in_metrics(row.outcome, row.status).to_string(),
         row.swapped.to_string(),
         neutral(row.model_a.as_deref().unwrap_or("")),
         neutral(row.model_b.as_deref().unwrap_or("")),
@@ -257,7 +253,7 @@ pub fn json_record(row: &ExportRow) -> Value {
     json!({
         "rating_id": row.rating_id, "batch": row.batch, "external_id": row.external_id, "rater": row.rater,
         "outcome": row.outcome, "status": row.status,
-        "counts_in_metrics": counts_in_metrics(&row.outcome, &row.status),
+        "counts_in_metrics": counts_in_metrics(row.outcome, row.status),
         "swapped": row.swapped, "model_a": row.model_a, "model_b": row.model_b, "answers": row.answers.0,
         "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
         "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,

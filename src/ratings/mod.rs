@@ -6,6 +6,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
+use crate::lifecycle::{self, Outcome, Status};
 use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::state::AppState;
 use crate::store::assignments::Assignment;
@@ -89,8 +90,7 @@ impl Access {
 
     /// Whether the rater may still change it.
     pub fn revisable(&self) -> bool {
-        self.rating.outcome != "skipped"
-            && matches!(self.rating.status.as_str(), "submitted" | "returned")
+        lifecycle::can_revise(self.rating.outcome, self.rating.status)
     }
 }
 
@@ -127,8 +127,8 @@ pub struct HistoryItem {
     pub batch_id: Uuid,
     pub batch: String,
     pub external_id: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     pub review_comment: Option<String>,
     pub version: i32,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -205,8 +205,8 @@ pub struct RatingView {
     pub assignment_id: Uuid,
     pub batch_id: Uuid,
     pub external_id: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     /// In the orientation the caller is entitled to: as shown, for its rater;
     /// canonical, for leads.
     #[schema(value_type = Object)]
@@ -247,8 +247,8 @@ pub async fn view(state: &AppState, access: &Access) -> AppResult<RatingView> {
         assignment_id: r.assignment_id,
         batch_id: r.batch_id,
         external_id: task.external_id,
-        outcome: r.outcome.clone(),
-        status: r.status.clone(),
+        outcome: r.outcome,
+        status: r.status,
         answers: access.answers(),
         skip_reason: r.skip_reason.clone(),
         note: r.note.clone(),
@@ -277,12 +277,7 @@ pub async fn revise(
     if access.viewer != Viewer::Owner {
         return Err(AppError::Forbidden);
     }
-    if !access.revisable() {
-        return Err(AppError::Conflict(match access.rating.outcome.as_str() {
-            "skipped" => "a skipped task has no answers to revise".into(),
-            _ => format!("a {} rating cannot be revised", access.rating.status),
-        }));
-    }
+    lifecycle::check_revise(access.rating.outcome, access.rating.status)?;
     let Some(given) = input.as_object() else {
         return Err(AppError::field("answers", "must be a JSON object"));
     };
@@ -294,8 +289,17 @@ pub async fn revise(
             Some(_) => Err(AppError::field(key, "must be a string")),
         }
     };
-    let outcome = text("outcome")?.unwrap_or_else(|| access.rating.outcome.clone());
+    let outcome = text("outcome")?;
     let (explanation, reason, note) = (text("explanation")?, text("reason")?, text("note")?);
+    let outcome = match outcome {
+        None => access.rating.outcome,
+        Some(name) => name.parse::<Outcome>().map_err(|_| {
+            AppError::field(
+                "outcome",
+                format!("unknown outcome {name:?}: use rated, out_of_scope or skipped"),
+            )
+        })?,
+    };
     let time = given
         .get("time_spent_s")
         .and_then(Value::as_i64)
@@ -308,12 +312,12 @@ pub async fn revise(
         answers.remove("time_spent_s");
         Ok(rubric::orient(access.rubric, answers, access.turn()))
     };
-    let finish = match outcome.as_str() {
-        "rated" => Finish::Rated {
+    let finish = match outcome {
+        Outcome::Rated => Finish::Rated {
             answers: checked(&Value::Object(given), Mode::Submit)?,
         },
-        "out_of_scope" => {
-            let kept_note = (access.rating.outcome == "out_of_scope")
+        Outcome::OutOfScope => {
+            let kept_note = (access.rating.outcome == Outcome::OutOfScope)
                 .then(|| access.rating.note.clone())
                 .flatten();
             let explanation = explanation.or(kept_note).unwrap_or_default();
@@ -324,12 +328,8 @@ pub async fn revise(
                 explanation,
             }
         }
-        "skipped" => crate::assign::skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
-        other => {
-            return Err(AppError::field(
-                "outcome",
-                format!("unknown outcome {other:?}: use rated, out_of_scope or skipped"),
-            ));
+        Outcome::Skipped => {
+            crate::assign::skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?
         }
     };
     Ok(state

@@ -12,6 +12,7 @@ use super::{Access, HistoryQuery, Viewer, access};
 use crate::assign::pages::{FormView, form_view};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::lifecycle::{Outcome, Status};
 use crate::rubric::Answers;
 use crate::state::AppState;
 use crate::store::page::ListKind;
@@ -62,8 +63,8 @@ struct RatingPage {
     rating_id: Uuid,
     batch_name: String,
     external_id: String,
-    outcome: String,
-    status: String,
+    outcome: Outcome,
+    status: Status,
     note: Option<String>,
     skip_reason: Option<String>,
     review_comment: Option<String>,
@@ -96,8 +97,8 @@ async fn page(
         rating_id: r.id,
         batch_name: access.batch.name.clone(),
         external_id: task.external_id,
-        outcome: r.outcome.clone(),
-        status: r.status.clone(),
+        outcome: r.outcome,
+        status: r.status,
         note: r.note.clone(),
         skip_reason: r.skip_reason.clone(),
         review_comment: r.review_comment.clone(),

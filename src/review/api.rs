@@ -73,8 +73,8 @@ pub struct TaskRatings {
 pub struct TaskRatingView {
     pub rating_id: Uuid,
     pub rater: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: crate::lifecycle::Outcome,
+    pub status: crate::lifecycle::Status,
     /// Whether it counts in the batch's metrics.
     pub counts_in_metrics: bool,
     /// Whether the rater was shown B first (the answers are turned back already).
@@ -108,7 +108,7 @@ pub async fn task(
     let ratings = ratings
         .into_iter()
         .map(|r| TaskRatingView {
-            counts_in_metrics: crate::metrics::counts_in_metrics(&r.outcome, &r.status),
+            counts_in_metrics: crate::lifecycle::counts_in_metrics(r.outcome, r.status),
             rating_id: r.rating_id,
             rater: r.rater,
             outcome: r.outcome,

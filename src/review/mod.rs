@@ -6,6 +6,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
+use crate::lifecycle;
 use crate::ratings::{Access, Viewer};
 use crate::rubric::Rubric;
 use crate::state::AppState;
@@ -97,21 +98,16 @@ pub async fn decide(
         return Err(AppError::Forbidden);
     }
     let mut fields = crate::error::FieldErrors::new();
-    if !matches!(decision.decision.as_str(), "accept" | "return" | "reject") {
-        fields.insert(
-            "decision".into(),
-            format!(
-                "unknown decision {:?}: use accept, return or reject",
-                decision.decision
-            ),
-        );
+    let chosen = decision.decision.parse::<lifecycle::Decision>();
+    if let Err(unknown) = &chosen {
+        fields.insert("decision".into(), unknown.to_string());
     }
     let comment = decision
         .comment
         .as_deref()
         .map(str::trim)
         .filter(|c| !c.is_empty());
-    if decision.decision == "return" && comment.is_none() {
+    if chosen.as_ref().is_ok_and(|d| d.needs_comment()) && comment.is_none() {
         fields.insert(
             "comment".into(),
             "is required when returning a rating: tell the rater what to change".into(),
@@ -123,15 +119,16 @@ pub async fn decide(
             format!("must be at most {MAX_COMMENT_CHARS} characters"),
         );
     }
-    if !fields.is_empty() {
-        return Err(AppError::invalid(fields));
-    }
+    let chosen = match chosen {
+        Ok(chosen) if fields.is_empty() => chosen,
+        _ => return Err(AppError::invalid(fields)),
+    };
     let outcome = state
         .store()
         .review(
             access.rating.id,
             lead.id,
-            &decision.decision,
+            chosen,
             comment,
             decision.version,
             access.batch.overlap,
@@ -139,9 +136,9 @@ pub async fn decide(
         .await?;
     match outcome {
         Ok(rating) => {
-            tracing::info!(lead = %lead.username, rating = %rating.id, decision = %decision.decision, "rating reviewed");
+            tracing::info!(lead = %lead.username, rating = %rating.id, decision = %chosen, "rating reviewed");
             let detail = serde_json::json!({
-                "decision": decision.decision, "batch": access.batch.name, "comment": comment
+                "decision": chosen, "batch": access.batch.name, "comment": comment
             });
             let target = rating.id.to_string();
             crate::audit::record(state, lead, "rating.review", &target, detail).await;

@@ -14,6 +14,7 @@ use super::{Decision, QueueQuery, decide, reviewable};
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
+use crate::lifecycle::{Outcome, Status};
 use crate::ratings::Access;
 use crate::rubric::{Answers, Field, Rubric};
 use crate::state::AppState;
@@ -224,8 +225,8 @@ struct ReviewPage {
     batch_name: String,
     external_id: String,
     rater: String,
-    outcome: String,
-    status: String,
+    outcome: Outcome,
+    status: Status,
     note: Option<String>,
     version: i32,
     swapped: bool,
@@ -273,8 +274,8 @@ async fn review_page(
         batch_name: access.batch.name.clone(),
         external_id: task.external_id,
         rater,
-        outcome: r.outcome.clone(),
-        status: r.status.clone(),
+        outcome: r.outcome,
+        status: r.status,
         note: r.note.clone(),
         version: r.version,
         swapped: access.assignment.swapped,
@@ -347,7 +348,7 @@ struct TaskPage {
     batch_id: Uuid,
     batch_name: String,
     external_id: String,
-    raters: Vec<(Uuid, String, String, String, bool)>,
+    raters: Vec<(Uuid, String, String, Status, bool)>,
     rows: Vec<Row>,
     /// Sanitised HTML (see `render`), canonical orientation.
     prompt_html: String,
@@ -370,12 +371,12 @@ async fn task(
     let raters = ratings
         .iter()
         .map(|r| {
-            let counts = crate::metrics::counts_in_metrics(&r.outcome, &r.status);
+            let counts = crate::lifecycle::counts_in_metrics(r.outcome, r.status);
             (
                 r.rating_id,
                 r.rater.clone(),
-                r.outcome.replace('_', " "),
-                r.status.clone(),
+                r.outcome.label(),
+                r.status,
                 counts,
             )
         })
