@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::lifecycle::Refusal;
+use crate::services::ServiceError;
 use crate::store::StoreError;
 
 /// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
@@ -202,6 +203,19 @@ impl From<Refusal> for AppError {
                 "this rating changed since you loaded it (it is at version {current} now); \
                  reload and decide again"
             )),
+        }
+    }
+}
+
+impl From<ServiceError> for AppError {
+    fn from(err: ServiceError) -> Self {
+        match err {
+            ServiceError::Store(err) => err.into(),
+            ServiceError::Refused(refusal) => refusal.into(),
+            ServiceError::NotFound => Self::NotFound,
+            ServiceError::Forbidden => Self::Forbidden,
+            ServiceError::Invalid(fields) => Self::invalid(fields),
+            ServiceError::Internal(cause) => Self::Internal(cause),
         }
     }
 }

@@ -41,6 +41,7 @@ pub mod ratings;
 pub mod render;
 pub mod review;
 pub mod rubric;
+pub mod services;
 pub mod state;
 pub mod store;
 pub mod users;

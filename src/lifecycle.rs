@@ -324,6 +324,20 @@ pub enum Refusal {
     Stale { current: i32 },
 }
 
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Closed(why) => f.write_str(why),
+            Refusal::Expired => f.write_str("the assignment's time ran out"),
+            Refusal::Stale { current } => {
+                write!(f, "the rating changed; it is at version {current} now")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
 /// Whether the rater may revise a rating with this outcome and status; the refusal says
 /// why not.
 pub fn check_revise(outcome: Outcome, status: Status) -> Result<(), Refusal> {

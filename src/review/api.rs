@@ -9,7 +9,7 @@ use super::{Decision, QueueQuery, decide, reviewable};
 use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
-use crate::ratings::{RatingView, view};
+use crate::services::rating::{RatingView, view};
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::review::QueueRow;
@@ -53,7 +53,7 @@ pub async fn review(
     let access = reviewable(&state, id, &lead).await?;
     decide(&state, &access, &lead, &decision).await?;
     let after = reviewable(&state, id, &lead).await?;
-    Ok(Json(view(&state, &after).await?))
+    Ok(Json(view(state.store(), &after).await?))
 }
 
 /// Every rater's rating of one task, side by side.

@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::lifecycle;
-use crate::ratings::{Access, Viewer};
 use crate::rubric::Rubric;
+use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
 use crate::store::page::{ListKind, Page};
@@ -171,7 +171,7 @@ pub async fn task_ratings(
 
 /// A rating a lead may review: 404 unless they lead its batch; 403 for their own.
 pub async fn reviewable(state: &AppState, id: Uuid, lead: &User) -> AppResult<Access> {
-    let access = crate::ratings::access(state, id, lead).await?;
+    let access = crate::services::rating::access(state.store(), id, lead).await?;
     if access.viewer == Viewer::Owner {
         return Err(AppError::Forbidden);
     }

@@ -15,8 +15,9 @@ use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
 use crate::lifecycle::{Outcome, Status};
-use crate::ratings::Access;
 use crate::rubric::{Answers, Field, Rubric};
+use crate::services::rating::Access;
+use crate::services::task;
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::review::QueueRow;
@@ -247,7 +248,7 @@ async fn review_page(
     layout: Layout,
     error: Option<String>,
 ) -> AppResult<ReviewPage> {
-    let (task, rendered) = crate::assign::task_with_html(state, access.rating.task_id).await?;
+    let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
     let rater = state
         .store()
         .user_by_id(access.rating.rater_id)
@@ -365,7 +366,7 @@ async fn task(
 ) -> AppResult<Response> {
     let (summary, rubric, task_id, ratings) =
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
-    let (_, rendered) = crate::assign::task_with_html(&state, task_id).await?;
+    let (_, rendered) = task::with_html(state.store(), task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
     let rows = rows(rubric, &sets);
     let raters = ratings
