@@ -467,7 +467,7 @@ async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
 }
 
 async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
-    use crate::batches::import::Format;
+    use crate::import::Format;
     let format = match args.format.as_deref() {
         Some("jsonl" | "ndjson") => Format::Jsonl,
         Some("json") => Format::JsonArray,

@@ -5,8 +5,8 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::auth::Role;
-use crate::batches::import::Format;
 use crate::batches::{SettingsRequest, UploadParams};
+use crate::import::Format;
 use crate::rubric::Question;
 use crate::users::NewUser;
 use crate::{AppState, Config, Store};

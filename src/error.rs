@@ -52,7 +52,7 @@ pub enum AppError {
     #[error("{count} of the records are invalid; nothing was stored")]
     BadRecords {
         count: u64,
-        errors: Vec<crate::batches::import::RecordError>,
+        errors: Vec<crate::import::RecordError>,
     },
     #[error("too many attempts; try again in {retry_after_s} s")]
     TooManyRequests { retry_after_s: u64 },
@@ -116,7 +116,7 @@ pub struct ErrorBody {
     pub fields: FieldErrors,
     /// Bad records of an upload, by line (the first 100).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<crate::batches::import::RecordError>,
+    pub errors: Vec<crate::import::RecordError>,
     /// How many records were bad in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_count: Option<u64>,

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::import;
 use crate::rubric::{self, Question};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -15,7 +16,6 @@ use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatc
 use crate::store::users::User;
 
 pub mod api;
-pub mod import;
 pub mod pages;
 
 pub fn api_router() -> crate::api::ApiRouter {

@@ -80,7 +80,7 @@ impl super::Store {
     pub async fn review_queue(
         &self,
         lead: Uuid,
-        role: crate::auth::Role,
+        role: crate::role::Role,
         batch: Option<Uuid>,
         cursor: Option<Cursor>,
         limit: i64,
@@ -90,7 +90,7 @@ impl super::Store {
              JOIN users u ON u.id = r.rater_id
              WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1
                AND {} AND ($2 IS NULL OR r.batch_id = $2)",
-            crate::access::batch_filter(role)
+            super::batches::batch_filter(role)
         );
         let sql = format!(
             "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, t.external_id, u.username AS rater,
