@@ -2,15 +2,15 @@
 //! annotations (utoipa-axum), and the document they make, served at
 //! `/api/v1/openapi.json`.
 
+use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
+use crate::{assign, audit, batches, dashboard, error, export, ratings, review, store, users};
 use axum::Router;
 use axum::routing::get;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
-
-use crate::state::AppState;
-use crate::{assign, audit, batches, dashboard, error, export, ratings, review, store, users};
 
 /// The document's frame: what it says of itself, its security schemes and shared
 /// schemas. Its paths come from the routers themselves ([`routes`]), so no route can be
@@ -100,52 +100,6 @@ impl Modify for SharedErrors {
         }
     }
 }
-
-/// A string schema that allows only `values`: how the document states a field the server
-/// checks against a fixed list.
-pub(crate) fn one_of(values: &[&str]) -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(values.iter().copied()))
-        .build()
-}
-
-/// The skip reasons the server takes.
-pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
-    let reasons: Vec<&str> = crate::rubric::SKIP_REASONS
-        .iter()
-        .map(|(r, _)| *r)
-        .collect();
-    one_of(&reasons)
-}
-
-/// The rubrics a batch can use.
-pub(crate) fn rubric_names() -> utoipa::openapi::Object {
-    one_of(&crate::rubric::NAMES)
-}
-
-pub(crate) fn batch_states() -> utoipa::openapi::Object {
-    one_of(&["open", "closed"])
-}
-
-pub(crate) fn decisions() -> utoipa::openapi::Object {
-    one_of(crate::lifecycle::Decision::NAMES)
-}
-
-pub(crate) fn export_formats() -> utoipa::openapi::Object {
-    one_of(&["csv", "jsonl"])
-}
-
-pub(crate) fn outcomes() -> utoipa::openapi::Object {
-    one_of(crate::lifecycle::Outcome::NAMES)
-}
-
-pub(crate) fn finished_statuses() -> utoipa::openapi::Object {
-    one_of(crate::lifecycle::Status::FINISHED_NAMES)
-}
-
-/// A router of API routes that also collects their OpenAPI description.
-pub type ApiRouter = OpenApiRouter<AppState>;
 
 /// Every API route, with the document describing them.
 pub fn routes() -> ApiRouter {

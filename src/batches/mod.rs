@@ -18,7 +18,7 @@ use crate::store::users::User;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -138,7 +138,7 @@ pub struct UploadParams {
     )]
     pub name: Option<String>,
     /// `blackhat` (default).
-    #[param(schema_with = crate::api::rubric_names)]
+    #[param(schema_with = crate::web::openapi::rubric_names)]
     pub rubric: Option<String>,
     /// Raters per task for a new batch (default 1); for an existing batch, if given, it
     /// must be the batch's.
@@ -278,7 +278,7 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
 #[serde(deny_unknown_fields)]
 pub struct SettingsRequest {
     /// `open` or `closed`.
-    #[schema(schema_with = crate::api::batch_states)]
+    #[schema(schema_with = crate::web::openapi::batch_states)]
     pub state: Option<String>,
     #[schema(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,

@@ -14,7 +14,7 @@ use crate::store::review::{ExportFilter, ExportRow};
 
 pub mod api;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -54,13 +54,13 @@ impl Format {
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// `csv` (default) or `jsonl`.
-    #[param(schema_with = crate::api::export_formats)]
+    #[param(schema_with = crate::web::openapi::export_formats)]
     pub format: Option<String>,
     /// `rated`, `skipped` or `out_of_scope`.
-    #[param(schema_with = crate::api::outcomes)]
+    #[param(schema_with = crate::web::openapi::outcomes)]
     pub outcome: Option<String>,
     /// `submitted`, `returned`, `accepted` or `rejected`.
-    #[param(schema_with = crate::api::finished_statuses)]
+    #[param(schema_with = crate::web::openapi::finished_statuses)]
     pub status: Option<String>,
     /// A rater's username.
     pub rater: Option<String>,

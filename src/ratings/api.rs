@@ -6,12 +6,12 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{ChangeView, HistoryItem, HistoryQuery};
-use crate::api::ApiRouter;
 use crate::auth::CurrentUser;
 use crate::error::{AppResult, ErrorBody};
 use crate::services::rating::{RatingView, access, view};
 use crate::state::AppState;
 use crate::store::page::ListKind;
+use crate::web::openapi::ApiRouter;
 use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;

@@ -6,13 +6,13 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{Decision, QueueQuery, decide, reviewable};
-use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
 use crate::services::rating::{RatingView, view};
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::review::QueueRow;
+use crate::web::openapi::ApiRouter;
 use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;

@@ -20,7 +20,7 @@ use crate::web::paging::params;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -33,7 +33,7 @@ pub fn page_router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     /// `accept`, `return` (with a comment for the rater) or `reject`.
-    #[schema(schema_with = crate::api::decisions)]
+    #[schema(schema_with = crate::web::openapi::decisions)]
     pub decision: String,
     #[schema(max_length = 5000)]
     pub comment: Option<String>,

@@ -19,6 +19,7 @@ use crate::store::users::User;
 pub mod assets;
 pub mod headers;
 pub mod heavy;
+pub mod openapi;
 pub mod paging;
 pub mod shape;
 
