@@ -115,6 +115,6 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         "The database lives in {} and is yours to delete. Ctrl-C stops the demo.\n",
         dir.display()
     );
-    crate::serve(listener, state, crate::cli::shutdown_signal()).await?;
+    crate::serve(listener, state, crate::shutdown_signal()).await?;
     Ok(())
 }

@@ -16,8 +16,7 @@ use crate::lifecycle::Refusal;
 use crate::services::ServiceError;
 use crate::store::StoreError;
 
-/// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
-pub type FieldErrors = BTreeMap<String, String>;
+pub use crate::fields::FieldErrors;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {

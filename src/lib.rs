@@ -34,6 +34,7 @@ pub mod dashboard;
 pub mod demo;
 pub mod error;
 pub mod export;
+pub mod fields;
 pub mod home;
 pub mod import;
 pub mod lifecycle;
@@ -213,4 +214,27 @@ async fn housekeeping(state: AppState) {
             Err(err) => tracing::warn!(%err, "could not end assignments whose lease ran out"),
         }
     }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests under way");
 }

@@ -6,18 +6,13 @@
 //!
 //! [`Store`]: crate::store::Store
 
-use std::collections::BTreeMap;
-
+pub use crate::fields::FieldErrors;
 use crate::lifecycle::Refusal;
 use crate::store::StoreError;
 
 pub mod finish;
 pub mod rating;
 pub mod task;
-
-/// Field path (e.g. `explanation`, `b.correctness`) to what is wrong with it: the same
-/// map the rubric checks return, which the web layer reports as a 422.
-pub type FieldErrors = BTreeMap<String, String>;
 
 /// Why a service did not do what it was asked.
 #[derive(Debug, thiserror::Error)]
