@@ -28,13 +28,16 @@ pub mod assign;
 pub mod audit;
 pub mod auth;
 pub mod batches;
+pub mod body;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod dashboard;
 pub mod demo;
 pub mod error;
 pub mod export;
 pub mod fields;
+pub mod heavy;
 pub mod home;
 pub mod import;
 pub mod lifecycle;
@@ -45,6 +48,7 @@ pub mod review;
 pub mod role;
 pub mod rubric;
 pub mod services;
+pub mod signin;
 pub mod state;
 pub mod store;
 pub mod users;
@@ -71,7 +75,7 @@ pub fn router(state: AppState) -> Router {
     let limit = usize::try_from(config.max_upload_bytes).unwrap_or(usize::MAX);
     let (api_routes, document) = api::split();
     let app = Router::new()
-        .merge(auth::pages::router())
+        .merge(signin::router())
         .merge(home::router())
         .merge(users::page_router())
         .merge(batches::page_router())

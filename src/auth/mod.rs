@@ -12,10 +12,7 @@ use crate::store::sessions::USER_ID_KEY;
 use crate::store::users::User;
 
 pub mod csrf;
-pub mod limits;
-pub mod pages;
-pub mod password;
-pub mod tokens;
+pub use crate::credentials::{limits, password, tokens};
 
 pub use crate::role::Role;
 
