@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 use crate::auth::Role;
 use crate::batches::{SettingsRequest, UploadParams};
 use crate::import::Format;
-use crate::rubric::Question;
+use crate::rubric::Classification;
 use crate::users::NewUser;
 use crate::{AppState, Config, Store};
 
@@ -54,7 +54,7 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
     let imported = crate::batches::import(&state, new, Format::Jsonl, TASKS.into(), |_| {})
         .await
         .map_err(|e| anyhow::anyhow!("demo batch: {e}"))?;
-    let question = |key: &str, label: &str, multiple: bool, options: &[&str]| Question {
+    let question = |key: &str, label: &str, multiple: bool, options: &[&str]| Classification {
         key: key.into(),
         label: label.into(),
         multiple,

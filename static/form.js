@@ -1,6 +1,8 @@
-// The rating form: explanation boxes that follow the rubric, drafts saved as you go,
-// an active-time timer, keyboard shortcuts and copy buttons on code. The rules come
-// from the same rubric definition the server checks with; the server decides.
+// The rating form: explanation boxes that follow the rubric, derived answers worked out
+// as you go, drafts saved as you go, an active-time timer, keyboard shortcuts and copy
+// buttons on code. The rubric document is the one the server checks with; before the
+// form is sent, the server is asked what it would refuse, and its own messages are
+// shown, so no rule or message is written twice.
 (() => {
   "use strict";
 
@@ -27,15 +29,20 @@
   if (!form || !rulesEl) return;
   document.documentElement.classList.add("js");
   const rules = JSON.parse(rulesEl.textContent);
-  const minLength = rules.min_explanation;
+  const rubric = rules.rubric;
   const readOnly = form.classList.contains("readonly");
   const draftUrl = form.dataset.draftUrl;
+  const checkUrl = form.dataset.checkUrl;
 
+  // Each form field's question: asked of each response (a. and b.), or once.
   const fields = new Map();
-  for (const field of rules.rubric.per_response) {
-    for (const side of ["a", "b"]) fields.set(`${side}.${field.key}`, field);
+  for (const field of rubric.questions) {
+    if (field.each_response) {
+      for (const side of ["a", "b"]) fields.set(`${side}.${field.key}`, field);
+    } else {
+      fields.set(field.key, field);
+    }
   }
-  for (const field of rules.rubric.pair) fields.set(field.key, field);
 
   // Rubric questions and the batch's classification questions, in page order.
   const questions = [...form.querySelectorAll("[data-question]")];
@@ -47,18 +54,42 @@
     return checked ? checked.value : null;
   };
   const isClassification = (question) => question.classList.contains("classification");
-  const needsExplanation = (field, value) =>
-    value !== null && (field.explain.when === "always" || field.explain.values.includes(value));
+  // Whether an answer (as the form carries it, a string) calls for an explanation.
+  const needsExplanation = (field, value) => {
+    const required = field.explanation ? field.explanation.required : "optional";
+    if (value === null || required === "optional") return false;
+    return required === "always" || required.when.some((v) => String(v) === value);
+  };
   const explanationOf = (question) => form.elements[question.dataset.explanation];
 
   function sync(question) {
-    if (isClassification(question)) return;
+    if (isClassification(question) || !question.dataset.explanation) return;
     const field = fields.get(question.dataset.question);
     const needed = Boolean(field) && needsExplanation(field, valueOf(question.dataset.question));
     question.querySelector(".explanation").classList.toggle("optional", !needed);
     explanationOf(question).setAttribute("aria-required", String(needed));
   }
   questions.forEach(sync);
+
+  // Derived answers, worked out as the document says: the yes answers (or scale values)
+  // of `sum_of` added up, or 0 when any of `zero_when` is yes; shown once all are given.
+  const numberOf = (key) => {
+    const value = valueOf(key);
+    if (value === null) return null;
+    if (value === "true" || value === "false") return value === "true" ? 1 : 0;
+    return Number(value);
+  };
+  function derive() {
+    for (const derived of rubric.derived || []) {
+      const out = form.querySelector(`[data-derived-value="${CSS.escape(derived.key)}"]`);
+      if (!out) continue;
+      const terms = derived.sum_of.map(numberOf);
+      const zeros = (derived.zero_when || []).map(numberOf);
+      const complete = [...terms, ...zeros].every((n) => n !== null);
+      out.textContent = !complete ? "–" : String(zeros.some((n) => n !== 0) ? 0 : terms.reduce((a, b) => a + b, 0));
+    }
+  }
+  derive();
 
   function showError(name, message) {
     const slot = form.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
@@ -72,61 +103,60 @@
     if (slot) slot.hidden = true;
   }
 
-  // The same rules as rubric::validate, in the same words.
-  function problems() {
-    const found = [];
-    for (const question of questions) {
-      const name = question.dataset.question;
-      const field = fields.get(name);
-      const value = valueOf(name);
-      if (isClassification(question)) {
-        if (value === null && question.dataset.required === "true") found.push([name, "is required", question]);
-        continue;
-      }
-      if (value === null) {
-        found.push([name, "is required", question]);
-        continue;
-      }
-      if (!needsExplanation(field, value)) continue;
-      const text = explanationOf(question).value.trim();
-      const length = [...text].length;
-      const explanation = question.dataset.explanation;
-      if (length === 0) {
-        const why = field.explain.when === "always" ? "is always required" : `required when ${field.key} is ${value}`;
-        found.push([explanation, why, question]);
-      } else if (length < minLength) {
-        found.push([explanation, `must be at least ${minLength} characters (has ${length})`, question]);
-      }
+  // Asks the server what it would refuse; null when it cannot be asked (the form is then
+  // sent as it is, and the server's page shows what it refuses).
+  async function serverCheck(extra) {
+    const body = draftBody();
+    for (const [key, value] of Object.entries(extra)) body.set(key, value);
+    try {
+      const response = await fetch(checkUrl, { method: "POST", body, headers: { Accept: "application/json" } });
+      return response.ok ? await response.json() : null;
+    } catch {
+      return null;
     }
-    return found;
   }
 
-  form.addEventListener("submit", (event) => {
-    const action = event.submitter ? event.submitter.getAttribute("formaction") || "" : "";
-    if (action.endsWith("/out-of-scope")) {
-      if (form.elements.explanation.value.trim() === "") {
-        event.preventDefault();
-        showError("explanation", "is required: say why the prompt is out of scope");
-        form.elements.explanation.focus();
-        return;
-      }
+  function showRefusal(result) {
+    const found = Object.entries(result.fields);
+    for (const [name, message] of found) showError(name, message);
+    summary.textContent = result.summary;
+    summary.hidden = false;
+    const [name] = found[0];
+    const slot = form.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
+    const question = slot ? slot.closest("[data-question]") : null;
+    if (question) select(questions.indexOf(question));
+    const target = form.elements[name];
+    const input = target instanceof RadioNodeList ? target[0] : target;
+    (input || (question && question.querySelector("input, textarea")) || summary).focus();
+  }
+
+  let checked = false;
+  form.addEventListener("submit", async (event) => {
+    if (checked || !checkUrl) {
+      updateTime();
       submitting = true;
       return;
     }
-    const found = problems();
-    if (found.length > 0) {
-      event.preventDefault();
-      for (const [name, message] of found) showError(name, message);
-      summary.textContent = `${found.length} answer${found.length === 1 ? " needs" : "s need"} attention before this can be submitted.`;
-      summary.hidden = false;
-      const first = found[0];
-      select(questions.indexOf(first[2]));
-      const target = first[0] === first[2].dataset.question ? first[2].querySelector("input") : explanationOf(first[2]);
-      target.focus();
+    event.preventDefault();
+    const submitter = event.submitter;
+    const action = submitter ? submitter.getAttribute("formaction") || "" : "";
+    const outOfScope = action.endsWith("/out-of-scope");
+    updateTime();
+    const result = await serverCheck(outOfScope ? { check: "out_of_scope" } : {});
+    if (result !== null && Object.keys(result.fields).length > 0) {
+      if (outOfScope) {
+        const why = result.fields.explanation;
+        if (why !== undefined) {
+          showError("explanation", why);
+          form.elements.explanation.focus();
+          return;
+        }
+      }
+      showRefusal(result);
       return;
     }
-    updateTime();
-    submitting = true;
+    checked = true;
+    form.requestSubmit(submitter || undefined);
   });
 
   // Drafts: saved a moment after each change, when the tab is hidden, and as the page goes.
@@ -164,12 +194,9 @@
   }
   form.addEventListener("change", (event) => {
     const question = event.target.closest(".question");
-    if (question) {
-      sync(question);
-      clearError(event.target.name);
-    } else {
-      clearError(event.target.name);
-    }
+    if (question) sync(question);
+    clearError(event.target.name);
+    derive();
     schedule();
   });
   form.addEventListener("input", (event) => {
@@ -260,8 +287,15 @@
     if (event.key === "j") select(current + 1);
     else if (event.key === "k") select(current - 1);
     else if (event.key === "e" && question && !isClassification(question)) {
-      question.querySelector(".explanation").classList.remove("optional");
-      explanationOf(question).focus();
+      // The explanation box, or the text box of a question answered in words.
+      if (question.dataset.explanation) {
+        question.querySelector(".explanation").classList.remove("optional");
+        explanationOf(question).focus();
+      } else {
+        const box = question.querySelector("textarea");
+        if (!box) return;
+        box.focus();
+      }
     } else if (event.key === "s") openPanel("skip", "input[name=reason]:checked");
     else if (event.key === "o") openPanel("out-of-scope", "textarea");
     else if (event.key === "?" && help) help.hidden = !help.hidden;

@@ -56,8 +56,9 @@ test("a missing required explanation shows an inline error and nothing is submit
   assert.equal(await page.isVisible('textarea[name="a.executability_explanation"]'), true, "the box appears when needed");
   assert.equal(await page.isVisible('textarea[name="b.executability_explanation"]'), false, "and only then");
   await page.click("#submit");
+  // The script asks the server what it would refuse and shows the server's own words.
   const error = page.locator('[data-error-for="a.executability_explanation"]');
-  assert.equal(await error.isVisible(), true);
+  await error.waitFor({ state: "visible" });
   assert.equal(await error.textContent(), "required when executability is yes_partially");
   assert.equal(await page.locator('[data-error-for="sxs"]').textContent(), "is required");
   assert.match(await page.textContent("#error-summary"), /answers need attention/);
@@ -97,7 +98,8 @@ test("out of scope needs an explanation, then moves on", async () => {
   await press(page, "o");
   assert.equal(await page.evaluate(() => document.activeElement.id), "oos-explanation");
   await page.click("#oos-submit");
-  assert.equal(await page.locator('[data-error-for="explanation"]').isVisible(), true);
+  await page.locator('[data-error-for="explanation"]').waitFor({ state: "visible" });
+  assert.equal(await page.textContent('[data-error-for="explanation"]'), "is required: say why the prompt is out of scope");
   assert.equal(page.url(), url);
   await page.fill("#oos-explanation", "The prompt asks for travel advice, not code.");
   await Promise.all([page.waitForNavigation(), page.click("#oos-submit")]);

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{TaskView, owned};
 use crate::auth::{CurrentUser, RequireLead};
 use crate::error::{AppResult, ErrorBody};
-use crate::rubric::{Question, Rubric};
+use crate::rubric::{Classification, Rubric};
 use crate::state::AppState;
 use crate::store::ratings::Rating;
 use crate::web::openapi::ApiRouter;
@@ -37,7 +37,7 @@ pub struct NextTask {
     #[schema(value_type = Object)]
     pub rubric: &'static Rubric,
     /// The batch's conversation-classification questions.
-    pub classifications: Vec<Question>,
+    pub classifications: Vec<Classification>,
     /// The saved draft, in the orientation shown, or `null`.
     #[schema(value_type = Option<Object>)]
     pub draft: Option<Value>,

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::rubric::{self, Answers, Mode, Rubric};
-use crate::services::finish::{over, scope_explanation, skip_of};
+use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
 use crate::store::assignments::{Assignment, Task};
 use crate::store::batches::Batch;
@@ -180,6 +180,11 @@ fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i3
     ))
 }
 
+/// What submitting `input` would be refused for, by path; nothing is saved.
+pub fn check(owned: &Owned, input: &Value) -> AppResult<()> {
+    canonical(owned, input, Mode::Submit).map(drop)
+}
+
 pub async fn save_draft(state: &AppState, owned: &Owned, input: &Value) -> AppResult<Rating> {
     let (answers, time) = canonical(owned, input, Mode::Draft)?;
     let lease = Utc::now() + Duration::minutes(i64::from(owned.batch.lease_minutes));
@@ -210,6 +215,12 @@ pub async fn skip(
 ) -> AppResult<Rating> {
     let finish = skip_of(reason, note)?;
     finish_with(state, owned, user, &finish, 0).await
+}
+
+/// Why a prompt is out of scope, checked (see [`finish::scope_explanation`]); the pages
+/// check it before anything is stored.
+pub fn scope_explanation(explanation: &str, batch: &Batch) -> AppResult<String> {
+    Ok(finish::scope_explanation(explanation, batch)?)
 }
 
 /// Marks an assignment out of scope. Answers already saved in its draft are kept, and
@@ -254,17 +265,42 @@ async fn finish_with(
         .map_err(AppError::from)
 }
 
-/// Turns the fields of the HTML form (`a.correctness=...`, `sxs=3`, repeated
-/// `classifications.x` for several choices) into answers JSON for the rubric checks. A
-/// score that is not a number is kept as text so the check can name it.
+/// Turns the fields of the HTML form (`a.correctness=...`, `sxs=3`, `relevant=true`,
+/// repeated `classifications.x` for several choices) into answers JSON for the rubric
+/// checks. A value that is not of the question's type is kept as text so the check can
+/// name it; derived answers are never taken from a form.
 pub fn form_answers(
     rubric: &Rubric,
-    questions: &[rubric::Question],
+    questions: &[rubric::Classification],
     pairs: &[(String, String)],
 ) -> Value {
     let mut answers = Map::new();
     let mut sides: [Map<String, Value>; 2] = [Map::new(), Map::new()];
     let mut classifications = Map::new();
+    // The question a field answers (or explains), asked of each response or once.
+    let find = |key: &str, each: bool| {
+        rubric.questions.iter().find_map(|q| {
+            (q.each_response == each).then_some(())?;
+            if q.key == key {
+                Some((q, false))
+            } else if q.explanation.is_some() && q.explanation_key() == key {
+                Some((q, true))
+            } else {
+                None
+            }
+        })
+    };
+    let typed = |q: &rubric::Question, explains: bool, value: &str| {
+        let text = Value::from(value);
+        if explains {
+            return text;
+        }
+        match q.answer {
+            rubric::Answer::Scale { .. } => value.parse::<i64>().map_or(text, Value::from),
+            rubric::Answer::YesNo { .. } => value.parse::<bool>().map_or(text, Value::from),
+            rubric::Answer::Choice { .. } | rubric::Answer::Text { .. } => text,
+        }
+    };
     for (name, value) in pairs {
         if let Some((side, key)) = name.split_once('.') {
             let index = match side {
@@ -289,33 +325,22 @@ pub fn form_answers(
                 }
                 _ => continue,
             };
-            if rubric
-                .per_response
-                .iter()
-                .any(|f| f.key == key || f.explanation_key() == key)
-            {
-                sides[index].insert(key.to_owned(), Value::from(value.as_str()));
+            if let Some((q, explains)) = find(key, true) {
+                sides[index].insert(key.to_owned(), typed(q, explains, value));
             }
         } else if name == "time_spent_s" {
             if let Ok(n) = value.parse::<i64>() {
                 answers.insert(name.clone(), Value::from(n));
             }
-        } else if let Some(field) = rubric.pair.iter().find(|f| f.key == name) {
-            let parsed = match field.kind {
-                rubric::Kind::Scale { .. } => value
-                    .parse::<i64>()
-                    .map(Value::from)
-                    .unwrap_or_else(|_| Value::from(value.as_str())),
-                rubric::Kind::Choice { .. } => Value::from(value.as_str()),
-            };
-            answers.insert(name.clone(), parsed);
-        } else if rubric.pair.iter().any(|f| f.explanation_key() == *name) {
-            answers.insert(name.clone(), Value::from(value.as_str()));
+        } else if let Some((q, explains)) = find(name, false) {
+            answers.insert(name.clone(), typed(q, explains, value));
         }
     }
-    let [a, b] = sides;
-    answers.insert("a".into(), Value::Object(a));
-    answers.insert("b".into(), Value::Object(b));
+    if rubric.subject == rubric::Subject::Pair {
+        let [a, b] = sides;
+        answers.insert("a".into(), Value::Object(a));
+        answers.insert("b".into(), Value::Object(b));
+    }
     answers.insert("classifications".into(), Value::Object(classifications));
     Value::Object(answers)
 }
@@ -329,7 +354,7 @@ mod tests {
     #[test]
     fn form_fields_become_answers() {
         let rubric = rubric::by_name("blackhat").unwrap();
-        let questions = vec![rubric::Question {
+        let questions = vec![rubric::Classification {
             key: "kind".into(),
             label: "Kind".into(),
             multiple: true,
@@ -364,6 +389,30 @@ mod tests {
         );
         let odd = form_answers(rubric, &[], &[("sxs".into(), "seven".into())]);
         assert_eq!(odd["sxs"], "seven", "kept as text so the check names it");
+    }
+
+    #[test]
+    fn yes_no_answers_and_text_questions_of_a_single_response_rubric() {
+        let rubric = rubric::by_name("additive-5").unwrap();
+        let pairs: Vec<(String, String)> = [
+            ("relevant", "true"),
+            ("repetitive", "false"),
+            ("useful", "maybe"),
+            ("justification", "It answers the question."),
+            ("score", "5"),
+            ("a.relevant", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(
+            form_answers(rubric, &[], &pairs),
+            json!({
+                "relevant": true, "repetitive": false, "useful": "maybe",
+                "justification": "It answers the question.", "classifications": {}
+            }),
+            "no sides, no derived score from the form"
+        );
     }
 
     #[test]

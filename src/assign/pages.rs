@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{Owned, owned};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::rubric::{self, Answers, Field, Kind, Question, Rubric};
+use crate::rubric::{self, Answers, Classification, Rubric};
 use crate::state::AppState;
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
@@ -24,6 +24,7 @@ pub fn router() -> Router<AppState> {
         .route("/assignments/{id}", get(form))
         .route("/assignments/{id}/submit", post(submit))
         .route("/assignments/{id}/draft", post(draft))
+        .route("/assignments/{id}/check", post(check))
         .route("/assignments/{id}/skip", post(skip))
         .route("/assignments/{id}/out-of-scope", post(out_of_scope))
 }
@@ -93,80 +94,114 @@ async fn go_next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Res
 
 /// One option of a question, as the form shows it.
 pub struct OptionView {
+    /// The form value: the stored value as text (`yes_partially`, `3`, `true`).
     pub value: String,
-    pub label: &'static str,
+    pub label: String,
     pub checked: bool,
     /// The number key that picks it.
     pub key: usize,
 }
 
-/// One question with its explanation box, for one response or for the pair.
+/// One question with its explanation box (if it has one), for one response or for the
+/// whole task. A text question is a box of its own.
 pub struct QuestionView {
     /// The form field, e.g. `a.correctness` or `sxs`.
     pub name: String,
-    pub label: &'static str,
-    pub help: &'static str,
+    pub label: String,
+    pub help: String,
     pub scale: bool,
     pub options: Vec<OptionView>,
+    /// For a text question: what was written so far.
+    pub text: Option<String>,
     pub error: Option<String>,
+    /// The explanation field, e.g. `a.correctness_explanation`; empty when none.
     pub explanation_name: String,
-    pub explanation_prompt: &'static str,
+    pub explanation_prompt: String,
     pub explanation: String,
     pub explanation_error: Option<String>,
     /// The current answer calls for an explanation (the box shows without script too).
     pub explanation_needed: bool,
 }
 
+/// The text of a stored answer as the form's inputs carry it.
+fn form_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn question(
-    field: &Field,
+    question: &rubric::Question,
     prefix: &str,
     given: &serde_json::Map<String, Value>,
     errors: &FieldErrors,
 ) -> QuestionView {
-    let name = format!("{prefix}{}", field.key);
-    let current = given.get(field.key).map(|v| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    });
-    let options = field
+    let name = format!("{prefix}{}", question.key);
+    let current = given.get(&question.key).filter(|v| !v.is_null());
+    let options = question
         .options()
         .into_iter()
         .enumerate()
         .map(|(i, (value, label))| OptionView {
-            checked: current.as_deref() == Some(value.as_str()),
-            value,
-            label,
+            checked: current == Some(&value),
+            value: form_value(&value),
+            label: label.to_owned(),
             key: i + 1,
         })
         .collect();
-    let explanation_key = field.explanation_key();
-    let explanation_name = format!("{prefix}{explanation_key}");
+    let text = question
+        .is_text()
+        .then(|| current.and_then(Value::as_str).unwrap_or("").to_owned());
+    let (explanation_name, explanation_prompt, explanation, explanation_error) =
+        match &question.explanation {
+            Some(e) => {
+                let key = question.explanation_key();
+                let name = format!("{prefix}{key}");
+                (
+                    name.clone(),
+                    e.prompt.clone(),
+                    given
+                        .get(&key)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    errors.get(&name).cloned(),
+                )
+            }
+            None => Default::default(),
+        };
     QuestionView {
-        label: field.label,
-        help: field.help,
-        scale: matches!(field.kind, Kind::Scale { .. }),
+        label: question.label.clone(),
+        help: question.help.clone(),
+        scale: matches!(question.answer, rubric::Answer::Scale { .. }),
         options,
+        text,
         error: errors.get(&name).cloned(),
-        explanation_prompt: field.explain_prompt,
-        explanation: given
-            .get(&explanation_key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        explanation_error: errors.get(&explanation_name).cloned(),
-        explanation_needed: current
-            .as_deref()
-            .is_some_and(|v| field.needs_explanation(v)),
+        explanation_prompt,
+        explanation,
+        explanation_error,
+        explanation_needed: current.is_some_and(|v| question.needs_explanation(v)),
         explanation_name,
         name,
     }
 }
 
-/// A row of the form: one question asked of A and of B.
+/// A section of the form: one question, asked of A and of B side by side, or once.
 pub struct SectionView {
-    pub title: &'static str,
-    pub a: QuestionView,
-    pub b: QuestionView,
+    pub title: String,
+    /// `(heading, question)`: "Response A" and "Response B", or one with no heading.
+    pub questions: Vec<(&'static str, QuestionView)>,
+}
+
+/// A derived answer, shown as the form works it out.
+pub struct DerivedView {
+    pub key: String,
+    pub label: String,
+    pub help: String,
+    /// Its value from the answers so far, if they are complete enough.
+    pub value: Option<String>,
+    pub max: i64,
 }
 
 pub struct ClassificationView {
@@ -180,16 +215,20 @@ pub struct ClassificationView {
 
 /// The whole form, filled from answers (in the orientation shown).
 pub struct FormView {
+    /// Guidance shown above the questions.
+    pub help: String,
+    /// What out of scope means for this rubric.
+    pub out_of_scope_help: String,
     pub sections: Vec<SectionView>,
-    pub pair: Vec<QuestionView>,
+    pub derived: Vec<DerivedView>,
     pub classifications: Vec<ClassificationView>,
-    /// The rubric and the batch's minimum explanation length, for the script.
+    /// The rubric document and the batch's minimum explanation length, for the script.
     pub rules: Value,
 }
 
 pub fn form_view(
-    rubric: &'static Rubric,
-    questions: &[Question],
+    rubric: &Rubric,
+    questions: &[Classification],
     min: i32,
     answers: &Answers,
     errors: &FieldErrors,
@@ -197,18 +236,30 @@ pub fn form_view(
     let empty = serde_json::Map::new();
     let side = |s: &str| answers.get(s).and_then(Value::as_object).unwrap_or(&empty);
     let sections = rubric
-        .per_response
+        .questions
         .iter()
-        .map(|f| SectionView {
-            title: f.label,
-            a: question(f, "a.", side("a"), errors),
-            b: question(f, "b.", side("b"), errors),
+        .map(|q| SectionView {
+            title: q.section().to_owned(),
+            questions: if q.each_response {
+                vec![
+                    ("Response A", question(q, "a.", side("a"), errors)),
+                    ("Response B", question(q, "b.", side("b"), errors)),
+                ]
+            } else {
+                vec![("", question(q, "", answers, errors))]
+            },
         })
         .collect();
-    let pair = rubric
-        .pair
+    let derived = rubric
+        .derived
         .iter()
-        .map(|f| question(f, "", answers, errors))
+        .map(|d| DerivedView {
+            key: d.key.clone(),
+            label: d.label.clone(),
+            help: d.help.clone(),
+            value: answers.get(&d.key).map(form_value),
+            max: d.range(rubric).1,
+        })
         .collect();
     let chosen = answers
         .get("classifications")
@@ -238,8 +289,10 @@ pub fn form_view(
         .collect();
     let rules = serde_json::json!({ "rubric": rubric, "min_explanation": min });
     FormView {
+        help: rubric.help.clone(),
+        out_of_scope_help: rubric.out_of_scope_help.clone(),
         sections,
-        pair,
+        derived,
         classifications,
         rules,
     }
@@ -259,8 +312,9 @@ struct FormPage {
     form: FormView,
     time_spent_s: i32,
     skip_reasons: [(&'static str, &'static str); 3],
-    /// How many fields were refused by the last submission.
+    /// How many fields were refused by the last submission, and what the form says of it.
     error_count: usize,
+    error_summary: String,
     general_error: Option<String>,
     oos_explanation: String,
     /// How long the task stays held without activity.
@@ -298,6 +352,7 @@ async fn form_page(
         time_spent_s,
         skip_reasons: rubric::SKIP_REASONS,
         error_count: errors.len(),
+        error_summary: attention(errors.len()),
         oos_explanation: errors
             .get("explanation")
             .map(|_| String::new())
@@ -421,6 +476,62 @@ async fn draft(
     }))
 }
 
+/// The summary above a refused form.
+fn attention(count: usize) -> String {
+    match count {
+        1 => "1 answer needs attention before this can be submitted.".into(),
+        n => format!("{n} answers need attention before this can be submitted."),
+    }
+}
+
+/// The summary when marking a task out of scope was refused.
+fn scope_refusal(why: &str) -> String {
+    format!("To mark it out of scope, the explanation {why}.")
+}
+
+/// What the form's script is told before it sends the form: the server's own messages.
+#[derive(Serialize)]
+struct Checked {
+    /// Field path to what is wrong with it; empty when the form would be taken.
+    fields: FieldErrors,
+    summary: String,
+}
+
+/// `POST /assignments/{id}/check`: what submitting the form would be refused for (or,
+/// with `check=out_of_scope`, marking it out of scope), in the words the server uses
+/// when it refuses; nothing is saved. The script asks before it sends the form, so a
+/// rater sees every problem at once without leaving the page.
+async fn check(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(pairs): CsrfForm<FormPairs>,
+) -> AppResult<Json<Checked>> {
+    let owned = owned(&state, id, &page_user.user).await?;
+    let out_of_scope = pairs
+        .iter()
+        .any(|(k, v)| k == "check" && v == "out_of_scope");
+    let result = if out_of_scope {
+        let explanation = pairs
+            .iter()
+            .find(|(k, _)| k == "explanation")
+            .map_or("", |(_, v)| v.as_str());
+        super::scope_explanation(explanation, &owned.batch).map(drop)
+    } else {
+        super::check(&owned, &answers_of(&owned, &pairs))
+    };
+    let fields = match result {
+        Ok(()) => FieldErrors::new(),
+        Err(AppError::Validation { fields, .. }) => fields,
+        Err(other) => return Err(other),
+    };
+    let summary = match fields.get("explanation") {
+        Some(why) if out_of_scope => scope_refusal(why),
+        _ => attention(fields.len()),
+    };
+    Ok(Json(Checked { fields, summary }))
+}
+
 #[derive(Deserialize)]
 struct SkipForm {
     #[serde(default)]
@@ -470,10 +581,7 @@ async fn out_of_scope(
         Ok(_) => to_next(&state, &owned, &page_user.user).await,
         Err(AppError::Validation { fields, .. }) if fields.contains_key("explanation") => {
             let (shown, time) = as_typed(&input);
-            let why = format!(
-                "To mark it out of scope, the explanation {}.",
-                fields["explanation"]
-            );
+            let why = scope_refusal(&fields["explanation"]);
             let mut page = form_page(
                 &state,
                 &owned,

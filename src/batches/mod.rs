@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::import;
-use crate::rubric::{self, Question};
+use crate::rubric::{self, Classification};
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatch, Progress};
@@ -47,7 +47,7 @@ pub struct BatchView {
     pub lease_minutes: i32,
     /// Shortest explanation accepted, in characters.
     pub min_explanation_len: i32,
-    pub classifications: Vec<Question>,
+    pub classifications: Vec<Classification>,
     /// Usernames the batch is restricted to; `null` means every rater (leads and admins
     /// only see this).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -162,7 +162,7 @@ pub fn new_batch(params: &UploadParams, creator: Option<&User>) -> AppResult<New
             "rubric".into(),
             format!(
                 "unknown rubric {rubric:?}: use {}",
-                rubric::NAMES.join(", ")
+                rubric::names().join(", ")
             ),
         );
     }
@@ -288,7 +288,7 @@ pub struct SettingsRequest {
     pub lease_minutes: Option<i32>,
     #[schema(minimum = 0, maximum = 1000)]
     pub min_explanation_len: Option<i32>,
-    pub classifications: Option<Vec<Question>>,
+    pub classifications: Option<Vec<Classification>>,
     /// Usernames who may rate; `null` opens the batch to every rater.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<Vec<String>>)]
@@ -394,7 +394,7 @@ pub async fn update(
     Ok(batch)
 }
 
-fn check_questions(questions: &[Question], fields: &mut FieldErrors) {
+fn check_questions(questions: &[Classification], fields: &mut FieldErrors) {
     let mut keys = HashSet::new();
     for (i, q) in questions.iter().enumerate() {
         let at = format!("classifications[{i}]");

@@ -13,7 +13,7 @@ use super::{BatchView, SettingsRequest, view, visible};
 use crate::auth::RequireAdmin;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::rubric::Question;
+use crate::rubric::Classification;
 use crate::state::AppState;
 use crate::web::{ApiPath, Layout, PageUser, render};
 
@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 struct ListPage {
     layout: Layout,
     batches: Vec<BatchView>,
-    rubrics: &'static [&'static str],
+    rubrics: Vec<&'static str>,
     max_upload_mb: u64,
 }
 
@@ -48,7 +48,7 @@ async fn list(
     let page = ListPage {
         layout: page_user.layout,
         batches,
-        rubrics: &crate::rubric::NAMES,
+        rubrics: crate::rubric::names(),
         max_upload_mb: state.config().max_upload_bytes / (1024 * 1024),
     };
     Ok(render(&page)?.into_response())
@@ -122,7 +122,7 @@ impl SettingsForm {
         let classifications = if self.classifications.trim().is_empty() {
             Some(vec![])
         } else {
-            match serde_json::from_str::<Vec<Question>>(&self.classifications) {
+            match serde_json::from_str::<Vec<Classification>>(&self.classifications) {
                 Ok(questions) => Some(questions),
                 Err(e) => {
                     fields.insert(

@@ -157,15 +157,14 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
-    for side in ["a", "b"] {
-        for field in &rubric.per_response {
-            columns.push(format!("{side}_{}", field.key));
-            columns.push(format!("{side}_{}", field.explanation_key()));
+    for slot in rubric.slots() {
+        let prefix = slot
+            .side()
+            .map_or(String::new(), |s| format!("{}_", s.key()));
+        columns.push(format!("{prefix}{}", slot.key()));
+        if let Some(key) = slot.explanation_key() {
+            columns.push(format!("{prefix}{key}"));
         }
-    }
-    for field in &rubric.pair {
-        columns.push(field.key.to_owned());
-        columns.push(field.explanation_key());
     }
     columns.extend(
         [
@@ -220,16 +219,12 @@ pub fn csv_record(rubric: &Rubric, row: &ExportRow) -> Vec<String> {
         neutral(row.model_a.as_deref().unwrap_or("")),
         neutral(row.model_b.as_deref().unwrap_or("")),
     ];
-    for side in ["a", "b"] {
-        let answers = answers.get(side);
-        for field in &rubric.per_response {
-            record.push(text(answers.and_then(|a| a.get(field.key))));
-            record.push(text(answers.and_then(|a| a.get(field.explanation_key()))));
+    for slot in rubric.slots() {
+        let holder = slot.holder(answers);
+        record.push(text(holder.and_then(|h| h.get(slot.key()))));
+        if let Some(key) = slot.explanation_key() {
+            record.push(text(holder.and_then(|h| h.get(&key))));
         }
-    }
-    for field in &rubric.pair {
-        record.push(text(answers.get(field.key)));
-        record.push(text(answers.get(&field.explanation_key())));
     }
     record.push(
         answers

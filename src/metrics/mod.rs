@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::lifecycle::{Exclusion, Outcome, Status};
-use crate::rubric::{Field, Kind, Rubric};
+use crate::rubric::{Role, Rubric, Slot};
 
 pub mod agreement;
 pub mod bradley_terry;
@@ -139,68 +139,84 @@ pub struct Metrics {
     pub models: Models,
 }
 
-/// One question as metrics see it: where its answer sits and how it is coded.
+/// One answer as metrics see it: where it sits and how it is coded.
 struct Question {
     path: String,
     side: Option<&'static str>,
-    field: &'static Field,
-    /// Each option's stored value as it appears in JSON text (quoted), by code - 1.
-    quoted: Vec<String>,
-    /// Each option's name in the distribution, by code - 1.
+    key: String,
+    /// Each answer as it appears in stored JSON text (`"no_issues"`, `3`, `true`), by
+    /// code - 1.
+    texts: Vec<String>,
+    /// Each answer's name in the distribution, by code - 1.
     names: Vec<String>,
     /// Codes left out of agreement (N/A, cannot assess).
     unscaled: Vec<bool>,
-    /// For a scale: its lowest value (code 1).
+    /// For a scale: its lowest value (code 1) and highest.
     min: i64,
+    max: i64,
+    level: agreement::Level,
+    /// For a preference on a scale: the score that means "about the same".
+    midpoint: Option<i64>,
 }
 
 impl Question {
-    fn new(path: String, side: Option<&'static str>, field: &'static Field) -> Self {
-        let (quoted, names, min) = match &field.kind {
-            Kind::Choice { options } => (
-                options.iter().map(|o| format!("\"{}\"", o.value)).collect(),
-                options.iter().map(|o| o.value.to_owned()).collect(),
-                1,
-            ),
-            Kind::Scale { min, max, .. } => {
-                let names: Vec<String> = (*min..=*max).map(|v| v.to_string()).collect();
-                (names.clone(), names, *min)
+    /// The answer of `slot` as metrics read it, if its role puts it in metrics.
+    fn new(rubric: &Rubric, slot: Slot<'_>) -> Option<Self> {
+        let role = slot.metrics()?;
+        let values: Vec<serde_json::Value> = match slot {
+            Slot::Asked { question, .. } => {
+                question.options().into_iter().map(|(v, _)| v).collect()
+            }
+            Slot::Derived(d) => {
+                let (low, high) = d.range(rubric);
+                (low..=high).map(serde_json::Value::from).collect()
             }
         };
-        let unscaled = names
+        let texts: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        let names: Vec<String> = values
             .iter()
-            .map(|n| field.unscaled.contains(&n.as_str()))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
             .collect();
-        Self {
-            path,
-            side,
-            field,
-            quoted,
+        let (unscaled_values, level, midpoint): (&[serde_json::Value], _, _) = match role {
+            Role::Preference {
+                midpoint: Some(m), ..
+            } => (&[], agreement::Level::Ordinal, Some(*m)),
+            Role::Preference { .. } => (&[], agreement::Level::Nominal, None),
+            Role::Ordinal { unscaled } => (unscaled, agreement::Level::Ordinal, None),
+            Role::Nominal { unscaled } => (unscaled, agreement::Level::Nominal, None),
+            Role::Score => (&[], agreement::Level::Interval, None),
+        };
+        let unscaled = values.iter().map(|v| unscaled_values.contains(v)).collect();
+        let (min, max) = match values.first().zip(values.last()) {
+            Some((low, high)) => (low.as_i64().unwrap_or(1), high.as_i64().unwrap_or(0)),
+            None => (1, 0),
+        };
+        Some(Self {
+            path: slot.path(),
+            side: slot.side().map(crate::rubric::Side::key),
+            key: slot.key().to_owned(),
+            texts,
             names,
             unscaled,
             min,
-        }
+            max,
+            level,
+            midpoint,
+        })
     }
 
     /// The answer's code: 1 for the first option (or the scale's lowest value), 0 when
     /// missing or not one of the options.
     fn code(&self, raw: &RawValue) -> u8 {
         let text = raw.get();
-        match &self.field.kind {
-            Kind::Choice { .. } => self
-                .quoted
-                .iter()
-                .position(|q| q == text)
-                .map_or(0, |i| i as u8 + 1),
-            Kind::Scale { max, .. } => match text.parse::<i64>() {
-                Ok(v) if (self.min..=*max).contains(&v) => (v - self.min + 1) as u8,
-                _ => 0,
-            },
-        }
+        self.texts
+            .iter()
+            .position(|t| t == text)
+            .map_or(0, |i| i as u8 + 1)
     }
 
     fn level(&self) -> agreement::Level {
-        self.field.level
+        self.level
     }
 }
 
@@ -227,7 +243,7 @@ pub struct Accumulator {
     model_pairs: BTreeMap<(String, String), Vec<f64>>,
     /// The batch's classification questions, and per question how often each option
     /// was chosen.
-    classifications: Vec<crate::rubric::Question>,
+    classifications: Vec<crate::rubric::Classification>,
     class_tallies: Vec<Vec<u64>>,
 }
 
@@ -241,32 +257,22 @@ struct RaterTally {
     times: Vec<f64>,
 }
 
-/// Which of the pair's scale questions is the side-by-side score.
-const SXS: &str = "sxs";
-
 impl Accumulator {
     /// Metrics of a batch using `rubric`, with its `classifications` questions.
-    pub fn new(rubric: &'static Rubric, classifications: &[crate::rubric::Question]) -> Self {
-        let mut questions = Vec::new();
-        for side in ["a", "b"] {
-            for field in &rubric.per_response {
-                questions.push(Question::new(
-                    format!("{side}.{}", field.key),
-                    Some(side),
-                    field,
-                ));
-            }
-        }
-        for field in &rubric.pair {
-            questions.push(Question::new(field.key.to_owned(), None, field));
-        }
+    pub fn new(rubric: &Rubric, classifications: &[crate::rubric::Classification]) -> Self {
+        let questions: Vec<Question> = rubric
+            .slots()
+            .into_iter()
+            .filter_map(|slot| Question::new(rubric, slot))
+            .collect();
         let tallies = questions
             .iter()
             .map(|q| vec![0; q.names.len() + 1])
             .collect();
+        // The side-by-side score: the rubric's preference asked on a scale.
         let sxs = questions
             .iter()
-            .position(|q| q.side.is_none() && q.field.key == SXS);
+            .position(|q| q.side.is_none() && q.midpoint.is_some());
         Self {
             questions,
             counts: Counts::default(),
@@ -366,7 +372,7 @@ impl Accumulator {
                 Some(_) => &b,
                 None => &top,
             };
-            let code = map.get(q.field.key).map_or(0, |raw| q.code(raw));
+            let code = map.get(q.key.as_str()).map_or(0, |raw| q.code(raw));
             self.tallies[i][usize::from(code)] += 1;
             self.codes.push(code);
         }
@@ -379,8 +385,10 @@ impl Accumulator {
         if score == 0 {
             return;
         }
-        let score = i64::from(score);
-        let shown = if row.swapped { 8 - score } else { score };
+        let (min, max, _) = self.scale();
+        let mirror = |s: i64| min + max - s;
+        let score = i64::from(score) + min - 1;
+        let shown = if row.swapped { mirror(score) } else { score };
         self.shown_scores.push(shown as f64);
         let side = &mut self.by_swap[usize::from(row.swapped)];
         side.0 += 1;
@@ -390,7 +398,7 @@ impl Accumulator {
             let (key, read) = if a <= b {
                 ((a, b), score)
             } else {
-                ((b, a), 8 - score)
+                ((b, a), mirror(score))
             };
             match self.model_pairs.get_mut(&(key.0.clone(), key.1.clone())) {
                 Some(scores) => scores.push(read as f64),
@@ -400,6 +408,14 @@ impl Accumulator {
                 }
             }
         }
+    }
+
+    /// The side-by-side scale: its lowest and highest score and its midpoint.
+    fn scale(&self) -> (i64, i64, f64) {
+        self.sxs.map_or((1, 0, 0.0), |i| {
+            let q = &self.questions[i];
+            (q.min, q.max, q.midpoint.unwrap_or(q.min) as f64)
+        })
     }
 
     pub fn finish(mut self, tasks: i64) -> Metrics {
@@ -483,13 +499,15 @@ impl Accumulator {
             None => vec![],
         };
         let n = scores.len() as u64;
-        let mut distribution: BTreeMap<String, u64> = (1..=7).map(|s| (s.to_string(), 0)).collect();
+        let (min, max, mid) = self.scale();
+        let mut distribution: BTreeMap<String, u64> =
+            (min..=max).map(|s| (s.to_string(), 0)).collect();
         let (mut a, mut t, mut b) = (0, 0, 0);
         for &s in &scores {
             *distribution.entry((s as i64).to_string()).or_default() += 1;
-            if s < 4.0 {
+            if s < mid {
                 a += 1;
-            } else if s == 4.0 {
+            } else if s == mid {
                 t += 1;
             } else {
                 b += 1;
@@ -533,8 +551,12 @@ impl Accumulator {
             .map(|((a, b), scores)| {
                 let n = scores.len() as u64;
                 let count =
-                    |keep: fn(f64) -> bool| scores.iter().filter(|s| keep(**s)).count() as u64;
-                let (aw, t, bw) = (count(|s| s < 4.0), count(|s| s == 4.0), count(|s| s > 4.0));
+                    |keep: &dyn Fn(f64) -> bool| scores.iter().filter(|s| keep(**s)).count() as u64;
+                let (aw, t, bw) = (
+                    count(&|s| s < mid),
+                    count(&|s| s == mid),
+                    count(&|s| s > mid),
+                );
                 ModelPair {
                     model_a: a.clone(),
                     model_b: b.clone(),
@@ -730,14 +752,14 @@ mod tests {
     #[test]
     fn classifications_have_their_distribution() {
         let questions = vec![
-            crate::rubric::Question {
+            crate::rubric::Classification {
                 key: "language".into(),
                 label: "Language".into(),
                 multiple: false,
                 required: true,
                 options: vec!["python".into(), "rust".into()],
             },
-            crate::rubric::Question {
+            crate::rubric::Classification {
                 key: "kind".into(),
                 label: "Kind".into(),
                 multiple: true,

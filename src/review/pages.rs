@@ -15,7 +15,7 @@ use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
 use crate::lifecycle::{Outcome, Status};
-use crate::rubric::{Answers, Field, Rubric};
+use crate::rubric::{Answers, Rubric, Slot};
 use crate::services::rating::Access;
 use crate::services::task;
 use crate::state::AppState;
@@ -88,7 +88,8 @@ pub struct Row {
     pub cells: Vec<Cell>,
 }
 
-fn label_of(field: &Field, value: Option<&Value>) -> String {
+/// How a lead reads a stored answer: its value and, for an option, its label.
+fn label_of(slot: &Slot<'_>, value: Option<&Value>) -> String {
     let Some(value) = value else {
         return "—".into();
     };
@@ -96,19 +97,20 @@ fn label_of(field: &Field, value: Option<&Value>) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    field
-        .options()
-        .into_iter()
-        .find(|(v, _)| *v == raw)
-        .map_or(raw.clone(), |(v, label)| format!("{v} · {label}"))
+    let label = match slot {
+        Slot::Asked { question, .. } => question.label_of(value),
+        Slot::Derived(_) => None,
+    };
+    label.map_or(raw.clone(), |label| format!("{raw} · {label}"))
 }
 
-fn cell(field: &Field, answers: &Value) -> Cell {
+fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
+    let holder = slot.holder(answers);
     Cell {
-        value: label_of(field, answers.get(field.key)),
-        why: answers
-            .get(field.explanation_key())
-            .and_then(Value::as_str)
+        value: label_of(slot, slot.value(answers)),
+        why: slot
+            .explanation_key()
+            .and_then(|key| holder.and_then(|h| h.get(&key)).and_then(Value::as_str))
             .unwrap_or("")
             .to_owned(),
     }
@@ -116,30 +118,17 @@ fn cell(field: &Field, answers: &Value) -> Cell {
 
 /// Rows of questions by columns of answer sets (canonical orientation).
 pub fn rows(rubric: &Rubric, sets: &[&Answers]) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let empty = Value::Object(Default::default());
-    for side in ["a", "b"] {
-        for field in &rubric.per_response {
-            let cells = sets
-                .iter()
-                .map(|s| cell(field, s.get(side).unwrap_or(&empty)))
-                .collect();
-            rows.push(Row {
-                label: format!("{} · {}", side.to_uppercase(), field.label),
-                cells,
-            });
-        }
-    }
-    for field in &rubric.pair {
-        let cells = sets
-            .iter()
-            .map(|s| cell(field, &Value::Object((*s).clone())))
-            .collect();
-        rows.push(Row {
-            label: field.label.to_owned(),
-            cells,
-        });
-    }
+    let mut rows: Vec<Row> = rubric
+        .slots()
+        .iter()
+        .map(|slot| Row {
+            label: match slot.side() {
+                Some(side) => format!("{} · {}", side.key().to_uppercase(), slot.label()),
+                None => slot.label().to_owned(),
+            },
+            cells: sets.iter().map(|s| cell(slot, s)).collect(),
+        })
+        .collect();
     rows.push(Row {
         label: "Classifications".into(),
         cells: sets

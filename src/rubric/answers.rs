@@ -1,15 +1,21 @@
-//! Checking a set of answers against a rubric, and turning it between the orientation a
-//! rater was shown and the task's canonical one.
+//! The rule engine: checking a set of answers against a rubric document, working out its
+//! derived answers, applying out of scope, and turning it between the orientation a rater
+//! was shown and the task's canonical one. Plain functions over the document.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Field, Kind, Rubric};
-use crate::error::FieldErrors;
+use super::{Answer, Explanation, Question, Required, Rubric, Subject, Swap};
 
-/// Answers as a JSON object: `a` and `b` hold the per-response fields, the pair fields
-/// sit at the top, with `classifications` and `time_spent_s` beside them.
+/// Answers as a JSON object. A pair rubric keeps the answers asked of each response
+/// under `a` and `b`; the answers asked once, the derived ones, `classifications` and
+/// `time_spent_s` sit at the top.
 pub type Answers = Map<String, Value>;
+
+/// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
+pub type Problems = BTreeMap<String, String>;
 
 /// How strictly to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,46 +24,44 @@ pub enum Mode {
     Draft,
     /// A submission: every rule of the rubric.
     Submit,
-    /// Out of scope: as a draft, then correctness becomes `cannot_assess` for both sides.
+    /// Out of scope: as a draft, then the answers the rubric sets for out of scope.
     OutOfScope,
 }
 
 /// A batch's conversation-classification question, answered once per task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Question {
+pub struct Classification {
     /// The answer key, e.g. `language`.
     pub key: String,
     pub label: String,
     /// Several options may be chosen.
     #[serde(default)]
     pub multiple: bool,
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub required: bool,
     pub options: Vec<String>,
 }
 
-fn yes() -> bool {
-    true
-}
-
-/// The longest explanation, in characters: several pages of text, far more than any
-/// rubric asks for, and a bound on what one rating can make the database hold.
+/// The longest explanation or text answer, in characters: several pages of text, far
+/// more than any rubric asks for, and a bound on what one rating can make the database
+/// hold.
 pub const MAX_TEXT_CHARS: usize = 20_000;
 
 /// The most time a rating may claim, a week: anything more is a broken clock.
 pub const MAX_TIME_SPENT_S: i64 = 7 * 24 * 3600;
 
-/// Checks `input` against `rubric` and the batch's `questions`, returning the answers
-/// with explanations trimmed and nothing but known fields, or every broken rule by path.
+/// Checks `input` against `rubric` and the batch's `classifications`, returning the
+/// answers with texts trimmed, derived answers worked out and nothing but known fields,
+/// or every broken rule by path.
 pub fn validate(
     rubric: &Rubric,
-    questions: &[Question],
+    classifications: &[Classification],
     input: &Value,
     mode: Mode,
     min_explanation: usize,
-) -> Result<Answers, FieldErrors> {
-    let mut errors = FieldErrors::new();
+) -> Result<Answers, Problems> {
+    let mut errors = Problems::new();
     let mut out = Answers::new();
     let Some(input) = input.as_object() else {
         errors.insert("answers".into(), "must be a JSON object".into());
@@ -67,49 +71,58 @@ pub fn validate(
         mode,
         min_explanation,
     };
+    let pair = rubric.subject == Subject::Pair;
+    let once = || rubric.questions.iter().filter(|q| !q.each_response);
+    let each = || rubric.questions.iter().filter(|q| q.each_response);
     for (key, value) in input {
-        let known = matches!(key.as_str(), "a" | "b" | "classifications" | "time_spent_s")
-            || rubric
-                .pair
-                .iter()
-                .any(|f| *key == f.key || *key == f.explanation_key());
+        let side = pair && (key == "a" || key == "b");
+        let known = side
+            || matches!(key.as_str(), "classifications" | "time_spent_s")
+            || once()
+                .any(|q| *key == q.key || (q.explanation.is_some() && *key == q.explanation_key()))
+            || rubric.derived.iter().any(|d| d.key == *key);
         if !known {
             errors.insert(key.clone(), "is not a question of this rubric".into());
-        } else if (key == "a" || key == "b") && !value.is_object() && !value.is_null() {
+        } else if side && !value.is_object() && !value.is_null() {
             errors.insert(key.clone(), "must be an object of answers".into());
         }
     }
-    for side in ["a", "b"] {
-        let given = input.get(side).and_then(Value::as_object);
-        let empty = Map::new();
-        let given = given.unwrap_or(&empty);
-        for key in given.keys() {
-            if !rubric
-                .per_response
-                .iter()
-                .any(|f| *key == f.key || *key == f.explanation_key())
-            {
-                errors.insert(
-                    format!("{side}.{key}"),
-                    "is not a question of this rubric".into(),
+    if pair {
+        for side in ["a", "b"] {
+            let empty = Map::new();
+            let given = input.get(side).and_then(Value::as_object).unwrap_or(&empty);
+            for key in given.keys() {
+                if !each().any(|q| {
+                    *key == q.key || (q.explanation.is_some() && *key == q.explanation_key())
+                }) {
+                    errors.insert(
+                        format!("{side}.{key}"),
+                        "is not a question of this rubric".into(),
+                    );
+                }
+            }
+            let mut answers = Map::new();
+            for question in each() {
+                check.question(
+                    question,
+                    given,
+                    &format!("{side}."),
+                    &mut answers,
+                    &mut errors,
                 );
             }
+            out.insert(side.into(), Value::Object(answers));
         }
-        let mut answers = Map::new();
-        for field in &rubric.per_response {
-            check.field(field, given, &format!("{side}."), &mut answers, &mut errors);
-        }
-        if mode == Mode::OutOfScope {
-            answers.insert("correctness".into(), Value::from("cannot_assess"));
-            answers.remove("correctness_explanation");
-        }
-        out.insert(side.into(), Value::Object(answers));
     }
-    for field in &rubric.pair {
-        check.field(field, input, "", &mut out, &mut errors);
+    for question in once() {
+        check.question(question, input, "", &mut out, &mut errors);
     }
+    if mode == Mode::OutOfScope {
+        out_of_scope(rubric, &mut out);
+    }
+    derive(rubric, input, &mut out, &mut errors);
     if let Some(classes) =
-        check.classifications(questions, input.get("classifications"), &mut errors)
+        check.classifications(classifications, input.get("classifications"), &mut errors)
     {
         out.insert("classifications".into(), Value::Object(classes));
     }
@@ -134,116 +147,231 @@ pub fn validate(
     }
 }
 
+/// Sets the answers the rubric gives out-of-scope tasks (on each side for a question
+/// asked of each response), dropping their explanations.
+fn out_of_scope(rubric: &Rubric, answers: &mut Answers) {
+    for question in &rubric.questions {
+        let Some(value) = &question.out_of_scope else {
+            continue;
+        };
+        let set = |holder: &mut Map<String, Value>| {
+            holder.insert(question.key.clone(), value.clone());
+            holder.remove(&question.explanation_key());
+        };
+        if question.each_response {
+            for side in ["a", "b"] {
+                if let Some(Value::Object(holder)) = answers.get_mut(side) {
+                    set(holder);
+                }
+            }
+        } else {
+            set(answers);
+        }
+    }
+}
+
+/// Works out each derived answer from the checked answers in `out` once every answer it
+/// depends on is given; a value sent for it must agree.
+fn derive(rubric: &Rubric, input: &Answers, out: &mut Answers, errors: &mut Problems) {
+    for derived in &rubric.derived {
+        let number = |key: &String| match out.get(key) {
+            Some(Value::Bool(b)) => Some(i64::from(*b)),
+            Some(Value::Number(n)) => n.as_i64(),
+            _ => None,
+        };
+        let terms: Option<Vec<i64>> = derived.sum_of.iter().map(number).collect();
+        let zeros: Option<Vec<i64>> = derived.zero_when.iter().map(number).collect();
+        let value = match (terms, zeros) {
+            (Some(_), Some(zeros)) if zeros.iter().any(|z| *z != 0) => Some(0),
+            (Some(terms), Some(_)) => Some(terms.iter().sum::<i64>()),
+            _ => None,
+        };
+        match (input.get(&derived.key), value) {
+            (None | Some(Value::Null), _) => {}
+            (Some(sent), Some(v)) if sent.as_i64() == Some(v) => {}
+            (Some(sent), Some(v)) => {
+                errors.insert(
+                    derived.key.clone(),
+                    format!(
+                        "is worked out from the answers and is {v}, not {sent}; leave it out \
+                         or send {v}"
+                    ),
+                );
+            }
+            (Some(_), None) => {
+                errors.insert(
+                    derived.key.clone(),
+                    format!(
+                        "is worked out from the answers ({}): answer those instead",
+                        derived
+                            .sum_of
+                            .iter()
+                            .chain(&derived.zero_when)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+        }
+        if let Some(v) = value {
+            out.insert(derived.key.clone(), Value::from(v));
+        }
+    }
+}
+
 struct Checker {
     mode: Mode,
     min_explanation: usize,
 }
 
+/// The number of words in a text, as a reader counts them: runs of non-space characters.
+pub fn word_count(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
 impl Checker {
     /// Checks one question (and its explanation) found in `given`, writing the clean
     /// answer into `out` and any broken rule under `prefix` + key into `errors`.
-    fn field(
+    fn question(
         &self,
-        field: &Field,
+        question: &Question,
         given: &Map<String, Value>,
         prefix: &str,
         out: &mut Map<String, Value>,
-        errors: &mut FieldErrors,
+        errors: &mut Problems,
     ) {
-        let path = format!("{prefix}{}", field.key);
-        let value = given.get(field.key).filter(|v| !v.is_null() && *v != "");
-        let stored: Option<String> = match (value, &field.kind) {
-            (None, _) => {
-                if self.mode == Mode::Submit {
+        let path = format!("{prefix}{}", question.key);
+        if let Answer::Text {
+            max_words,
+            max_chars,
+        } = question.answer
+        {
+            let limits = Limits {
+                max_words,
+                max_chars,
+            };
+            let required = self.mode == Mode::Submit && question.required;
+            if let Some(text) = self.text(
+                given.get(&question.key),
+                &path,
+                required,
+                None,
+                limits,
+                errors,
+            ) {
+                out.insert(question.key.clone(), Value::from(text));
+            }
+            return;
+        }
+        let value = given
+            .get(&question.key)
+            .filter(|v| !v.is_null() && *v != "");
+        let stored = match value {
+            None => {
+                if self.mode == Mode::Submit && question.required {
                     errors.insert(path.clone(), "is required".into());
                 }
                 None
             }
-            (Some(Value::String(s)), Kind::Choice { options }) => {
-                if options.iter().any(|o| o.value == s) {
-                    out.insert(field.key.into(), Value::from(s.as_str()));
-                    Some(s.clone())
-                } else {
-                    let allowed: Vec<&str> = options.iter().map(|o| o.value).collect();
-                    errors.insert(
-                        path.clone(),
-                        format!("unknown value {s:?}: use {}", allowed.join(", ")),
-                    );
-                    None
-                }
+            Some(v) if super::document::accepts(&question.answer, v) => {
+                out.insert(question.key.clone(), v.clone());
+                Some(v.clone())
             }
-            (Some(v), Kind::Scale { min, max, .. }) => match v.as_i64() {
-                Some(n) if (*min..=*max).contains(&n) => {
-                    out.insert(field.key.into(), Value::from(n));
-                    Some(n.to_string())
-                }
-                _ => {
-                    errors.insert(
-                        path.clone(),
-                        format!("must be a whole number from {min} to {max}"),
-                    );
-                    None
-                }
-            },
-            (Some(_), Kind::Choice { .. }) => {
-                errors.insert(
-                    path.clone(),
-                    "must be one of the options, as a string".into(),
-                );
+            Some(v) => {
+                errors.insert(path.clone(), refusal(&question.answer, v));
                 None
             }
         };
-        let key = field.explanation_key();
-        let explanation_path = format!("{prefix}{key}");
-        let explanation = match given.get(&key) {
+        let Some(explanation) = &question.explanation else {
+            return;
+        };
+        let key = question.explanation_key();
+        let required = self.mode == Mode::Submit
+            && stored
+                .as_ref()
+                .is_some_and(|v| question.needs_explanation(v));
+        let why_required = match (&explanation.required, &stored) {
+            (Required::When(_), Some(v)) => {
+                format!("required when {} is {}", question.key, plain(v))
+            }
+            _ => "is always required".to_owned(),
+        };
+        if let Some(text) = self.text(
+            given.get(&key),
+            &format!("{prefix}{key}"),
+            required,
+            Some(why_required),
+            Limits::of(explanation),
+            errors,
+        ) {
+            out.insert(key, Value::from(text));
+        }
+    }
+
+    /// Checks a text answer or explanation: returns it trimmed when it is non-empty and
+    /// within its limits. `required` asks for a text at least the batch's minimum long;
+    /// `why_required` is what a missing one is told (by default "is required").
+    fn text(
+        &self,
+        given: Option<&Value>,
+        path: &str,
+        required: bool,
+        why_required: Option<String>,
+        limits: Limits,
+        errors: &mut Problems,
+    ) -> Option<String> {
+        let text = match given {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(s)) => s.trim().to_owned(),
             Some(_) => {
-                errors.insert(explanation_path, "must be a string".into());
-                return;
+                errors.insert(path.into(), "must be a string".into());
+                return None;
             }
         };
-        let length = explanation.chars().count();
-        if length > MAX_TEXT_CHARS {
+        let length = text.chars().count();
+        let max_chars = limits.max_chars.unwrap_or(MAX_TEXT_CHARS);
+        if length > max_chars {
             errors.insert(
-                explanation_path,
-                format!("must be at most {MAX_TEXT_CHARS} characters (has {length})"),
+                path.into(),
+                format!("must be at most {max_chars} characters (has {length})"),
             );
-            return;
+            return None;
         }
-        if self.mode == Mode::Submit
-            && let Some(value) = stored.as_deref()
-            && field.needs_explanation(value)
-        {
-            if explanation.is_empty() {
-                let why = match field.explain {
-                    super::Explain::Always => "is always required".to_owned(),
-                    super::Explain::OnValues(_) => {
-                        format!("required when {} is {value}", field.key)
-                    }
-                };
-                errors.insert(explanation_path.clone(), why);
-            } else if explanation.chars().count() < self.min_explanation {
+        if let Some(max) = limits.max_words {
+            let words = word_count(&text);
+            if words > max {
                 errors.insert(
-                    explanation_path.clone(),
+                    path.into(),
+                    format!("must be at most {max} words (has {words})"),
+                );
+                return None;
+            }
+        }
+        if required {
+            if text.is_empty() {
+                errors.insert(
+                    path.into(),
+                    why_required.unwrap_or_else(|| "is required".into()),
+                );
+            } else if length < self.min_explanation {
+                errors.insert(
+                    path.into(),
                     format!(
-                        "must be at least {} characters (has {})",
-                        self.min_explanation,
-                        explanation.chars().count()
+                        "must be at least {} characters (has {length})",
+                        self.min_explanation
                     ),
                 );
             }
         }
-        if !explanation.is_empty() {
-            out.insert(key, Value::from(explanation));
-        }
+        (!text.is_empty()).then_some(text)
     }
 
     fn classifications(
         &self,
-        questions: &[Question],
+        questions: &[Classification],
         given: Option<&Value>,
-        errors: &mut FieldErrors,
+        errors: &mut Problems,
     ) -> Option<Map<String, Value>> {
         let empty = Map::new();
         let given = match given {
@@ -316,11 +444,51 @@ impl Checker {
     }
 }
 
+/// How long a text may be.
+#[derive(Clone, Copy)]
+struct Limits {
+    max_words: Option<usize>,
+    max_chars: Option<usize>,
+}
+
+impl Limits {
+    fn of(explanation: &Explanation) -> Self {
+        Self {
+            max_words: explanation.max_words,
+            max_chars: explanation.max_chars,
+        }
+    }
+}
+
+/// An answer's value as a rule's message names it: strings without quotes.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What is said of a value the question does not take.
+fn refusal(answer: &Answer, value: &Value) -> String {
+    match (answer, value) {
+        (Answer::Choice { options }, Value::String(s)) => {
+            let allowed: Vec<&str> = options.iter().map(|o| o.value.as_str()).collect();
+            format!("unknown value {s:?}: use {}", allowed.join(", "))
+        }
+        (Answer::Choice { .. }, _) => "must be one of the options, as a string".into(),
+        (Answer::Scale { min, max, .. }, _) => {
+            format!("must be a whole number from {min} to {max}")
+        }
+        (Answer::YesNo { .. }, _) => "must be true or false".into(),
+        (Answer::Text { .. }, _) => "must be a string".into(),
+    }
+}
+
 /// Turns answers between the orientation a rater was shown and the canonical one: with
-/// `swapped`, the sides trade places and every scale is mirrored. Applying it twice gives
-/// back what went in.
+/// `swapped`, the answers asked of each response trade places and every question asked
+/// once turns as its `swap` says. Applying it twice gives back what went in.
 pub fn orient(rubric: &Rubric, mut answers: Answers, swapped: bool) -> Answers {
-    if !swapped {
+    if !swapped || rubric.subject == Subject::Single {
         return answers;
     }
     let a = answers.remove("a");
@@ -331,11 +499,21 @@ pub fn orient(rubric: &Rubric, mut answers: Answers, swapped: bool) -> Answers {
     if let Some(a) = a {
         answers.insert("b".into(), a);
     }
-    for field in &rubric.pair {
-        if let Kind::Scale { min, max, .. } = field.kind
-            && let Some(n) = answers.get(field.key).and_then(Value::as_i64)
-        {
-            answers.insert(field.key.into(), Value::from(min + max - n));
+    for question in rubric.questions.iter().filter(|q| !q.each_response) {
+        let Some(value) = answers.get(&question.key) else {
+            continue;
+        };
+        let turned = match (&question.swap, &question.answer, value) {
+            (Swap::MirrorScale, Answer::Scale { min, max, .. }, Value::Number(n)) => {
+                n.as_i64().map(|n| Value::from(min + max - n))
+            }
+            (Swap::SwapValues(map), _, Value::String(s)) => {
+                map.get(s).map(|to| Value::from(to.as_str()))
+            }
+            _ => None,
+        };
+        if let Some(turned) = turned {
+            answers.insert(question.key.clone(), turned);
         }
     }
     answers
@@ -365,7 +543,7 @@ mod tests {
         })
     }
 
-    fn submit(input: Value) -> Result<Answers, FieldErrors> {
+    fn submit(input: Value) -> Result<Answers, Problems> {
         validate(blackhat(), &[], &input, Mode::Submit, 20)
     }
 
@@ -502,24 +680,26 @@ mod tests {
 
     #[test]
     fn out_of_scope_sets_correctness_to_cannot_assess_on_both_sides() {
-        let input = json!({"a": {"correctness": "major_issues"}, "sxs": 5});
+        let input =
+            json!({"a": {"correctness": "major_issues", "correctness_explanation": "x"}, "sxs": 5});
         let out = validate(blackhat(), &[], &input, Mode::OutOfScope, 20).unwrap();
         assert_eq!(out["a"]["correctness"], "cannot_assess");
         assert_eq!(out["b"]["correctness"], "cannot_assess");
+        assert!(out["a"].get("correctness_explanation").is_none());
         assert_eq!(out["sxs"], 5, "other fields stay as they are");
     }
 
     #[test]
     fn classifications_follow_the_batch_questions() {
         let questions = vec![
-            Question {
+            Classification {
                 key: "language".into(),
                 label: "Language".into(),
                 multiple: false,
                 required: true,
                 options: vec!["python".into(), "rust".into()],
             },
-            Question {
+            Classification {
                 key: "kind".into(),
                 label: "Kind".into(),
                 multiple: true,
@@ -577,5 +757,125 @@ mod tests {
             one.insert("sxs".into(), json!(s));
             assert_eq!(orient(blackhat(), one, true)["sxs"], 8 - s);
         }
+    }
+
+    fn additive() -> &'static Rubric {
+        by_name("additive-5").unwrap()
+    }
+
+    fn criteria(met: [bool; 5], repetitive: bool) -> Value {
+        json!({
+            "relevant": met[0], "substantial": met[1], "useful": met[2],
+            "comprehensive": met[3], "expert": met[4], "repetitive": repetitive,
+            "justification": "Relevant and useful, but it misses the edge cases."
+        })
+    }
+
+    #[test]
+    fn the_additive_score_is_the_number_of_criteria_met_or_zero_when_repetitive() {
+        for bits in 0u8..32 {
+            let met = std::array::from_fn(|i| bits & (1 << i) != 0);
+            let expected = i64::from(bits.count_ones() as u8);
+            let out = validate(additive(), &[], &criteria(met, false), Mode::Submit, 20).unwrap();
+            assert_eq!(out["score"], expected, "{met:?}");
+            let zero = validate(additive(), &[], &criteria(met, true), Mode::Submit, 20).unwrap();
+            assert_eq!(zero["score"], 0, "repetitive: {met:?}");
+        }
+    }
+
+    #[test]
+    fn a_sent_score_must_agree_with_the_criteria() {
+        let mut input = criteria([true, true, false, false, false], false);
+        input["score"] = json!(2);
+        assert_eq!(
+            validate(additive(), &[], &input, Mode::Submit, 20).unwrap()["score"],
+            2
+        );
+        input["score"] = json!(4);
+        let errors = validate(additive(), &[], &input, Mode::Submit, 20).unwrap_err();
+        assert_eq!(
+            errors["score"],
+            "is worked out from the answers and is 2, not 4; leave it out or send 2"
+        );
+        assert_eq!(errors.len(), 1);
+    }
+
+    #[test]
+    fn the_justification_is_required_and_at_most_100_words() {
+        let mut input = criteria([true; 5], false);
+        input["justification"] = json!(vec!["word"; 100].join(" "));
+        assert!(validate(additive(), &[], &input, Mode::Submit, 20).is_ok());
+        input["justification"] = json!(vec!["word"; 101].join(" \n "));
+        let errors = validate(additive(), &[], &input, Mode::Submit, 20).unwrap_err();
+        assert_eq!(
+            errors["justification"],
+            "must be at most 100 words (has 101)"
+        );
+        let draft = validate(additive(), &[], &input, Mode::Draft, 20).unwrap_err();
+        assert!(
+            draft.contains_key("justification"),
+            "limits hold for drafts too"
+        );
+        input["justification"] = json!("  ");
+        let errors = validate(additive(), &[], &input, Mode::Submit, 20).unwrap_err();
+        assert_eq!(errors["justification"], "is required");
+    }
+
+    #[test]
+    fn additive_answers_are_yes_or_no_and_single_sided() {
+        let mut input = criteria([true; 5], false);
+        input["relevant"] = json!("yes");
+        input["a"] = json!({});
+        let errors = validate(additive(), &[], &input, Mode::Submit, 20).unwrap_err();
+        assert_eq!(errors["relevant"], "must be true or false");
+        assert_eq!(errors["a"], "is not a question of this rubric");
+        let out = validate(
+            additive(),
+            &[],
+            &criteria([true; 5], false),
+            Mode::Submit,
+            20,
+        )
+        .unwrap();
+        assert_eq!(
+            orient(additive(), out.clone(), true),
+            out,
+            "one response: no swap"
+        );
+        let missing = validate(additive(), &[], &json!({}), Mode::Submit, 20).unwrap_err();
+        assert_eq!(
+            missing.len(),
+            7,
+            "six criteria and the justification: {missing:?}"
+        );
+    }
+
+    fn aspects() -> &'static Rubric {
+        by_name("pairwise-aspects").unwrap()
+    }
+
+    #[test]
+    fn swapped_aspects_are_stored_for_the_canonical_side() {
+        let shown = json!({
+            "helpfulness": "a", "clarity": "b", "factuality": "tie", "depth": "a",
+            "engagement": "tie", "safety": "b", "rationale": "A solves it; B is clearer."
+        });
+        let checked = validate(aspects(), &[], &shown, Mode::Submit, 20).unwrap();
+        let canonical = orient(aspects(), checked.clone(), true);
+        let expect = [
+            ("helpfulness", "b"),
+            ("clarity", "a"),
+            ("factuality", "tie"),
+            ("depth", "b"),
+            ("engagement", "tie"),
+            ("safety", "a"),
+        ];
+        for (aspect, side) in expect {
+            assert_eq!(canonical[aspect], side, "{aspect}");
+        }
+        assert_eq!(canonical["rationale"], checked["rationale"]);
+        assert_eq!(orient(aspects(), canonical, true), checked);
+        let bad = validate(aspects(), &[], &json!({"depth": "A"}), Mode::Draft, 20).unwrap_err();
+        assert_eq!(bad["depth"], "unknown value \"A\": use a, tie, b");
     }
 }

@@ -1,122 +1,454 @@
-//! Rubrics as data: the questions of a rating form, their options, when an explanation
-//! is required, and how answers change sides when A and B were shown swapped.
+//! Rubrics as documents: the questions of a rating form, their answers, when an
+//! explanation is required and how long it may be, how answers change when A and B were
+//! shown swapped, their role in metrics, what out of scope sets, and derived answers.
 //!
-//! One definition serves the server's validation, the HTML form and the browser script
-//! (which receives it as JSON), so the three cannot drift apart.
+//! A rubric is a JSON document (the built-in ones are files under `rubrics/`, embedded in
+//! the binary). [`document::parse`] reads one and checks every rule of the format,
+//! reporting each broken one by its path. The rule engine in [`answers`] works over the
+//! document alone, so the server, the pages, the CLI and the browser script (which gets
+//! the same document as JSON) follow one definition.
 
-use serde::Serialize;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 mod answers;
-mod blackhat;
+pub mod document;
 
-pub use answers::{Answers, Mode, Question, orient, validate};
+pub use answers::{
+    Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, orient, validate,
+};
 
-/// A rating form.
-#[derive(Debug, Serialize)]
+/// A rating form, as its document declares it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rubric {
     /// The stored name, e.g. `blackhat`.
-    pub name: &'static str,
-    pub title: &'static str,
-    /// Asked once for each response, under `a.` and `b.`.
-    pub per_response: Vec<Field>,
-    /// Asked once for the pair.
-    pub pair: Vec<Field>,
+    pub name: String,
+    pub title: String,
+    pub subject: Subject,
+    /// Guidance shown to raters above the form.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub help: String,
+    /// What marking a task out of scope means for this rubric, shown beside the button.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub out_of_scope_help: String,
+    /// In the order the form asks them.
+    pub questions: Vec<Question>,
+    /// Answers the server works out from the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<Derived>,
+}
+
+/// What a rating judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    /// Two responses, A and B, which may be shown swapped.
+    Pair,
+    /// One response.
+    Single,
 }
 
 /// One question.
-#[derive(Debug, Serialize)]
-pub struct Field {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
     /// The answer key, e.g. `correctness`; its explanation is `<key>_explanation`.
-    pub key: &'static str,
-    pub label: &'static str,
-    pub help: &'static str,
-    pub kind: Kind,
-    pub explain: Explain,
-    /// Asked of the explanation box.
-    pub explain_prompt: &'static str,
-    /// How agreement on this question is measured.
-    pub level: crate::metrics::agreement::Level,
-    /// Options that say nothing about the scale (N/A, cannot assess): left out of
-    /// agreement, as missing values.
-    pub unscaled: Vec<&'static str>,
+    pub key: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub help: String,
+    /// The heading of the form section that asks it (the label when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// Asked once of each response (pair rubrics): answers are stored under `a` and `b`
+    /// and trade places when the sides were shown swapped.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub each_response: bool,
+    pub answer: Answer,
+    /// Whether a submission must answer it.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+    /// How a question asked once for the pair changes when A and B were shown swapped.
+    #[serde(default, skip_serializing_if = "Swap::is_none")]
+    pub swap: Swap,
+    /// How metrics read it; absent for free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Role>,
+    /// The answer out of scope sets (its explanation is dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_scope: Option<Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What kind of answer a question takes.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Kind {
-    /// One of a fixed list of options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Answer {
+    /// One of a fixed list of options, stored as its value.
     Choice { options: Vec<Choice> },
-    /// A whole number from `min` to `max`, each with a label. When A and B were shown
-    /// swapped, a stored score `s` is `min + max - s`.
+    /// A whole number from `min` to `max`, each with a label.
     Scale {
         min: i64,
         max: i64,
-        labels: Vec<&'static str>,
+        labels: Vec<String>,
+    },
+    /// Yes or no, stored as `true` or `false`; `labels` name the two (default "Yes", "No").
+    YesNo {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        labels: Option<[String; 2]>,
+    },
+    /// Free text.
+    Text {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_words: Option<usize>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_chars: Option<usize>,
     },
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Choice {
     /// The stored value.
-    pub value: &'static str,
-    pub label: &'static str,
+    pub value: String,
+    pub label: String,
 }
 
-/// When a question needs a written explanation.
-#[derive(Debug, Serialize)]
-#[serde(tag = "when", content = "values", rename_all = "snake_case")]
-pub enum Explain {
+/// A written explanation of a question's answer, stored as `<key>_explanation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Explanation {
+    pub required: Required,
+    /// Asked of the explanation box.
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_words: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
+/// When an explanation must be given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Required {
     Always,
+    Optional,
     /// When the answer is one of these values.
-    OnValues(Vec<&'static str>),
+    When(Vec<Value>),
 }
 
-impl Field {
+/// How an answer to a question asked once for the pair is turned when the rater saw A
+/// and B swapped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Swap {
+    /// It does not depend on which side was shown first.
+    #[default]
+    None,
+    /// A scale read from A to B: `s` becomes `min + max - s`.
+    MirrorScale,
+    /// Options that name a side trade places, e.g. `{"a": "b", "b": "a"}`; others stay.
+    SwapValues(std::collections::BTreeMap<String, String>),
+}
+
+impl Swap {
+    fn is_none(&self) -> bool {
+        *self == Swap::None
+    }
+}
+
+/// How metrics read a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Role {
+    /// Which response is better: a scale with a `midpoint` (below it A is better), or
+    /// options that name the side they favour (`a`, `b`, `tie`).
+    Preference {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        midpoint: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        a: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        b: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tie: Option<String>,
+    },
+    /// Ordered options, worst to best or best to worst; `unscaled` ones (N/A, cannot
+    /// assess) are missing values for agreement.
+    Ordinal {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unscaled: Vec<Value>,
+    },
+    /// Unordered categories.
+    Nominal {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unscaled: Vec<Value>,
+    },
+    /// A number whose mean means something (a total).
+    Score,
+}
+
+/// An answer the server works out from others: the number of `sum_of` yes/no answers
+/// that are yes (scales add their value), or 0 when any of `zero_when` is yes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Derived {
+    pub key: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub help: String,
+    pub sum_of: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zero_when: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Role>,
+}
+
+impl Question {
     pub fn explanation_key(&self) -> String {
         format!("{}_explanation", self.key)
     }
 
     /// Whether `value` (as stored) requires an explanation.
-    pub fn needs_explanation(&self, value: &str) -> bool {
-        match &self.explain {
-            Explain::Always => true,
-            Explain::OnValues(values) => values.contains(&value),
+    pub fn needs_explanation(&self, value: &Value) -> bool {
+        match self.explanation.as_ref().map(|e| &e.required) {
+            Some(Required::Always) => true,
+            Some(Required::When(values)) => values.contains(value),
+            Some(Required::Optional) | None => false,
         }
     }
 
-    pub fn choices(&self) -> &[Choice] {
-        match &self.kind {
-            Kind::Choice { options } => options,
-            Kind::Scale { .. } => &[],
-        }
+    /// The heading of its form section.
+    pub fn section(&self) -> &str {
+        self.section.as_deref().unwrap_or(&self.label)
     }
 
-    /// The options as `(value, label)`, scales included, in order.
-    pub fn options(&self) -> Vec<(String, &'static str)> {
-        match &self.kind {
-            Kind::Choice { options } => options
+    pub fn is_text(&self) -> bool {
+        matches!(self.answer, Answer::Text { .. })
+    }
+
+    /// The answers it can take as `(stored value, label)`, in order; empty for text.
+    pub fn options(&self) -> Vec<(Value, &str)> {
+        match &self.answer {
+            Answer::Choice { options } => options
                 .iter()
-                .map(|o| (o.value.to_owned(), o.label))
+                .map(|o| (Value::from(o.value.as_str()), o.label.as_str()))
                 .collect(),
-            Kind::Scale { min, labels, .. } => labels
+            Answer::Scale { min, labels, .. } => labels
                 .iter()
                 .enumerate()
-                .map(|(i, l)| ((min + i as i64).to_string(), *l))
+                .map(|(i, l)| (Value::from(min + i as i64), l.as_str()))
                 .collect(),
+            Answer::YesNo { labels } => {
+                let (yes, no) = labels
+                    .as_ref()
+                    .map_or(("Yes", "No"), |[y, n]| (y.as_str(), n.as_str()));
+                vec![(Value::Bool(true), yes), (Value::Bool(false), no)]
+            }
+            Answer::Text { .. } => vec![],
+        }
+    }
+
+    /// The label of a stored answer, if it is one of the options.
+    pub fn label_of(&self, value: &Value) -> Option<&str> {
+        self.options()
+            .into_iter()
+            .find(|(v, _)| v == value)
+            .map(|(_, l)| l)
+    }
+}
+
+impl Derived {
+    /// The lowest and highest value it can take, given the questions it sums.
+    pub fn range(&self, rubric: &Rubric) -> (i64, i64) {
+        let mut low = 0;
+        let mut high = 0;
+        for key in &self.sum_of {
+            match rubric.question(key).map(|q| &q.answer) {
+                Some(Answer::Scale { min, max, .. }) => {
+                    low += min;
+                    high += max;
+                }
+                _ => high += 1,
+            }
+        }
+        if !self.zero_when.is_empty() {
+            low = low.min(0);
+        }
+        (low, high)
+    }
+}
+
+/// Where an answer sits in a stored answer set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    pub fn key(self) -> &'static str {
+        match self {
+            Side::A => "a",
+            Side::B => "b",
         }
     }
 }
 
-/// Names of the rubrics a batch can use.
-pub const NAMES: [&str; 1] = ["blackhat"];
+/// One stored answer of a rubric: a question (for one side, or for the whole task) or a
+/// derived answer. Exports, metrics and the review pages list answers in this order.
+#[derive(Debug, Clone, Copy)]
+pub enum Slot<'r> {
+    Asked {
+        question: &'r Question,
+        side: Option<Side>,
+    },
+    Derived(&'r Derived),
+}
 
-/// The rubric with this stored name.
-pub fn by_name(name: &str) -> Option<&'static Rubric> {
-    match name {
-        "blackhat" => Some(blackhat::rubric()),
-        _ => None,
+impl<'r> Slot<'r> {
+    /// The answer's key within its object.
+    pub fn key(&self) -> &'r str {
+        match self {
+            Slot::Asked { question, .. } => &question.key,
+            Slot::Derived(d) => &d.key,
+        }
     }
+
+    /// Its path in an answer set, e.g. `a.correctness` or `sxs`.
+    pub fn path(&self) -> String {
+        match self {
+            Slot::Asked {
+                side: Some(side),
+                question,
+            } => format!("{}.{}", side.key(), question.key),
+            _ => self.key().to_owned(),
+        }
+    }
+
+    pub fn side(&self) -> Option<Side> {
+        match self {
+            Slot::Asked { side, .. } => *side,
+            Slot::Derived(_) => None,
+        }
+    }
+
+    pub fn label(&self) -> &'r str {
+        match self {
+            Slot::Asked { question, .. } => &question.label,
+            Slot::Derived(d) => &d.label,
+        }
+    }
+
+    pub fn metrics(&self) -> Option<&'r Role> {
+        match self {
+            Slot::Asked { question, .. } => question.metrics.as_ref(),
+            Slot::Derived(d) => d.metrics.as_ref(),
+        }
+    }
+
+    /// The object holding this answer within an answer set.
+    pub fn holder<'a>(&self, answers: &'a Answers) -> Option<&'a Answers> {
+        match self.side() {
+            Some(side) => answers.get(side.key()).and_then(Value::as_object),
+            None => Some(answers),
+        }
+    }
+
+    /// The stored answer, if any.
+    pub fn value<'a>(&self, answers: &'a Answers) -> Option<&'a Value> {
+        self.holder(answers)
+            .and_then(|h| h.get(self.key()))
+            .filter(|v| !v.is_null())
+    }
+
+    /// Its explanation key, when the question has an explanation.
+    pub fn explanation_key(&self) -> Option<String> {
+        match self {
+            Slot::Asked { question, .. } if question.explanation.is_some() => {
+                Some(question.explanation_key())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Rubric {
+    /// The question with this key.
+    pub fn question(&self, key: &str) -> Option<&Question> {
+        self.questions.iter().find(|q| q.key == key)
+    }
+
+    /// Every stored answer in order: the questions asked of each response for A, then for
+    /// B, then the questions asked once, then the derived answers.
+    pub fn slots(&self) -> Vec<Slot<'_>> {
+        let mut slots = Vec::new();
+        for side in [Side::A, Side::B] {
+            for question in self.questions.iter().filter(|q| q.each_response) {
+                slots.push(Slot::Asked {
+                    question,
+                    side: Some(side),
+                });
+            }
+        }
+        for question in self.questions.iter().filter(|q| !q.each_response) {
+            slots.push(Slot::Asked {
+                question,
+                side: None,
+            });
+        }
+        slots.extend(self.derived.iter().map(Slot::Derived));
+        slots
+    }
+}
+
+/// The rubric documents shipped with the binary.
+const BUILT_IN: [&str; 3] = [
+    include_str!("../../rubrics/blackhat.json"),
+    include_str!("../../rubrics/additive-5.json"),
+    include_str!("../../rubrics/pairwise-aspects.json"),
+];
+
+static BUILT_IN_RUBRICS: LazyLock<Vec<Rubric>> = LazyLock::new(|| {
+    BUILT_IN
+        .iter()
+        .map(|text| {
+            document::parse(text).unwrap_or_else(|errors| {
+                panic!("a built-in rubric breaks the document rules: {errors:?}")
+            })
+        })
+        .collect()
+});
+
+/// The built-in rubrics, in the order they are offered.
+pub fn built_in() -> &'static [Rubric] {
+    &BUILT_IN_RUBRICS
+}
+
+/// The names of the rubrics a batch can use.
+pub fn names() -> Vec<&'static str> {
+    built_in().iter().map(|r| r.name.as_str()).collect()
+}
+
+/// The built-in rubric with this stored name.
+pub fn by_name(name: &str) -> Option<&'static Rubric> {
+    built_in().iter().find(|r| r.name == name)
 }
 
 /// Why a skip is given.

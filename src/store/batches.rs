@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{StoreError, StoreResult, read, transaction, write};
 use crate::import::NewTask;
 use crate::role::Role;
-use crate::rubric::Question;
+use crate::rubric::Classification;
 
 /// The SQL condition (on a batch `b`, with the user's id as `$1`) for the batches a
 /// person of `role` may see as that role: as a rater the open ones opened to them (or to
@@ -46,7 +46,7 @@ pub struct Batch {
     pub state: String,
     pub lease_minutes: i32,
     pub min_explanation_len: i32,
-    pub classifications: Json<Vec<Question>>,
+    pub classifications: Json<Vec<Classification>>,
     pub raters_restricted: bool,
     pub leads_restricted: bool,
     pub created_at: DateTime<Utc>,
@@ -123,7 +123,7 @@ pub struct BatchChanges {
     pub randomize: Option<bool>,
     pub lease_minutes: Option<i32>,
     pub min_explanation_len: Option<i32>,
-    pub classifications: Option<Vec<Question>>,
+    pub classifications: Option<Vec<Classification>>,
     pub raters: Option<Option<Vec<Uuid>>>,
     pub leads: Option<Option<Vec<Uuid>>>,
 }

@@ -28,7 +28,7 @@ pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
 
 /// The rubrics a batch can use.
 pub(crate) fn rubric_names() -> utoipa::openapi::Object {
-    one_of(&crate::rubric::NAMES)
+    one_of(&crate::rubric::names())
 }
 
 pub(crate) fn batch_states() -> utoipa::openapi::Object {

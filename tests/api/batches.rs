@@ -248,7 +248,7 @@ async fn uploads_check_their_parameters_type_and_caller(app: &TestApp) {
     assert_eq!(body["fields"]["name"], "is required");
     assert_eq!(
         body["fields"]["rubric"],
-        "unknown rubric \"likert\": use blackhat"
+        "unknown rubric \"likert\": use blackhat, additive-5, pairwise-aspects"
     );
     assert_eq!(body["fields"]["overlap"], "must be from 1 to 100");
     let plain = upload(app, &admin, "name=x", "text/plain", tasks_jsonl(1)).await;

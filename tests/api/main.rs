@@ -17,6 +17,7 @@ mod pages;
 mod rating;
 mod review;
 mod routes;
+mod rubrics;
 mod schema;
 mod tokens;
 mod users;

@@ -67,6 +67,7 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/assignments/{assignment}", [303, 200, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/submit", [303, 422, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/draft", [303, 200, 404, 404, 404, 303]),
+    ("POST", "/assignments/{assignment}/check", [303, 200, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/skip", [303, 422, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/out-of-scope", [303, 422, 404, 404, 404, 303]),
     ("PUT", "/api/v1/assignments/{assignment}/draft", [401, 200, 404, 404, 404, 401]),

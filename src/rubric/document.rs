@@ -1,0 +1,728 @@
+//! Reading a rubric document and checking it against the rules of the format, so that a
+//! rubric that loads can be asked, checked, turned, exported and measured.
+//!
+//! Every broken rule is reported under its path in the document (`questions[3].answer.
+//! options[1].value`). A part of the wrong shape stops the reading of that part only: the
+//! other questions and derived answers are still read and checked.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::{Answer, Derived, Question, Required, Role, Rubric, Subject, Swap};
+
+/// Path in the document to what is wrong there.
+pub type DocumentErrors = BTreeMap<String, String>;
+
+/// The largest rubric document read, in bytes.
+pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// Answer keys that a rubric's own questions cannot take: they hold the sides, the
+/// batch's classifications and the timer.
+const RESERVED: [&str; 4] = ["a", "b", "classifications", "time_spent_s"];
+
+/// Reads and checks a rubric document.
+pub fn parse(text: &str) -> Result<Rubric, DocumentErrors> {
+    if text.len() > MAX_DOCUMENT_BYTES {
+        let mut errors = DocumentErrors::new();
+        errors.insert(
+            String::new(),
+            format!(
+                "the document is larger than {} KiB",
+                MAX_DOCUMENT_BYTES / 1024
+            ),
+        );
+        return Err(errors);
+    }
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| DocumentErrors::from([(String::new(), format!("not valid JSON: {e}"))]))?;
+    from_value(&value)
+}
+
+/// Checks a rubric document already read as JSON.
+pub fn from_value(value: &Value) -> Result<Rubric, DocumentErrors> {
+    let mut errors = DocumentErrors::new();
+    let rubric = match read::<Rubric>(value, "") {
+        Ok(rubric) => rubric,
+        Err(first) => {
+            shape_errors(value, &mut errors);
+            if errors.is_empty() {
+                errors.insert(first.0, first.1);
+            }
+            return Err(errors);
+        }
+    };
+    check(&rubric, &mut errors);
+    if errors.is_empty() {
+        Ok(rubric)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Reads `value` as a `T`, or says where and why it is of the wrong shape.
+fn read<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (prefix.is_empty(), inner.as_str()) {
+            (_, ".") => prefix.to_owned(),
+            (true, _) => inner,
+            (false, _) if inner.starts_with('[') => format!("{prefix}{inner}"),
+            (false, _) => format!("{prefix}.{inner}"),
+        };
+        (path, e.into_inner().to_string())
+    })
+}
+
+/// Reads each part of a document that failed as a whole, so that every part of the wrong
+/// shape is named, not only the first.
+fn shape_errors(value: &Value, errors: &mut DocumentErrors) {
+    let Some(object) = value.as_object() else {
+        errors.insert(String::new(), "must be a JSON object".into());
+        return;
+    };
+    for (key, part) in object {
+        let path = key.clone();
+        let found = match key.as_str() {
+            "name" | "title" | "help" | "out_of_scope_help" => one::<String>(part, &path),
+            "subject" => one::<Subject>(part, &path),
+            "questions" => items::<Question>(part, &path),
+            "derived" => items::<Derived>(part, &path),
+            _ => vec![(path, "is not a field of a rubric document".into())],
+        };
+        errors.extend(found);
+    }
+    for required in ["name", "title", "subject", "questions"] {
+        if !object.contains_key(required) {
+            errors.insert(required.into(), "is required".into());
+        }
+    }
+    fn one<T: DeserializeOwned>(part: &Value, path: &str) -> Vec<(String, String)> {
+        read::<T>(part, path).err().into_iter().collect()
+    }
+    fn items<T: DeserializeOwned>(part: &Value, path: &str) -> Vec<(String, String)> {
+        let Some(list) = part.as_array() else {
+            return vec![(path.to_owned(), "must be a list".into())];
+        };
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, item)| read::<T>(item, &format!("{path}[{i}]")).err())
+            .collect()
+    }
+}
+
+/// A name of a rubric: lower-case letters, digits and dashes, as in `additive-5`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err("must be 1 to 64 lower-case letters, digits or dashes, starting with a letter".into())
+    }
+}
+
+fn check_key(key: &str) -> Result<(), String> {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key.starts_with(|c: char| c.is_ascii_lowercase())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !ok {
+        return Err(
+            "must be 1 to 64 lower-case letters, digits or underscores, starting with a letter"
+                .into(),
+        );
+    }
+    if RESERVED.contains(&key) {
+        return Err(format!(
+            "is reserved ({} hold the sides, classifications and time)",
+            RESERVED.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The rules a document must meet beyond its shape.
+fn check(rubric: &Rubric, errors: &mut DocumentErrors) {
+    let mut err = |path: String, why: String| {
+        errors.entry(path).or_insert(why);
+    };
+    if let Err(why) = check_name(&rubric.name) {
+        err("name".into(), why);
+    }
+    if rubric.title.trim().is_empty() {
+        err("title".into(), "must not be empty".into());
+    }
+    if rubric.questions.is_empty() {
+        err("questions".into(), "must ask at least one question".into());
+    }
+    // Keys that share one object of the stored answers must differ.
+    let mut top: BTreeMap<String, String> = BTreeMap::new();
+    let mut each: BTreeMap<String, String> = BTreeMap::new();
+    let claim = |map: &mut BTreeMap<String, String>, key: String, path: String| {
+        map.insert(key, path.clone()).map(|other| (path, other))
+    };
+    for (i, q) in rubric.questions.iter().enumerate() {
+        let at = format!("questions[{i}]");
+        if let Err(why) = check_key(&q.key) {
+            err(format!("{at}.key"), why);
+        }
+        if q.label.trim().is_empty() {
+            err(format!("{at}.label"), "must not be empty".into());
+        }
+        let map = if q.each_response { &mut each } else { &mut top };
+        let mut keys = vec![q.key.clone()];
+        if q.explanation.is_some() {
+            keys.push(q.explanation_key());
+        }
+        for key in keys {
+            if let Some((path, other)) = claim(map, key.clone(), format!("{at}.key")) {
+                err(path, format!("{key} is also the answer key of {other}"));
+            }
+        }
+        if q.each_response && rubric.subject == Subject::Single {
+            err(
+                format!("{at}.each_response"),
+                "a single-response rubric has no sides to ask of".into(),
+            );
+        }
+        check_answer(q, &at, &mut err);
+        check_explanation(q, &at, &mut err);
+        check_swap(rubric.subject, q, &at, &mut err);
+        if let Some(role) = &q.metrics {
+            check_role(role, &q.answer, &format!("{at}.metrics"), &mut err);
+        } else if !q.is_text() {
+            err(
+                format!("{at}.metrics"),
+                "is required: say how metrics read it (preference, ordinal, nominal or score)"
+                    .into(),
+            );
+        }
+        if let Some(value) = &q.out_of_scope {
+            if !accepts(&q.answer, value) {
+                err(
+                    format!("{at}.out_of_scope"),
+                    format!("{value} is not an answer this question takes"),
+                );
+            }
+        }
+    }
+    for (i, d) in rubric.derived.iter().enumerate() {
+        let at = format!("derived[{i}]");
+        if let Err(why) = check_key(&d.key) {
+            err(format!("{at}.key"), why);
+        }
+        if let Some((path, other)) = claim(&mut top, d.key.clone(), format!("{at}.key")) {
+            err(path, format!("{} is also the answer key of {other}", d.key));
+        }
+        if d.label.trim().is_empty() {
+            err(format!("{at}.label"), "must not be empty".into());
+        }
+        if d.sum_of.is_empty() {
+            err(
+                format!("{at}.sum_of"),
+                "must name at least one question".into(),
+            );
+        }
+        for (list, keys, takes) in [
+            ("sum_of", &d.sum_of, "a yes/no or scale question asked once"),
+            ("zero_when", &d.zero_when, "a yes/no question asked once"),
+        ] {
+            for (j, key) in keys.iter().enumerate() {
+                let fits = rubric.question(key).is_some_and(|q| {
+                    !q.each_response
+                        && match q.answer {
+                            Answer::YesNo { .. } => true,
+                            Answer::Scale { .. } => list == "sum_of",
+                            _ => false,
+                        }
+                });
+                if !fits {
+                    err(
+                        format!("{at}.{list}[{j}]"),
+                        format!("{key:?} must be {takes}"),
+                    );
+                }
+            }
+        }
+        match &d.metrics {
+            Some(Role::Score) | None => {}
+            Some(_) => err(
+                format!("{at}.metrics"),
+                "a derived answer is a number: its role is score".into(),
+            ),
+        }
+    }
+}
+
+/// Whether `value` is an answer the question takes.
+pub(super) fn accepts(answer: &Answer, value: &Value) -> bool {
+    match answer {
+        Answer::Choice { options } => value
+            .as_str()
+            .is_some_and(|v| options.iter().any(|o| o.value == v)),
+        Answer::Scale { min, max, .. } => {
+            value.as_i64().is_some_and(|v| (*min..=*max).contains(&v))
+        }
+        Answer::YesNo { .. } => value.is_boolean(),
+        Answer::Text { .. } => value.is_string(),
+    }
+}
+
+fn check_answer(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
+    let at = format!("{at}.answer");
+    match &q.answer {
+        Answer::Choice { options } => {
+            if options.len() < 2 {
+                err(
+                    format!("{at}.options"),
+                    "must offer at least two options".into(),
+                );
+            }
+            let mut seen = BTreeSet::new();
+            for (i, o) in options.iter().enumerate() {
+                if o.value.is_empty() || o.value.len() > 64 {
+                    err(
+                        format!("{at}.options[{i}].value"),
+                        "must be 1 to 64 characters".into(),
+                    );
+                } else if !seen.insert(o.value.as_str()) {
+                    err(
+                        format!("{at}.options[{i}].value"),
+                        format!("{:?} is offered twice", o.value),
+                    );
+                }
+                if o.label.trim().is_empty() {
+                    err(
+                        format!("{at}.options[{i}].label"),
+                        "must not be empty".into(),
+                    );
+                }
+            }
+        }
+        Answer::Scale { min, max, labels } => {
+            if min >= max || max - min > 100 {
+                err(
+                    format!("{at}.max"),
+                    "must be above min, by at most 100".into(),
+                );
+            } else if labels.len() as i64 != max - min + 1 {
+                err(
+                    format!("{at}.labels"),
+                    format!(
+                        "must label each of the {} values from {min} to {max} (has {})",
+                        max - min + 1,
+                        labels.len()
+                    ),
+                );
+            }
+        }
+        Answer::YesNo { .. } => {}
+        Answer::Text {
+            max_words,
+            max_chars,
+        } => {
+            check_limits(*max_words, *max_chars, &at, err);
+            if q.explanation.is_some() {
+                err(
+                    format!("{at}.type"),
+                    "a text answer is its own explanation: drop the explanation".into(),
+                );
+            }
+        }
+    }
+}
+
+fn check_limits(
+    max_words: Option<usize>,
+    max_chars: Option<usize>,
+    at: &str,
+    err: &mut impl FnMut(String, String),
+) {
+    if max_words == Some(0) {
+        err(format!("{at}.max_words"), "must be at least 1".into());
+    }
+    if let Some(n) = max_chars
+        && !(1..=super::MAX_TEXT_CHARS).contains(&n)
+    {
+        err(
+            format!("{at}.max_chars"),
+            format!("must be from 1 to {}", super::MAX_TEXT_CHARS),
+        );
+    }
+}
+
+fn check_explanation(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
+    let Some(explanation) = &q.explanation else {
+        return;
+    };
+    let at = format!("{at}.explanation");
+    if let Required::When(values) = &explanation.required {
+        if values.is_empty() {
+            err(
+                format!("{at}.required.when"),
+                "must name at least one answer".into(),
+            );
+        }
+        for (i, value) in values.iter().enumerate() {
+            if !accepts(&q.answer, value) {
+                err(
+                    format!("{at}.required.when[{i}]"),
+                    format!("{value} is not an answer of this question"),
+                );
+            }
+        }
+    }
+    if explanation.prompt.trim().is_empty() {
+        err(format!("{at}.prompt"), "must not be empty".into());
+    }
+    check_limits(explanation.max_words, explanation.max_chars, &at, err);
+}
+
+fn check_swap(subject: Subject, q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
+    let at = format!("{at}.swap");
+    match (&q.swap, &q.answer) {
+        (Swap::None, _) => {
+            if subject == Subject::Pair
+                && !q.each_response
+                && matches!(q.metrics, Some(Role::Preference { .. }))
+            {
+                err(
+                    at,
+                    "a preference between A and B must say how it turns when they were shown \
+                     swapped (mirror_scale or swap_values)"
+                        .into(),
+                );
+            }
+        }
+        _ if subject == Subject::Single => {
+            err(at, "a single-response rubric is never shown swapped".into());
+        }
+        _ if q.each_response => {
+            err(
+                at,
+                "answers asked of each response trade sides by themselves: use none".into(),
+            );
+        }
+        (Swap::MirrorScale, Answer::Scale { .. }) => {}
+        (Swap::MirrorScale, _) => err(at, "mirror_scale needs a scale answer".into()),
+        (Swap::SwapValues(map), Answer::Choice { options }) => {
+            let known = |v: &str| options.iter().any(|o| o.value == v);
+            for (from, to) in map {
+                if !known(from) || !known(to) {
+                    err(
+                        format!("{at}.swap_values.{from}"),
+                        format!("{from:?} and {to:?} must both be options"),
+                    );
+                } else if map.get(to) != Some(from) {
+                    err(
+                        format!("{at}.swap_values.{from}"),
+                        format!("{to:?} must turn back into {from:?}"),
+                    );
+                }
+            }
+        }
+        (Swap::SwapValues(_), _) => err(at, "swap_values needs a choice answer".into()),
+    }
+}
+
+fn check_role(role: &Role, answer: &Answer, at: &str, err: &mut impl FnMut(String, String)) {
+    let values_fit = |values: &[Value], err: &mut dyn FnMut(String, String)| {
+        for (i, v) in values.iter().enumerate() {
+            if !accepts(answer, v) {
+                err(
+                    format!("{at}.unscaled[{i}]"),
+                    format!("{v} is not an answer of this question"),
+                );
+            }
+        }
+    };
+    match (role, answer) {
+        (_, Answer::Text { .. }) => err(at.into(), "free text has no role in metrics".into()),
+        (
+            Role::Preference {
+                midpoint,
+                a,
+                b,
+                tie,
+            },
+            Answer::Scale { min, max, .. },
+        ) => {
+            match midpoint {
+                Some(m) if min < m && m < max => {}
+                Some(_) => err(
+                    format!("{at}.midpoint"),
+                    format!("must lie strictly between {min} and {max}"),
+                ),
+                None => err(
+                    format!("{at}.midpoint"),
+                    "is required for a scale preference".into(),
+                ),
+            }
+            if a.is_some() || b.is_some() || tie.is_some() {
+                err(
+                    at.into(),
+                    "a scale preference has a midpoint, not a, b and tie".into(),
+                );
+            }
+        }
+        (
+            Role::Preference {
+                midpoint,
+                a,
+                b,
+                tie,
+            },
+            Answer::Choice { options },
+        ) => {
+            if midpoint.is_some() {
+                err(
+                    format!("{at}.midpoint"),
+                    "a choice preference names its a, b and tie options instead".into(),
+                );
+            }
+            for (name, value) in [("a", a), ("b", b), ("tie", tie)] {
+                match value {
+                    Some(v) if options.iter().any(|o| o.value == *v) => {}
+                    Some(v) => err(format!("{at}.{name}"), format!("{v:?} is not an option")),
+                    None => err(
+                        format!("{at}.{name}"),
+                        "is required: the option that means this".into(),
+                    ),
+                }
+            }
+        }
+        (Role::Preference { .. }, Answer::YesNo { .. }) => err(
+            at.into(),
+            "a preference is a scale or a choice, not yes/no".into(),
+        ),
+        (Role::Ordinal { unscaled }, Answer::Choice { .. } | Answer::Scale { .. }) => {
+            values_fit(unscaled, err)
+        }
+        (Role::Ordinal { .. }, Answer::YesNo { .. }) => {
+            err(at.into(), "yes/no has no order: use nominal".into())
+        }
+        (Role::Nominal { unscaled }, _) => values_fit(unscaled, err),
+        (Role::Score, Answer::Scale { .. }) => {}
+        (Role::Score, _) => err(at.into(), "a score is a number: use it on a scale".into()),
+    }
+}
+
+/// The questions two versions of a rubric share unchanged: same key, same place (each
+/// response or once), same answers and labels, same swap and role. Ratings made under
+/// either can be compared on these.
+pub fn comparable(old: &Rubric, new: &Rubric) -> Vec<String> {
+    let mut same: Vec<String> = old
+        .questions
+        .iter()
+        .filter(|q| {
+            new.question(&q.key).is_some_and(|n| {
+                n.each_response == q.each_response
+                    && n.answer == q.answer
+                    && n.swap == q.swap
+                    && n.metrics == q.metrics
+                    && n.label == q.label
+            })
+        })
+        .map(|q| q.key.clone())
+        .collect();
+    same.extend(
+        old.derived
+            .iter()
+            .filter(|d| {
+                new.derived.iter().any(|n| {
+                    n.key == d.key
+                        && n.sum_of == d.sum_of
+                        && n.zero_when == d.zero_when
+                        && d.sum_of.iter().chain(&d.zero_when).all(|k| {
+                            old.question(k).map(|q| &q.answer) == new.question(k).map(|q| &q.answer)
+                        })
+                })
+            })
+            .map(|d| d.key.clone()),
+    );
+    same
+}
+
+/// The document as JSON, in the form [`parse`] reads.
+pub fn to_value(rubric: &Rubric) -> Value {
+    serde_json::to_value(rubric).unwrap_or(Value::Object(Map::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn blackhat() -> Value {
+        serde_json::from_str(include_str!("../../rubrics/blackhat.json")).unwrap()
+    }
+
+    fn errors_of(doc: Value) -> DocumentErrors {
+        from_value(&doc).expect_err("the document should be refused")
+    }
+
+    #[test]
+    fn the_built_in_rubrics_load_and_read_back_the_same() {
+        for rubric in super::super::built_in() {
+            let again = from_value(&to_value(rubric)).unwrap();
+            assert_eq!(&again, rubric, "{}", rubric.name);
+        }
+        let names: Vec<&str> = super::super::built_in()
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(names, ["blackhat", "additive-5", "pairwise-aspects"]);
+    }
+
+    #[test]
+    fn every_part_of_the_wrong_shape_is_named() {
+        let mut doc = blackhat();
+        doc["subject"] = json!("trio");
+        doc["questions"][1]["answer"]["type"] = json!("slider");
+        doc["questions"][3]["explanation"]["required"] = json!("sometimes");
+        doc["colour"] = json!("blue");
+        let errors = errors_of(doc);
+        assert!(
+            errors["subject"].contains("unknown variant `trio`"),
+            "{errors:?}"
+        );
+        assert!(
+            errors["questions[1].answer.type"].contains("slider"),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .keys()
+                .any(|k| k.starts_with("questions[3].explanation.required")),
+            "{errors:?}"
+        );
+        assert_eq!(errors["colour"], "is not a field of a rubric document");
+    }
+
+    #[test]
+    fn a_document_without_its_required_parts_names_each() {
+        let errors = errors_of(json!({"title": "x"}));
+        for key in ["name", "subject", "questions"] {
+            assert_eq!(errors[key], "is required", "{errors:?}");
+        }
+        assert!(parse("{not json").unwrap_err()[""].starts_with("not valid JSON"));
+        assert_eq!(errors_of(json!([1]))[""], "must be a JSON object");
+    }
+
+    #[test]
+    fn every_broken_rule_is_reported_with_its_path() {
+        let mut doc = blackhat();
+        doc["name"] = json!("Black Hat");
+        doc["questions"][0]["answer"]["options"][1]["value"] = json!("yes_fully");
+        doc["questions"][0]["explanation"]["required"] = json!({"when": ["maybe"]});
+        doc["questions"][1]["key"] = json!("executability");
+        doc["questions"][2]["out_of_scope"] = json!("unknowable");
+        doc["questions"][2]["metrics"]["unscaled"] = json!(["never"]);
+        doc["questions"][3]["swap"] = json!("none");
+        doc["questions"][3]["metrics"]["midpoint"] = json!(9);
+        doc["questions"][3]["answer"]["labels"] = json!(["only one"]);
+        let errors = errors_of(doc);
+        let expect = [
+            ("name", "lower-case letters"),
+            ("questions[0].answer.options[1].value", "offered twice"),
+            (
+                "questions[0].explanation.required.when[0]",
+                "\"maybe\" is not an answer",
+            ),
+            (
+                "questions[1].key",
+                "executability is also the answer key of questions[0].key",
+            ),
+            (
+                "questions[2].out_of_scope",
+                "not an answer this question takes",
+            ),
+            (
+                "questions[2].metrics.unscaled[0]",
+                "\"never\" is not an answer",
+            ),
+            ("questions[3].swap", "must say how it turns"),
+            ("questions[3].metrics.midpoint", "strictly between 1 and 7"),
+            (
+                "questions[3].answer.labels",
+                "must label each of the 7 values",
+            ),
+        ];
+        for (path, part) in expect {
+            assert!(
+                errors.get(path).is_some_and(|e| e.contains(part)),
+                "{path}: {:?} (all: {errors:?})",
+                errors.get(path)
+            );
+        }
+    }
+
+    #[test]
+    fn swaps_must_fit_the_question() {
+        let mut doc =
+            serde_json::from_str::<Value>(include_str!("../../rubrics/pairwise-aspects.json"))
+                .unwrap();
+        doc["questions"][0]["swap"] = json!({"swap_values": {"a": "b"}});
+        doc["questions"][1]["swap"] = json!("mirror_scale");
+        doc["questions"][2]["swap"] = json!({"swap_values": {"a": "c", "c": "a"}});
+        let errors = errors_of(doc);
+        assert!(errors["questions[0].swap.swap_values.a"].contains("must turn back"));
+        assert!(errors["questions[1].swap"].contains("needs a scale"));
+        assert!(errors["questions[2].swap.swap_values.a"].contains("must both be options"));
+        let mut single =
+            serde_json::from_str::<Value>(include_str!("../../rubrics/additive-5.json")).unwrap();
+        single["questions"][0]["swap"] = json!({"swap_values": {"a": "b", "b": "a"}});
+        single["questions"][1]["each_response"] = json!(true);
+        let errors = errors_of(single);
+        assert!(errors["questions[0].swap"].contains("never shown swapped"));
+        assert!(errors["questions[1].each_response"].contains("no sides"));
+    }
+
+    #[test]
+    fn derived_answers_sum_yes_no_questions_asked_once() {
+        let mut doc =
+            serde_json::from_str::<Value>(include_str!("../../rubrics/additive-5.json")).unwrap();
+        doc["derived"][0]["sum_of"][0] = json!("justification");
+        doc["derived"][0]["zero_when"] = json!(["nothing"]);
+        doc["derived"][0]["key"] = json!("relevant");
+        let errors = errors_of(doc);
+        assert!(errors["derived[0].sum_of[0]"].contains("must be a yes/no or scale"));
+        assert!(errors["derived[0].zero_when[0]"].contains("must be a yes/no"));
+        assert!(errors["derived[0].key"].contains("also the answer key"));
+    }
+
+    #[test]
+    fn reserved_keys_and_explanation_clashes_are_refused() {
+        let mut doc = blackhat();
+        doc["questions"][3]["key"] = json!("time_spent_s");
+        doc["questions"].as_array_mut().unwrap().push(json!({
+            "key": "executability_explanation", "each_response": true, "label": "x",
+            "answer": {"type": "text"}
+        }));
+        let errors = errors_of(doc);
+        assert!(errors["questions[3].key"].contains("reserved"));
+        assert!(errors["questions[4].key"].contains("also the answer key"));
+    }
+
+    #[test]
+    fn comparable_questions_are_those_unchanged() {
+        let old = super::super::by_name("blackhat").unwrap().clone();
+        let mut new = old.clone();
+        new.questions[0].label = "Did it run?".into();
+        new.questions[2].help = "New help, same meaning.".into();
+        if let Answer::Choice { options } = &mut new.questions[1].answer {
+            options.pop();
+        }
+        assert_eq!(comparable(&old, &new), ["correctness", "sxs"]);
+        assert_eq!(comparable(&old, &old).len(), 4);
+    }
+}
