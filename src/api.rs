@@ -2,15 +2,18 @@
 //! annotations (utoipa-axum), and the document they make, served at
 //! `/api/v1/openapi.json`.
 
-use crate::state::AppState;
-use crate::web::openapi::ApiRouter;
-use crate::{assign, audit, batches, dashboard, error, export, ratings, review, store, users};
 use axum::Router;
 use axum::routing::get;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
+use crate::{
+    assign, audit, batches, dashboard, error, export, ratings, review, rubrics, store, users,
+};
 
 /// The document's frame: what it says of itself, its security schemes and shared
 /// schemas. Its paths come from the routers themselves ([`routes`]), so no route can be
@@ -112,6 +115,7 @@ pub fn routes() -> ApiRouter {
         .merge(export::api_router())
         .merge(audit::api_router())
         .merge(dashboard::api_router())
+        .merge(rubrics::api_router())
 }
 
 /// The API's routes, and its OpenAPI document (with the errors every route shares).

@@ -37,6 +37,9 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage rubric documents.
+    #[command(subcommand)]
+    Rubric(RubricCommand),
     /// Import tasks from a file into a new or existing batch.
     Import(ImportArgs),
     /// Export a batch's ratings (canonical orientation, one row per rating).
@@ -178,6 +181,24 @@ enum UserCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum RubricCommand {
+    /// Add a rubric document (JSON): a new rubric, or the next version of the rubric of
+    /// its name. Every broken rule is reported with its path in the document.
+    Add {
+        /// The document to read.
+        file: std::path::PathBuf,
+    },
+    /// List the rubrics and their versions.
+    List,
+    /// Print a rubric's document (its newest version, or --version).
+    Show {
+        name: String,
+        #[arg(long)]
+        version: Option<i32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum TokenCommand {
     /// Create an API token for a user and print it (only the token, once).
     Create {
@@ -246,6 +267,7 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(cmd) => user(&store, cmd).await,
         Command::Token(cmd) => token(&store, cmd).await,
+        Command::Rubric(cmd) => rubric(&store, cmd).await,
         Command::Import(args) => import(&store, args).await,
         Command::Export(args) => export(&store, args).await,
         Command::Backup(args) => backup(&store, &args, &cli.database_url).await,
@@ -448,6 +470,55 @@ async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn rubric(store: &Store, cmd: RubricCommand) -> anyhow::Result<()> {
+    match cmd {
+        RubricCommand::Add { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let document: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid JSON", file.display()))?;
+            let added = crate::rubrics::add(store, &document, Actor::Cli)
+                .await
+                .map_err(describe)?;
+            if added.created {
+                println!("added {} version {}", added.name, added.version);
+            } else {
+                println!(
+                    "{} version {} is already this document; nothing changed",
+                    added.name, added.version
+                );
+            }
+        }
+        RubricCommand::List => {
+            for r in crate::rubrics::list(store).await.map_err(describe)? {
+                let versions: Vec<String> =
+                    r.versions.iter().map(|v| v.version.to_string()).collect();
+                println!(
+                    "{}\tversions {}\t{}{}",
+                    r.name,
+                    versions.join(","),
+                    r.title,
+                    if r.built_in { " (built in)" } else { "" }
+                );
+            }
+        }
+        RubricCommand::Show { name, version } => {
+            let (_, rubric) = match crate::rubrics::get(store, &name, version).await {
+                Err(crate::error::AppError::NotFound) => match version {
+                    Some(v) => bail!("rubric {name:?} has no version {v}"),
+                    None => bail!("no rubric named {name:?}"),
+                },
+                other => other.map_err(describe)?,
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::rubric::document::to_value(&rubric))?
+            );
+        }
+    }
+    Ok(())
+}
+
 async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     use crate::import::Format;
     let format = match args.format.as_deref() {
@@ -467,7 +538,9 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
         overlap: args.overlap,
         randomize: args.no_randomize.then_some(false),
     };
-    let new = crate::batches::new_batch(&params, None).map_err(describe)?;
+    let new = crate::batches::new_batch(store, &params, None)
+        .await
+        .map_err(describe)?;
     let bar = indicatif::ProgressBar::new(bytes.len() as u64);
     if std::io::stderr().is_terminal() {
         bar.set_style(
@@ -556,8 +629,7 @@ async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()> {
         .batch_by_name(&args.batch)
         .await?
         .with_context(|| format!("no batch named {:?}", args.batch))?;
-    let rubric =
-        crate::rubric::by_name(&batch.rubric).context("the batch has an unknown rubric")?;
+    let rubric = store.batch_rubric(&batch).await?;
     let state = AppState::new(store.clone(), Config::default());
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
     let output = args.output.clone();
@@ -572,9 +644,17 @@ async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()> {
         out.flush().await?;
         Ok::<(), std::io::Error>(())
     });
-    let rows = crate::export::write(&state, batch.id, rubric, format, &filter, tx)
-        .await
-        .map_err(describe)?;
+    let rows = crate::export::write(
+        &state,
+        batch.id,
+        rubric,
+        batch.rubric_version,
+        format,
+        &filter,
+        tx,
+    )
+    .await
+    .map_err(describe)?;
     writer
         .await
         .context("the writer stopped")?

@@ -50,7 +50,9 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         overlap: Some(2),
         randomize: Some(true),
     };
-    let new = crate::batches::new_batch(&params, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let new = crate::batches::new_batch(state.store(), &params, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let imported = crate::batches::import(&state, new, Format::Jsonl, TASKS.into(), |_| {})
         .await
         .map_err(|e| anyhow::anyhow!("demo batch: {e}"))?;

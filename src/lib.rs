@@ -47,6 +47,7 @@ pub mod render;
 pub mod review;
 pub mod role;
 pub mod rubric;
+pub mod rubrics;
 pub mod services;
 pub mod signin;
 pub mod state;
@@ -84,6 +85,7 @@ pub fn router(state: AppState) -> Router {
         .merge(review::page_router())
         .merge(audit::page_router())
         .merge(dashboard::page_router())
+        .merge(rubrics::page_router())
         .merge(api_routes)
         .merge(api::router(&document))
         .route("/static/{*path}", get(web::assets::serve))

@@ -1,5 +1,7 @@
 //! `/api/v1/batches/{id}/next` and `/api/v1/assignments/{id}/...`: a rater's work.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -35,7 +37,7 @@ pub struct NextTask {
     pub task: TaskView,
     /// The rubric's questions and rules.
     #[schema(value_type = Object)]
-    pub rubric: &'static Rubric,
+    pub rubric: Arc<Rubric>,
     /// The batch's conversation-classification questions.
     pub classifications: Vec<Classification>,
     /// The saved draft, in the orientation shown, or `null`.

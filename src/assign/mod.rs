@@ -2,6 +2,8 @@
 //! scope. The rater sees A and B in the order of their assignment; everything is stored
 //! in the task's canonical order.
 
+use std::sync::Arc;
+
 use argon2::password_hash::rand_core::{OsRng, RngCore};
 use axum::Router;
 use chrono::{Duration, Utc};
@@ -70,7 +72,7 @@ pub async fn task_with_html(state: &AppState, task_id: Uuid) -> AppResult<(Task,
 pub struct Owned {
     pub assignment: Assignment,
     pub batch: Batch,
-    pub rubric: &'static Rubric,
+    pub rubric: Arc<Rubric>,
 }
 
 pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> {
@@ -85,8 +87,7 @@ pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> 
         .batch(assignment.batch_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let rubric = rubric::by_name(&batch.rubric)
-        .ok_or_else(|| AppError::internal("batch has an unknown rubric"))?;
+    let rubric = state.store().batch_rubric(&batch).await?;
     // Work on a task held (or held until lately) needs the batch open and the rater
     // still one of its raters; a finished one may still be looked at.
     if matches!(assignment.state.as_str(), "open" | "expired") {
@@ -157,7 +158,7 @@ pub async fn draft(state: &AppState, owned: &Owned) -> AppResult<Option<(Rating,
         .rating_of_assignment(owned.assignment.id)
         .await?;
     Ok(rating.map(|r| {
-        let shown = rubric::orient(owned.rubric, r.answers.0.clone(), owned.assignment.swapped);
+        let shown = rubric::orient(&owned.rubric, r.answers.0.clone(), owned.assignment.swapped);
         (r, shown)
     }))
 }
@@ -168,14 +169,14 @@ fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i3
     let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
     let questions = &owned.batch.classifications.0;
     let mut answers =
-        rubric::validate(owned.rubric, questions, input, mode, min).map_err(AppError::invalid)?;
+        rubric::validate(&owned.rubric, questions, input, mode, min).map_err(AppError::invalid)?;
     let time = answers
         .remove("time_spent_s")
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
     let time = i32::try_from(time).unwrap_or(i32::MAX);
     Ok((
-        rubric::orient(owned.rubric, answers, owned.assignment.swapped),
+        rubric::orient(&owned.rubric, answers, owned.assignment.swapped),
         time,
     ))
 }

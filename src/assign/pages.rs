@@ -334,7 +334,7 @@ async fn form_page(
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(owned.assignment.swapped);
     let form = form_view(
-        owned.rubric,
+        &owned.rubric,
         &owned.batch.classifications.0,
         owned.batch.min_explanation_len,
         &answers,
@@ -403,7 +403,7 @@ async fn form(
 type FormPairs = Vec<(String, String)>;
 
 fn answers_of(owned: &Owned, pairs: &FormPairs) -> Value {
-    super::form_answers(owned.rubric, &owned.batch.classifications.0, pairs)
+    super::form_answers(&owned.rubric, &owned.batch.classifications.0, pairs)
 }
 
 /// The answers of a refused form, as the page shows them again, and its time spent.

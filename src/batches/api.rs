@@ -59,7 +59,7 @@ pub async fn upload(
             "send tasks as application/x-ndjson (JSON Lines), application/json (an array) or text/csv".into(),
         )
     })?;
-    let new = super::new_batch(&params, Some(&admin))?;
+    let new = super::new_batch(state.store(), &params, Some(&admin)).await?;
     let bytes = body.map_err(|e| match e.status() {
         StatusCode::PAYLOAD_TOO_LARGE => crate::web::too_large(&state),
         _ => AppError::BadRequest(e.body_text()),

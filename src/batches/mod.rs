@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::import;
-use crate::rubric::{self, Classification};
+use crate::rubric::Classification;
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatch, Progress};
@@ -37,6 +37,8 @@ pub struct BatchView {
     pub id: Uuid,
     pub name: String,
     pub rubric: String,
+    /// The version of the rubric the batch was created with; its ratings follow it.
+    pub rubric_version: i32,
     /// `open` or `closed`.
     pub state: String,
     /// How many distinct raters must rate each task.
@@ -89,6 +91,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         id: batch.id,
         name: batch.name,
         rubric: batch.rubric,
+        rubric_version: batch.rubric_version,
         state: batch.state,
         overlap: batch.overlap,
         randomize: batch.randomize,
@@ -137,8 +140,9 @@ pub struct UploadParams {
         pattern = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"
     )]
     pub name: Option<String>,
-    /// `blackhat` (default).
-    #[param(schema_with = crate::web::openapi::rubric_names)]
+    /// The rubric of a new batch: `blackhat` (default), `additive-5`, `pairwise-aspects`
+    /// or one an admin added; the batch keeps its newest version.
+    #[param(pattern = r"^[a-z][a-z0-9-]{0,63}$")]
     pub rubric: Option<String>,
     /// Raters per task for a new batch (default 1); for an existing batch, if given, it
     /// must be the batch's.
@@ -150,19 +154,23 @@ pub struct UploadParams {
 }
 
 /// An upload's settings, checked.
-pub fn new_batch(params: &UploadParams, creator: Option<&User>) -> AppResult<NewBatch> {
+pub async fn new_batch(
+    store: &crate::store::Store,
+    params: &UploadParams,
+    creator: Option<&User>,
+) -> AppResult<NewBatch> {
     let mut fields = FieldErrors::new();
     let name = params.name.as_deref().unwrap_or("").trim().to_owned();
     if let Some(why) = name_violation(&name) {
         fields.insert("name".into(), why);
     }
     let rubric = params.rubric.clone().unwrap_or_else(|| "blackhat".into());
-    if rubric::by_name(&rubric).is_none() {
+    if store.latest_rubric(&rubric).await?.is_none() {
         fields.insert(
             "rubric".into(),
             format!(
                 "unknown rubric {rubric:?}: use {}",
-                rubric::names().join(", ")
+                store.rubric_names().await?.join(", ")
             ),
         );
     }

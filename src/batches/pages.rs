@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 struct ListPage {
     layout: Layout,
     batches: Vec<BatchView>,
-    rubrics: Vec<&'static str>,
+    rubrics: Vec<String>,
     max_upload_mb: u64,
 }
 
@@ -48,7 +48,7 @@ async fn list(
     let page = ListPage {
         layout: page_user.layout,
         batches,
-        rubrics: crate::rubric::names(),
+        rubrics: state.store().rubric_names().await?,
         max_upload_mb: state.config().max_upload_bytes / (1024 * 1024),
     };
     Ok(render(&page)?.into_response())

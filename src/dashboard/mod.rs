@@ -37,11 +37,14 @@ const HELD_SHOWN: i64 = 500;
 /// Computes the metrics of a batch the lead may see.
 pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(BatchView, Metrics)> {
     let summary = crate::batches::visible(state, id, lead).await?;
-    let rubric = crate::rubric::by_name(&summary.batch.rubric)
-        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let rubric = state.store().batch_rubric(&summary.batch).await?;
     let tasks = summary.progress.tasks;
     let turn = state.heavy_reads().turn().await;
-    let mut acc = Accumulator::new(rubric, &summary.batch.classifications.0);
+    let mut acc = Accumulator::new(
+        &rubric,
+        summary.batch.rubric_version,
+        &summary.batch.classifications.0,
+    );
     state
         .store()
         .for_each_rating(id, |row| acc.add(&row))

@@ -55,8 +55,7 @@ pub async fn export(
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> AppResult<Response> {
     let summary = crate::batches::visible(&state, id, &lead).await?;
-    let rubric = crate::rubric::by_name(&summary.batch.rubric)
-        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let rubric = state.store().batch_rubric(&summary.batch).await?;
     let (format, filter) = parse(&query)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
     let (finished, outcome) = tokio::sync::oneshot::channel::<Result<(), String>>();
@@ -64,7 +63,16 @@ pub async fn export(
     tokio::spawn(async move {
         // Held until the last row is written (or the client goes away).
         let _turn = writer_state.heavy_reads().turn().await;
-        let written = super::write(&writer_state, id, rubric, format, &filter, tx).await;
+        let written = super::write(
+            &writer_state,
+            id,
+            rubric,
+            summary.batch.rubric_version,
+            format,
+            &filter,
+            tx,
+        )
+        .await;
         if let Err(err) = &written {
             tracing::error!(%err, batch = %id, "export failed part way");
         }

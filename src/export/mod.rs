@@ -2,6 +2,8 @@
 //! answers in the task's canonical orientation, streamed so memory stays flat however
 //! many rows there are.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -177,6 +179,8 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
             "submitted_at",
             "reviewed_at",
             "review_comment",
+            "rubric",
+            "rubric_version",
         ]
         .map(String::from),
     );
@@ -204,8 +208,8 @@ fn stamp(t: Option<DateTime<Utc>>) -> String {
     t.map(|t| t.to_rfc3339()).unwrap_or_default()
 }
 
-/// One CSV record, in the order of [`columns`].
-pub fn csv_record(rubric: &Rubric, row: &ExportRow) -> Vec<String> {
+/// One CSV record, in the order of [`columns`]; `version` is the rubric's the batch pinned.
+pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String> {
     let answers = &row.answers.0;
     let mut record = vec![
         row.rating_id.to_string(),
@@ -240,11 +244,13 @@ pub fn csv_record(rubric: &Rubric, row: &ExportRow) -> Vec<String> {
     record.push(stamp(row.submitted_at));
     record.push(stamp(row.reviewed_at));
     record.push(neutral(row.review_comment.as_deref().unwrap_or("")));
+    record.push(neutral(&rubric.name));
+    record.push(version.to_string());
     record
 }
 
 /// One JSON Lines object (answers nested, canonical orientation).
-pub fn json_record(row: &ExportRow) -> Value {
+pub fn json_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Value {
     json!({
         "rating_id": row.rating_id, "batch": row.batch, "external_id": row.external_id, "rater": row.rater,
         "outcome": row.outcome, "status": row.status,
@@ -252,7 +258,7 @@ pub fn json_record(row: &ExportRow) -> Value {
         "swapped": row.swapped, "model_a": row.model_a, "model_b": row.model_b, "answers": row.answers.0,
         "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
         "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,
-        "review_comment": row.review_comment,
+        "review_comment": row.review_comment, "rubric": rubric.name, "rubric_version": version,
     })
 }
 
@@ -264,7 +270,8 @@ const ROWS_PER_CHUNK: usize = 256;
 pub async fn write(
     state: &AppState,
     batch_id: uuid::Uuid,
-    rubric: &'static Rubric,
+    rubric: Arc<Rubric>,
+    rubric_version: i32,
     format: Format,
     filter: &ExportFilter,
     out: tokio::sync::mpsc::Sender<Vec<u8>>,
@@ -273,7 +280,7 @@ pub async fn write(
     if format == Format::Csv {
         let mut header = csv::Writer::from_writer(Vec::new());
         header
-            .write_record(columns(rubric))
+            .write_record(columns(&rubric))
             .map_err(AppError::internal)?;
         buffer.extend(header.into_inner().map_err(AppError::internal)?);
     }
@@ -291,10 +298,11 @@ pub async fn write(
                     .has_headers(false)
                     .from_writer(&mut buffer);
                 // Writing into memory cannot fail.
-                let _ = writer.write_record(csv_record(rubric, &row));
+                let _ = writer.write_record(csv_record(&rubric, rubric_version, &row));
             }
             Format::Jsonl => {
-                let _ = serde_json::to_writer(&mut buffer, &json_record(&row));
+                let _ =
+                    serde_json::to_writer(&mut buffer, &json_record(&rubric, rubric_version, &row));
                 buffer.push(b'\n');
             }
         }

@@ -126,8 +126,16 @@ pub struct Models {
     pub ranking: Option<Vec<bradley_terry::Ranked>>,
 }
 
+/// The rubric version a batch's ratings were made under.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RubricRef {
+    pub name: String,
+    pub version: i32,
+}
+
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Metrics {
+    pub rubric: RubricRef,
     pub counts: Counts,
     pub sxs: SxsSummary,
     /// Per question (`a.correctness`, ..., and the batch's classifications as
@@ -225,6 +233,7 @@ type RawMap<'a> = HashMap<&'a str, &'a RawValue>;
 /// Folds rating rows into metrics. Per included rating it keeps a few bytes (task,
 /// rater, one code per question); agreement is built at the end, task by task.
 pub struct Accumulator {
+    rubric: RubricRef,
     questions: Vec<Question>,
     counts: Counts,
     /// Per question, per code (index 0 unused): how often it was given.
@@ -259,7 +268,11 @@ struct RaterTally {
 
 impl Accumulator {
     /// Metrics of a batch using `rubric`, with its `classifications` questions.
-    pub fn new(rubric: &Rubric, classifications: &[crate::rubric::Classification]) -> Self {
+    pub fn new(
+        rubric: &Rubric,
+        version: i32,
+        classifications: &[crate::rubric::Classification],
+    ) -> Self {
         let questions: Vec<Question> = rubric
             .slots()
             .into_iter()
@@ -274,6 +287,10 @@ impl Accumulator {
             .iter()
             .position(|q| q.side.is_none() && q.midpoint.is_some());
         Self {
+            rubric: RubricRef {
+                name: rubric.name.clone(),
+                version,
+            },
             questions,
             counts: Counts::default(),
             tallies,
@@ -592,6 +609,7 @@ impl Accumulator {
             bradley_terry::rank(&names, &wins)
         });
         Metrics {
+            rubric: self.rubric,
             counts: self.counts,
             sxs,
             fields,
@@ -638,7 +656,7 @@ mod tests {
 
     #[test]
     fn only_submitted_or_accepted_rated_ratings_count() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &[]);
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r2", "rated", "accepted", scored(2), false));
         for (outcome, status) in [
@@ -669,7 +687,7 @@ mod tests {
 
     #[test]
     fn position_bias_compares_canonical_means_and_the_shown_lean() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &[]);
         // Every rater prefers what is shown first (shown 2): canonical 2 or 6.
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(2, "r1", "rated", "submitted", scored(6), true));
@@ -682,7 +700,7 @@ mod tests {
 
     #[test]
     fn unscaled_answers_are_missing_for_agreement() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &[]);
         let na = json!({"a": {"correctness": "cannot_assess"}, "sxs": 4});
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r2", "rated", "submitted", na, false));
@@ -700,7 +718,7 @@ mod tests {
 
     #[test]
     fn raters_agreement_with_others_and_model_pairs() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &[]);
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r2", "rated", "submitted", scored(2), false));
         acc.add(&row(1, "r3", "rated", "submitted", scored(5), false));
@@ -722,7 +740,7 @@ mod tests {
 
     #[test]
     fn a_pair_of_models_is_one_row_whichever_way_round() {
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &[]);
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &[]);
         let with = |task: u128, a: &str, b: &str, score: i64| RatingFacts {
             model_a: Some(a.into()),
             model_b: Some(b.into()),
@@ -767,7 +785,7 @@ mod tests {
                 options: vec!["bug".into(), "feature".into(), "docs".into()],
             },
         ];
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), &questions);
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &questions);
         let classified = |language: &str, kinds: Value| {
             let mut answers = scored(3);
             answers["classifications"] = json!({"language": language, "kind": kinds});

@@ -112,7 +112,7 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
     let turn = access.turn();
     let orient = |mut snapshot: Value| {
         if let Some(Value::Object(answers)) = snapshot.get_mut("answers") {
-            *answers = rubric::orient(access.rubric, std::mem::take(answers), turn);
+            *answers = rubric::orient(&access.rubric, std::mem::take(answers), turn);
         }
         snapshot
     };
@@ -176,10 +176,10 @@ pub async fn revise(
     let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
     let questions = &access.batch.classifications.0;
     let checked = |input: &Value, mode: Mode| -> AppResult<Answers> {
-        let mut answers = rubric::validate(access.rubric, questions, input, mode, min)
+        let mut answers = rubric::validate(&access.rubric, questions, input, mode, min)
             .map_err(AppError::invalid)?;
         answers.remove("time_spent_s");
-        Ok(rubric::orient(access.rubric, answers, access.turn()))
+        Ok(rubric::orient(&access.rubric, answers, access.turn()))
     };
     let finish = match outcome {
         Outcome::Rated => Finish::Rated {

@@ -105,7 +105,7 @@ async fn page(
         review_comment: r.review_comment.clone(),
         revisable: access.revisable() && access.viewer == Viewer::Owner,
         form: form_view(
-            access.rubric,
+            &access.rubric,
             &access.batch.classifications.0,
             access.batch.min_explanation_len,
             &answers,
@@ -150,7 +150,7 @@ async fn revise(
 ) -> AppResult<Response> {
     let access = access(state.store(), id, &page_user.user).await?;
     let mut input =
-        crate::assign::form_answers(access.rubric, &access.batch.classifications.0, &pairs);
+        crate::assign::form_answers(&access.rubric, &access.batch.classifications.0, &pairs);
     // An out-of-scope rating's form also says what it becomes and why.
     if let Some(fields) = input.as_object_mut() {
         for key in ["outcome", "explanation", "reason", "note"] {

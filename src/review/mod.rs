@@ -1,6 +1,8 @@
 //! What leads do with ratings: the review queue, decisions with optimistic concurrency,
 //! and a task's ratings side by side.
 
+use std::sync::Arc;
+
 use axum::Router;
 use serde::Deserialize;
 use uuid::Uuid;
@@ -156,10 +158,9 @@ pub async fn task_ratings(
     lead: &User,
     batch_id: Uuid,
     external_id: &str,
-) -> AppResult<(BatchSummary, &'static Rubric, Uuid, Vec<TaskRating>)> {
+) -> AppResult<(BatchSummary, Arc<Rubric>, Uuid, Vec<TaskRating>)> {
     let summary = crate::batches::visible(state, batch_id, lead).await?;
-    let rubric = crate::rubric::by_name(&summary.batch.rubric)
-        .ok_or_else(|| AppError::internal("unknown rubric"))?;
+    let rubric = state.store().batch_rubric(&summary.batch).await?;
     let task_id = state
         .store()
         .task_by_external_id(batch_id, external_id)

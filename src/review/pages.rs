@@ -271,7 +271,7 @@ async fn review_page(
         swapped: access.assignment.swapped,
         time_spent_s: r.time_spent_s,
         review_comment: r.review_comment.clone(),
-        rows: rows(access.rubric, &[&r.answers.0]),
+        rows: rows(&access.rubric, &[&r.answers.0]),
         history,
         prompt_html: rendered.prompt,
         a_html: rendered.response_a,
@@ -357,7 +357,7 @@ async fn task(
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
     let (_, rendered) = task::with_html(state.store(), task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
-    let rows = rows(rubric, &sets);
+    let rows = rows(&rubric, &sets);
     let raters = ratings
         .iter()
         .map(|r| {

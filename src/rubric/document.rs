@@ -15,6 +15,9 @@ use super::{Answer, Derived, Question, Required, Role, Rubric, Subject, Swap};
 /// Path in the document to what is wrong there.
 pub type DocumentErrors = BTreeMap<String, String>;
 
+/// The path of what is wrong with the document as a whole.
+pub const ROOT: &str = "document";
+
 /// The largest rubric document read, in bytes.
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
@@ -27,7 +30,7 @@ pub fn parse(text: &str) -> Result<Rubric, DocumentErrors> {
     if text.len() > MAX_DOCUMENT_BYTES {
         let mut errors = DocumentErrors::new();
         errors.insert(
-            String::new(),
+            ROOT.into(),
             format!(
                 "the document is larger than {} KiB",
                 MAX_DOCUMENT_BYTES / 1024
@@ -36,28 +39,53 @@ pub fn parse(text: &str) -> Result<Rubric, DocumentErrors> {
         return Err(errors);
     }
     let value: Value = serde_json::from_str(text)
-        .map_err(|e| DocumentErrors::from([(String::new(), format!("not valid JSON: {e}"))]))?;
+        .map_err(|e| DocumentErrors::from([(ROOT.into(), format!("not valid JSON: {e}"))]))?;
     from_value(&value)
 }
 
 /// Checks a rubric document already read as JSON.
 pub fn from_value(value: &Value) -> Result<Rubric, DocumentErrors> {
     let mut errors = DocumentErrors::new();
-    let rubric = match read::<Rubric>(value, "") {
-        Ok(rubric) => rubric,
+    match read::<Rubric>(value, "") {
+        Ok(rubric) => {
+            let all = Parts::whole(&rubric);
+            check(&rubric, &all, &mut errors);
+            if errors.is_empty() {
+                return Ok(rubric);
+            }
+        }
         Err(first) => {
-            shape_errors(value, &mut errors);
+            // Name every part of the wrong shape, then check what did read, so that one
+            // mistyped field does not hide the document's other mistakes.
+            if let Some((partial, parts)) = shape_errors(value, &mut errors) {
+                check(&partial, &parts, &mut errors);
+            }
             if errors.is_empty() {
                 errors.insert(first.0, first.1);
             }
-            return Err(errors);
         }
-    };
-    check(&rubric, &mut errors);
-    if errors.is_empty() {
-        Ok(rubric)
-    } else {
-        Err(errors)
+    }
+    Err(errors)
+}
+
+/// Where the parts of a rubric that were read sit in the document.
+struct Parts {
+    /// The document index of each of `questions`, and of each of `derived`.
+    questions: Vec<usize>,
+    derived: Vec<usize>,
+    /// Every part read: checks across parts (derived answers naming questions, at least
+    /// one question) are made only then, so a part that did not read causes no second
+    /// error.
+    complete: bool,
+}
+
+impl Parts {
+    fn whole(rubric: &Rubric) -> Self {
+        Self {
+            questions: (0..rubric.questions.len()).collect(),
+            derived: (0..rubric.derived.len()).collect(),
+            complete: true,
+        }
     }
 }
 
@@ -66,6 +94,7 @@ fn read<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, (String, 
     serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.path().to_string();
         let path = match (prefix.is_empty(), inner.as_str()) {
+            (true, ".") => ROOT.to_owned(),
             (_, ".") => prefix.to_owned(),
             (true, _) => inner,
             (false, _) if inner.starts_with('[') => format!("{prefix}{inner}"),
@@ -75,41 +104,105 @@ fn read<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, (String, 
     })
 }
 
-/// Reads each part of a document that failed as a whole, so that every part of the wrong
-/// shape is named, not only the first.
-fn shape_errors(value: &Value, errors: &mut DocumentErrors) {
+/// Reads each part of a document that failed as a whole, naming every part of the wrong
+/// shape; returns what did read, with stand-ins that break no rule for top-level fields
+/// that did not (their error is already named).
+fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, Parts)> {
     let Some(object) = value.as_object() else {
-        errors.insert(String::new(), "must be a JSON object".into());
-        return;
+        errors.insert(ROOT.into(), "must be a JSON object".into());
+        return None;
     };
-    for (key, part) in object {
-        let path = key.clone();
-        let found = match key.as_str() {
-            "name" | "title" | "help" | "out_of_scope_help" => one::<String>(part, &path),
-            "subject" => one::<Subject>(part, &path),
-            "questions" => items::<Question>(part, &path),
-            "derived" => items::<Derived>(part, &path),
-            _ => vec![(path, "is not a field of a rubric document".into())],
-        };
-        errors.extend(found);
+    for key in object.keys() {
+        if !matches!(
+            key.as_str(),
+            "name" | "title" | "help" | "out_of_scope_help" | "subject" | "questions" | "derived"
+        ) {
+            errors.insert(key.clone(), "is not a field of a rubric document".into());
+        }
     }
     for required in ["name", "title", "subject", "questions"] {
         if !object.contains_key(required) {
             errors.insert(required.into(), "is required".into());
         }
     }
-    fn one<T: DeserializeOwned>(part: &Value, path: &str) -> Vec<(String, String)> {
-        read::<T>(part, path).err().into_iter().collect()
+    // A text that did not read (or is missing) stands in as one that breaks no rule.
+    let text = |key: &str, errors: &mut DocumentErrors| -> String {
+        match object.get(key).map(|part| read::<String>(part, key)) {
+            Some(Ok(text)) => text,
+            Some(Err((path, why))) => {
+                errors.insert(path, why);
+                "stand-in".into()
+            }
+            None => "stand-in".into(),
+        }
+    };
+    let name = text("name", errors);
+    let title = text("title", errors);
+    let help = text("help", errors);
+    let out_of_scope_help = text("out_of_scope_help", errors);
+    let subject = match object.get("subject").map(|p| read::<Subject>(p, "subject")) {
+        Some(Ok(subject)) => subject,
+        Some(Err((path, why))) => {
+            errors.insert(path, why);
+            Subject::Pair
+        }
+        None => Subject::Pair,
+    };
+    let mut complete = true;
+    let mut items = |key: &str, errors: &mut DocumentErrors| -> Vec<(usize, Value)> {
+        match object.get(key) {
+            None => vec![],
+            Some(Value::Array(list)) => list.iter().cloned().enumerate().collect(),
+            Some(_) => {
+                errors.insert(key.into(), "must be a list".into());
+                complete = false;
+                vec![]
+            }
+        }
+    };
+    let question_items = items("questions", errors);
+    let derived_items = items("derived", errors);
+    let mut parts = Parts {
+        questions: vec![],
+        derived: vec![],
+        complete,
+    };
+    let mut questions = vec![];
+    for (i, item) in question_items {
+        match read::<Question>(&item, &format!("questions[{i}]")) {
+            Ok(q) => {
+                questions.push(q);
+                parts.questions.push(i);
+            }
+            Err((path, why)) => {
+                errors.insert(path, why);
+                parts.complete = false;
+            }
+        }
     }
-    fn items<T: DeserializeOwned>(part: &Value, path: &str) -> Vec<(String, String)> {
-        let Some(list) = part.as_array() else {
-            return vec![(path.to_owned(), "must be a list".into())];
-        };
-        list.iter()
-            .enumerate()
-            .filter_map(|(i, item)| read::<T>(item, &format!("{path}[{i}]")).err())
-            .collect()
+    let mut derived = vec![];
+    for (i, item) in derived_items {
+        match read::<Derived>(&item, &format!("derived[{i}]")) {
+            Ok(d) => {
+                derived.push(d);
+                parts.derived.push(i);
+            }
+            Err((path, why)) => {
+                errors.insert(path, why);
+                parts.complete = false;
+            }
+        }
     }
+    let rubric = Rubric {
+        name,
+        title,
+        subject,
+        help,
+        out_of_scope_help,
+        questions,
+        derived,
+    };
+    Some((rubric, parts))
 }
 
 /// A name of a rubric: lower-case letters, digits and dashes, as in `additive-5`.
@@ -149,8 +242,8 @@ fn check_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The rules a document must meet beyond its shape.
-fn check(rubric: &Rubric, errors: &mut DocumentErrors) {
+/// The rules a document must meet beyond its shape, for the `parts` of it that read.
+fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors) {
     let mut err = |path: String, why: String| {
         errors.entry(path).or_insert(why);
     };
@@ -160,7 +253,7 @@ fn check(rubric: &Rubric, errors: &mut DocumentErrors) {
     if rubric.title.trim().is_empty() {
         err("title".into(), "must not be empty".into());
     }
-    if rubric.questions.is_empty() {
+    if parts.complete && rubric.questions.is_empty() {
         err("questions".into(), "must ask at least one question".into());
     }
     // Keys that share one object of the stored answers must differ.
@@ -169,7 +262,7 @@ fn check(rubric: &Rubric, errors: &mut DocumentErrors) {
     let claim = |map: &mut BTreeMap<String, String>, key: String, path: String| {
         map.insert(key, path.clone()).map(|other| (path, other))
     };
-    for (i, q) in rubric.questions.iter().enumerate() {
+    for (q, i) in rubric.questions.iter().zip(&parts.questions) {
         let at = format!("questions[{i}]");
         if let Err(why) = check_key(&q.key) {
             err(format!("{at}.key"), why);
@@ -214,7 +307,7 @@ fn check(rubric: &Rubric, errors: &mut DocumentErrors) {
             }
         }
     }
-    for (i, d) in rubric.derived.iter().enumerate() {
+    for (d, i) in rubric.derived.iter().zip(&parts.derived) {
         let at = format!("derived[{i}]");
         if let Err(why) = check_key(&d.key) {
             err(format!("{at}.key"), why);
@@ -244,7 +337,8 @@ fn check(rubric: &Rubric, errors: &mut DocumentErrors) {
                             _ => false,
                         }
                 });
-                if !fits {
+                // A name of a question that did not read is not known to be wrong.
+                if !fits && parts.complete {
                     err(
                         format!("{at}.{list}[{j}]"),
                         format!("{key:?} must be {takes}"),
@@ -590,7 +684,12 @@ mod tests {
         doc["questions"][1]["answer"]["type"] = json!("slider");
         doc["questions"][3]["explanation"]["required"] = json!("sometimes");
         doc["colour"] = json!("blue");
+        doc["questions"][0]["answer"]["options"][1]["value"] = json!("yes_fully");
         let errors = errors_of(doc);
+        assert!(
+            errors["questions[0].answer.options[1].value"].contains("offered twice"),
+            "the parts that read are checked too: {errors:?}"
+        );
         assert!(
             errors["subject"].contains("unknown variant `trio`"),
             "{errors:?}"
@@ -614,8 +713,8 @@ mod tests {
         for key in ["name", "subject", "questions"] {
             assert_eq!(errors[key], "is required", "{errors:?}");
         }
-        assert!(parse("{not json").unwrap_err()[""].starts_with("not valid JSON"));
-        assert_eq!(errors_of(json!([1]))[""], "must be a JSON object");
+        assert!(parse("{not json").unwrap_err()["document"].starts_with("not valid JSON"));
+        assert_eq!(errors_of(json!([1]))["document"], "must be a JSON object");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! shown) or a lead of its batch (answers canonical). Both the rater's pages and the
 //! lead's review read ratings through here.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -28,7 +30,7 @@ pub struct Access {
     pub rating: Rating,
     pub assignment: Assignment,
     pub batch: Batch,
-    pub rubric: &'static Rubric,
+    pub rubric: Arc<Rubric>,
     pub viewer: Viewer,
 }
 
@@ -51,8 +53,7 @@ pub async fn access(store: &Store, id: Uuid, user: &User) -> ServiceResult<Acces
         .batch(rating.batch_id)
         .await?
         .ok_or(ServiceError::NotFound)?;
-    let rubric = rubric::by_name(&batch.rubric)
-        .ok_or_else(|| ServiceError::Internal("batch has an unknown rubric".into()))?;
+    let rubric = store.batch_rubric(&batch).await?;
     Ok(Access {
         rating,
         assignment,
@@ -70,7 +71,7 @@ impl Access {
 
     /// The answers in the viewer's orientation.
     pub fn answers(&self) -> Answers {
-        rubric::orient(self.rubric, self.rating.answers.0.clone(), self.turn())
+        rubric::orient(&self.rubric, self.rating.answers.0.clone(), self.turn())
     }
 
     /// Whether the rater may still change it.

@@ -41,6 +41,8 @@ pub struct Batch {
     pub id: Uuid,
     pub name: String,
     pub rubric: String,
+    /// The version of the rubric the batch was created with: its ratings follow it.
+    pub rubric_version: i32,
     pub overlap: i32,
     pub randomize: bool,
     pub state: String,
@@ -52,7 +54,7 @@ pub struct Batch {
     pub created_at: DateTime<Utc>,
 }
 
-const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.overlap, b.randomize, b.state, b.lease_minutes, \
+const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
@@ -276,8 +278,10 @@ impl super::Store {
         let imported = transaction!(self, |tx| {
             // Waits for a concurrent upload creating the same batch, then does nothing.
             let batch_created = sqlx::query(
-                "INSERT INTO batches (id, name, rubric, overlap, randomize, created_by, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+                "INSERT INTO batches (id, name, rubric, rubric_version, overlap, randomize, created_by,
+                                      created_at, updated_at)
+                 VALUES ($1, $2, $3, (SELECT MAX(version) FROM rubrics WHERE name = $3), $4, $5, $6,
+                         $7, $7)
                  ON CONFLICT (name) DO NOTHING",
             )
             .bind(Uuid::now_v7())

@@ -5,9 +5,10 @@
 //! `transaction!` macros expand the same code once per backend so that the types stay
 //! concrete (sqlx's `Any` driver does not carry uuid and chrono types).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -24,6 +25,7 @@ pub mod login_attempts;
 pub mod page;
 pub mod ratings;
 pub mod review;
+pub mod rubrics;
 mod scan;
 pub mod sessions;
 pub mod tokens;
@@ -54,7 +56,11 @@ enum Pools {
 #[derive(Debug, Clone)]
 pub struct Store {
     pools: Pools,
+    /// Rubric documents read so far, by name and version (see [`rubrics`]).
+    rubrics: Arc<RwLock<RubricCache>>,
 }
+
+type RubricCache = HashMap<(String, i32), Arc<crate::rubric::Rubric>>;
 
 /// Errors from the data layer that callers branch on.
 #[derive(Debug, thiserror::Error)]
@@ -204,7 +210,10 @@ impl Store {
                 .into(),
             )));
         };
-        Ok(Self { pools })
+        Ok(Self {
+            pools,
+            rubrics: Arc::default(),
+        })
     }
 
     /// Applies the embedded migrations of this backend.
@@ -217,7 +226,17 @@ impl Store {
             }
             Pools::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
         }
-        Ok(())
+        self.install_built_in_rubrics().await
+    }
+
+    /// The rubric cache; a poisoned lock only means a reader panicked, and the map holds
+    /// nothing half-written (an insert is one step), so it is used as it is.
+    fn rubric_cache(&self) -> RwLockReadGuard<'_, RubricCache> {
+        self.rubrics.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn rubric_cache_mut(&self) -> RwLockWriteGuard<'_, RubricCache> {
+        self.rubrics.write().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn backend(&self) -> Backend {

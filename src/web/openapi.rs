@@ -26,11 +26,6 @@ pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
     one_of(&reasons)
 }
 
-/// The rubrics a batch can use.
-pub(crate) fn rubric_names() -> utoipa::openapi::Object {
-    one_of(&crate::rubric::names())
-}
-
 pub(crate) fn batch_states() -> utoipa::openapi::Object {
     one_of(&["open", "closed"])
 }

@@ -41,7 +41,7 @@ fn text(bytes: &[u8]) -> String {
 fn help_lists_only_commands_that_work() {
     let help = text(&Command::new(BIN).arg("--help").output().unwrap().stdout);
     for command in [
-        "serve", "migrate", "user", "token", "import", "export", "demo",
+        "serve", "migrate", "user", "token", "rubric", "import", "export", "demo",
     ] {
         assert!(help.contains(command), "{command} in:\n{help}");
     }
@@ -477,3 +477,62 @@ async fn the_command_line_writes_the_audit_log(db: &TestDb) {
     assert_eq!(entries[3].detail.0["created"], 2);
 }
 db_test!(the_command_line_writes_the_audit_log: TestDb);
+
+async fn rubric_commands_add_list_and_show_documents(db: &TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rubric.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(include_str!("../../rubrics/pairwise-aspects.json")).unwrap();
+    doc["name"] = "six-aspects".into();
+    doc["questions"][2]["answer"]["options"][0]["value"] = "b".into();
+    doc["questions"][4]["metrics"]["role"] = "ordinal".into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let path = file.to_str().unwrap();
+    let out = verdict(db, &["rubric", "add", path], None);
+    assert!(!out.status.success());
+    let said = text(&out.stderr);
+    assert!(said.contains("the rubric document breaks"), "{said}");
+    assert!(
+        said.contains("questions[2].answer.options[2].value: \"b\" is offered twice"),
+        "{said}"
+    );
+    assert!(said.contains("questions[4].metrics"), "{said}");
+    assert!(!text(&verdict(db, &["rubric", "list"], None).stdout).contains("six-aspects"));
+
+    doc["questions"][2]["answer"]["options"][0]["value"] = "a".into();
+    doc["questions"][4]["metrics"]["role"] = "preference".into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = verdict(db, &["rubric", "add", path], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "added six-aspects version 1\n");
+    let again = verdict(db, &["rubric", "add", path], None);
+    assert_eq!(
+        text(&again.stdout),
+        "six-aspects version 1 is already this document; nothing changed\n"
+    );
+    let list = text(&verdict(db, &["rubric", "list"], None).stdout);
+    assert!(list.contains("blackhat\tversions 1\t"), "{list}");
+    assert!(
+        list.contains("six-aspects\tversions 1\tTwo answers compared on six aspects\n"),
+        "{list}"
+    );
+    let shown = verdict(db, &["rubric", "show", "six-aspects"], None);
+    let read_back: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(read_back, doc, "the document comes back as it was added");
+    let missing = verdict(
+        db,
+        &["rubric", "show", "six-aspects", "--version", "2"],
+        None,
+    );
+    assert!(text(&missing.stderr).contains("rubric \"six-aspects\" has no version 2"));
+    let store = db.store().await;
+    let entries = store
+        .audit_entries(Some("rubric.add"), None, 50)
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(entries.len(), 1, "one addition, one entry");
+    assert_eq!(entries[0].target.as_deref(), Some("six-aspects"));
+    assert_eq!(entries[0].actor.as_deref(), Some("cli"));
+}
+db_test!(rubric_commands_add_list_and_show_documents: TestDb);
