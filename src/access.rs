@@ -6,7 +6,7 @@
 
 use uuid::Uuid;
 
-use crate::auth::Role;
+use crate::role::Role;
 use crate::store::users::User;
 use crate::store::{Store, StoreResult};
 
@@ -22,25 +22,7 @@ impl User {
     }
 }
 
-/// The SQL condition (on a batch `b`, with the user's id as `$1`) for the batches a
-/// person of `role` may see as that role: as a rater the open ones opened to them (or to
-/// everyone), as a lead the ones they lead (or that every lead leads), as an admin all.
-pub fn batch_filter(role: Role) -> &'static str {
-    match role {
-        Role::Rater => {
-            "(b.state = 'open' AND (NOT b.raters_restricted OR EXISTS (
-                 SELECT 1 FROM batch_members m
-                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'rater')))"
-        }
-        Role::Lead => {
-            "(NOT b.leads_restricted OR EXISTS (
-                 SELECT 1 FROM batch_members m
-                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead'))"
-        }
-        // Still names $1, so every role binds the same arguments.
-        Role::Admin => "(b.id IS NOT NULL OR $1 IS NULL)",
-    }
-}
+pub use crate::store::batches::batch_filter;
 
 /// Whether `user` may take and work on tasks of the batch: it is open, and opened to
 /// them (a lead or admin rates only where a rater could).

@@ -10,6 +10,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
 use crate::{
     assign, audit, batches, dashboard, error, export, ratings, review, rubrics, store, users,
 };
@@ -102,47 +103,6 @@ impl Modify for SharedErrors {
         }
     }
 }
-
-/// A string schema that allows only `values`: how the document states a field the server
-/// checks against a fixed list.
-pub(crate) fn one_of(values: &[&str]) -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(values.iter().copied()))
-        .build()
-}
-
-/// The skip reasons the server takes.
-pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
-    let reasons: Vec<&str> = crate::rubric::SKIP_REASONS
-        .iter()
-        .map(|(r, _)| *r)
-        .collect();
-    one_of(&reasons)
-}
-
-pub(crate) fn batch_states() -> utoipa::openapi::Object {
-    one_of(&["open", "closed"])
-}
-
-pub(crate) fn decisions() -> utoipa::openapi::Object {
-    one_of(&["accept", "return", "reject"])
-}
-
-pub(crate) fn export_formats() -> utoipa::openapi::Object {
-    one_of(&["csv", "jsonl"])
-}
-
-pub(crate) fn outcomes() -> utoipa::openapi::Object {
-    one_of(&["rated", "skipped", "out_of_scope"])
-}
-
-pub(crate) fn finished_statuses() -> utoipa::openapi::Object {
-    one_of(&["submitted", "returned", "accepted", "rejected"])
-}
-
-/// A router of API routes that also collects their OpenAPI description.
-pub type ApiRouter = OpenApiRouter<AppState>;
 
 /// Every API route, with the document describing them.
 pub fn routes() -> ApiRouter {

@@ -335,32 +335,14 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
         .with_context(|| format!("cannot listen on {}", args.bind))?;
     let addr = listener.local_addr()?;
     tracing::info!(backend = ?store.backend(), "listening on http://{addr}");
-    crate::serve(listener, AppState::new(store, config), shutdown_signal()).await?;
+    crate::serve(
+        listener,
+        AppState::new(store, config),
+        crate::shutdown_signal(),
+    )
+    .await?;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down: finishing requests under way");
 }
 
 /// Reads a password without it ever touching argv: the first line of standard input
@@ -538,7 +520,7 @@ async fn rubric(store: &Store, cmd: RubricCommand) -> anyhow::Result<()> {
 }
 
 async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
-    use crate::batches::import::Format;
+    use crate::import::Format;
     let format = match args.format.as_deref() {
         Some("jsonl" | "ndjson") => Format::Jsonl,
         Some("json") => Format::JsonArray,

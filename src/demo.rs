@@ -5,8 +5,8 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::auth::Role;
-use crate::batches::import::Format;
 use crate::batches::{SettingsRequest, UploadParams};
+use crate::import::Format;
 use crate::rubric::Classification;
 use crate::users::NewUser;
 use crate::{AppState, Config, Store};
@@ -117,6 +117,6 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         "The database lives in {} and is yours to delete. Ctrl-C stops the demo.\n",
         dir.display()
     );
-    crate::serve(listener, state, crate::cli::shutdown_signal()).await?;
+    crate::serve(listener, state, crate::shutdown_signal()).await?;
     Ok(())
 }

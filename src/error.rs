@@ -12,11 +12,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::lifecycle::Refusal;
+use crate::services::ServiceError;
 use crate::store::StoreError;
-use crate::store::ratings::Refusal;
 
-/// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
-pub type FieldErrors = BTreeMap<String, String>;
+pub use crate::fields::FieldErrors;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -51,7 +51,7 @@ pub enum AppError {
     #[error("{count} of the records are invalid; nothing was stored")]
     BadRecords {
         count: u64,
-        errors: Vec<crate::batches::import::RecordError>,
+        errors: Vec<crate::import::RecordError>,
     },
     #[error("too many attempts; try again in {retry_after_s} s")]
     TooManyRequests { retry_after_s: u64 },
@@ -115,7 +115,7 @@ pub struct ErrorBody {
     pub fields: FieldErrors,
     /// Bad records of an upload, by line (the first 100).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<crate::batches::import::RecordError>,
+    pub errors: Vec<crate::import::RecordError>,
     /// How many records were bad in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_count: Option<u64>,
@@ -196,12 +196,25 @@ impl From<StoreError> for AppError {
 impl From<Refusal> for AppError {
     fn from(refusal: Refusal) -> Self {
         match refusal {
-            Refusal::Closed(why) => Self::Conflict(why.into()),
+            Refusal::Closed(why) => Self::Conflict(why.into_owned()),
             Refusal::Expired => Self::Conflict(EXPIRED.into()),
             Refusal::Stale { current } => Self::Conflict(format!(
                 "this rating changed since you loaded it (it is at version {current} now); \
                  reload and decide again"
             )),
+        }
+    }
+}
+
+impl From<ServiceError> for AppError {
+    fn from(err: ServiceError) -> Self {
+        match err {
+            ServiceError::Store(err) => err.into(),
+            ServiceError::Refused(refusal) => refusal.into(),
+            ServiceError::NotFound => Self::NotFound,
+            ServiceError::Forbidden => Self::Forbidden,
+            ServiceError::Invalid(fields) => Self::invalid(fields),
+            ServiceError::Internal(cause) => Self::Internal(cause),
         }
     }
 }

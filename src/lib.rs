@@ -28,19 +28,28 @@ pub mod assign;
 pub mod audit;
 pub mod auth;
 pub mod batches;
+pub mod body;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod dashboard;
 pub mod demo;
 pub mod error;
 pub mod export;
+pub mod fields;
+pub mod heavy;
 pub mod home;
+pub mod import;
+pub mod lifecycle;
 pub mod metrics;
 pub mod ratings;
 pub mod render;
 pub mod review;
+pub mod role;
 pub mod rubric;
 pub mod rubrics;
+pub mod services;
+pub mod signin;
 pub mod state;
 pub mod store;
 pub mod users;
@@ -67,7 +76,7 @@ pub fn router(state: AppState) -> Router {
     let limit = usize::try_from(config.max_upload_bytes).unwrap_or(usize::MAX);
     let (api_routes, document) = api::split();
     let app = Router::new()
-        .merge(auth::pages::router())
+        .merge(signin::router())
         .merge(home::router())
         .merge(users::page_router())
         .merge(batches::page_router())
@@ -211,4 +220,27 @@ async fn housekeeping(state: AppState) {
             Err(err) => tracing::warn!(%err, "could not end assignments whose lease ran out"),
         }
     }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests under way");
 }

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::auth::limits::LoginLimiter;
-use crate::auth::password::Hasher;
 use crate::config::Config;
+use crate::credentials::limits::LoginLimiter;
+use crate::credentials::password::Hasher;
+use crate::heavy::HeavyReads;
 use crate::store::Store;
-use crate::web::heavy::HeavyReads;
 
 /// Cheap to clone: one `Arc` around the parts.
 #[derive(Clone)]

@@ -12,7 +12,7 @@
 #[path = "../../src/render/mod.rs"]
 pub mod render;
 
-#[path = "../../src/batches/import.rs"]
+#[path = "../../src/import.rs"]
 pub mod import;
 
 pub mod html;

@@ -11,12 +11,12 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{TaskView, owned};
-use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireLead};
 use crate::error::{AppResult, ErrorBody};
 use crate::rubric::{Classification, Rubric};
 use crate::state::AppState;
 use crate::store::ratings::Rating;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
 
@@ -89,10 +89,9 @@ pub async fn next(
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct RatingRef {
     pub rating_id: Uuid,
-    /// `rated`, `skipped` or `out_of_scope`.
-    pub outcome: String,
+    pub outcome: crate::lifecycle::Outcome,
     /// `draft` or `submitted`.
-    pub status: String,
+    pub status: crate::lifecycle::Status,
     pub version: i32,
 }
 
@@ -145,7 +144,7 @@ pub async fn submit(
 #[serde(deny_unknown_fields)]
 pub struct SkipRequest {
     /// `unfamiliar`, `too_long` or `other`.
-    #[schema(schema_with = crate::api::skip_reasons)]
+    #[schema(schema_with = crate::web::openapi::skip_reasons)]
     reason: String,
     #[schema(max_length = 5000)]
     note: Option<String>,

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::rubric::{self, Answers, Mode, Rubric};
+use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
 use crate::store::assignments::{Assignment, Task};
 use crate::store::batches::Batch;
@@ -22,7 +23,7 @@ use crate::store::users::User;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -71,60 +72,11 @@ impl TaskView {
     }
 }
 
-/// The rendered HTML of a task's prompt and responses, in canonical order.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct Rendered {
-    pub prompt: String,
-    pub response_a: String,
-    pub response_b: String,
-}
-
-impl Rendered {
-    /// The responses in the order a viewer sees them: B first when `swapped`.
-    pub fn responses(self, swapped: bool) -> (String, String) {
-        if swapped {
-            (self.response_b, self.response_a)
-        } else {
-            (self.response_a, self.response_b)
-        }
-    }
-}
+pub use crate::services::task::Rendered;
 
 /// A task and its rendered HTML (rendered on first view); 404 if there is no such task.
-pub async fn task_with_html(state: &AppState, task_id: uuid::Uuid) -> AppResult<(Task, Rendered)> {
-    let task = state
-        .store()
-        .task(task_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let html = rendered(state, &task).await?;
-    Ok((task, html))
-}
-
-/// Renders a task once and keeps the result with it.
-pub async fn rendered(state: &AppState, task: &Task) -> AppResult<Rendered> {
-    if let Some(cached) = task
-        .rendered
-        .as_ref()
-        .and_then(|r| serde_json::from_value(r.0.clone()).ok())
-    {
-        return Ok(cached);
-    }
-    let (prompt, a, b) = (
-        task.prompt.0.clone(),
-        task.response_a.clone(),
-        task.response_b.clone(),
-    );
-    let rendered = tokio::task::spawn_blocking(move || Rendered {
-        prompt: crate::render::prompt(&prompt),
-        response_a: crate::render::markdown(&a),
-        response_b: crate::render::markdown(&b),
-    })
-    .await
-    .map_err(AppError::internal)?;
-    let value = serde_json::to_value(&rendered).map_err(AppError::internal)?;
-    state.store().set_rendered(task.id, &value).await?;
-    Ok(rendered)
+pub async fn task_with_html(state: &AppState, task_id: Uuid) -> AppResult<(Task, Rendered)> {
+    Ok(crate::services::task::with_html(state.store(), task_id).await?)
 }
 
 /// An assignment of `user`'s with its batch and rubric; 404 for anyone else's, so other
@@ -278,77 +230,10 @@ pub async fn skip(
     finish_with(state, owned, user, &finish, 0).await
 }
 
-/// A skip, checked: a known reason and a note of a sensible length.
-pub fn skip_of(reason: &str, note: Option<&str>) -> AppResult<Finish> {
-    let mut fields = crate::error::FieldErrors::new();
-    if !rubric::SKIP_REASONS.iter().any(|(r, _)| *r == reason) {
-        let reasons: Vec<&str> = rubric::SKIP_REASONS.iter().map(|(r, _)| *r).collect();
-        let why = if reason.is_empty() {
-            format!("is required: use {}", reasons.join(", "))
-        } else {
-            format!("unknown reason {reason:?}: use {}", reasons.join(", "))
-        };
-        fields.insert("reason".into(), why);
-    }
-    let note = note.map(str::trim).filter(|n| !n.is_empty());
-    if note.is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
-        fields.insert(
-            "note".into(),
-            format!("must be at most {MAX_NOTE_CHARS} characters"),
-        );
-    }
-    if !fields.is_empty() {
-        return Err(AppError::invalid(fields));
-    }
-    Ok(Finish::Skipped {
-        reason: reason.to_owned(),
-        note: note.map(str::to_owned),
-    })
-}
-
-/// The longest note or out-of-scope explanation.
-pub const MAX_NOTE_CHARS: usize = 5000;
-
-/// Why a prompt is out of scope, checked: required, and of the batch's minimum length.
+/// Why a prompt is out of scope, checked (see [`finish::scope_explanation`]); the pages
+/// check it before anything is stored.
 pub fn scope_explanation(explanation: &str, batch: &Batch) -> AppResult<String> {
-    let explanation = explanation.trim();
-    let min = usize::try_from(batch.min_explanation_len).unwrap_or(0);
-    let length = explanation.chars().count();
-    let why = if explanation.is_empty() {
-        Some("is required: say why the prompt is out of scope".to_owned())
-    } else if length < min {
-        Some(format!("must be at least {min} characters (has {length})"))
-    } else if length > MAX_NOTE_CHARS {
-        Some(format!("must be at most {MAX_NOTE_CHARS} characters"))
-    } else {
-        None
-    };
-    match why {
-        Some(why) => Err(AppError::field("explanation", why)),
-        None => Ok(explanation.to_owned()),
-    }
-}
-
-/// Answers given with a request laid over answers kept before (both as the rater was
-/// shown them): a question given replaces the kept one, the rest stay. Per-response
-/// answers and classifications are merged question by question.
-pub fn over(kept: &Answers, given: &Value) -> Value {
-    let mut merged = kept.clone();
-    if let Some(given) = given.as_object() {
-        for (key, value) in given {
-            match (merged.get_mut(key), value) {
-                (Some(Value::Object(old)), Value::Object(new)) => {
-                    for (k, v) in new {
-                        old.insert(k.clone(), v.clone());
-                    }
-                }
-                _ => {
-                    merged.insert(key.clone(), value.clone());
-                }
-            }
-        }
-    }
-    Value::Object(merged)
+    Ok(finish::scope_explanation(explanation, batch)?)
 }
 
 /// Marks an assignment out of scope. Answers already saved in its draft are kept, and

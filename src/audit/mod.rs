@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::ApiRouter;
 use crate::auth::RequireAdmin;
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
@@ -19,6 +18,7 @@ use crate::store::Store;
 use crate::store::audit::AuditEntry;
 use crate::store::page::{ListKind, Page};
 use crate::store::users::User;
+use crate::web::openapi::ApiRouter;
 use crate::web::paging::{PageLinks, Paged, params};
 use crate::web::{ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;

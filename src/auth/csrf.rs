@@ -217,7 +217,7 @@ async fn checked_form<T: DeserializeOwned>(
     state: &AppState,
     expected: &str,
 ) -> Result<T, AppError> {
-    let bytes = crate::web::read_limited(req, limit, state, "form").await?;
+    let bytes = crate::body::read_limited(req, limit, state, "form").await?;
     check(
         Some(expected),
         token_field(&bytes)?.as_deref(),
@@ -227,7 +227,7 @@ async fn checked_form<T: DeserializeOwned>(
 }
 
 fn parse_form<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
-    crate::web::refuse_nul_in_form(bytes)?;
+    crate::body::refuse_nul_in_form(bytes)?;
     serde_urlencoded::from_bytes(bytes)
         .map_err(|e| AppError::BadRequest(format!("malformed form: {e}")))
 }

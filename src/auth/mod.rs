@@ -1,12 +1,9 @@
 //! Who is asking, and what they may do: roles, passwords, tokens, sessions, CSRF and the
 //! extractors every handler uses to name the role it needs.
 
-use std::fmt;
-
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{Method, header};
-use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
 use crate::error::AppError;
@@ -15,51 +12,9 @@ use crate::store::sessions::USER_ID_KEY;
 use crate::store::users::User;
 
 pub mod csrf;
-pub mod limits;
-pub mod pages;
-pub mod password;
-pub mod tokens;
+pub use crate::credentials::{limits, password, tokens};
 
-/// A person's role. The order matters: each role can do everything the ones before it can.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Rater,
-    Lead,
-    Admin,
-}
-
-impl Role {
-    pub const ALL: [Role; 3] = [Role::Rater, Role::Lead, Role::Admin];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Rater => "rater",
-            Role::Lead => "lead",
-            Role::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl TryFrom<String> for Role {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        Self::parse(&s).ok_or_else(|| format!("unknown role {s:?}"))
-    }
-}
+pub use crate::role::Role;
 
 /// Session key: when the session signed in (unix seconds), for the absolute lifetime.
 pub const LOGIN_AT_KEY: &str = "login_at";
@@ -212,24 +167,5 @@ impl FromRequestParts<AppState> for RequireAdmin {
         } else {
             Err(AppError::Forbidden)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn roles_are_ordered_rater_lead_admin() {
-        assert!(Role::Rater < Role::Lead && Role::Lead < Role::Admin);
-    }
-
-    #[test]
-    fn role_parses_only_known_names() {
-        for role in Role::ALL {
-            assert_eq!(Role::parse(role.as_str()), Some(role));
-        }
-        assert_eq!(Role::parse("Admin"), None);
-        assert_eq!(Role::parse("superuser"), None);
     }
 }

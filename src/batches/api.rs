@@ -7,12 +7,12 @@ use bytes::Bytes;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::import::Format;
 use super::{BatchView, SettingsRequest, UploadParams, view, visible};
-use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::import::Format;
 use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::import;
 use crate::rubric::{Classification, Subject};
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -15,10 +16,9 @@ use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatc
 use crate::store::users::User;
 
 pub mod api;
-pub mod import;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -309,7 +309,7 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
 #[serde(deny_unknown_fields)]
 pub struct SettingsRequest {
     /// `open` or `closed`.
-    #[schema(schema_with = crate::api::batch_states)]
+    #[schema(schema_with = crate::web::openapi::batch_states)]
     pub state: Option<String>,
     #[schema(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,

@@ -8,13 +8,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use uuid::Uuid;
 
-use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::metrics::{Accumulator, Metrics};
 use crate::state::AppState;
 use crate::store::users::User;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiPath, Layout, PageUser, render};
 use utoipa_axum::routes;
 

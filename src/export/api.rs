@@ -8,10 +8,10 @@ use futures_util::StreamExt;
 use uuid::Uuid;
 
 use super::{ExportQuery, parse};
-use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiPath, ApiQuery};
 use utoipa_axum::routes;
 

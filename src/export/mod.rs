@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::metrics::counts_in_metrics;
+use crate::lifecycle::{Outcome, Status, counts_in_metrics};
 use crate::rubric::Rubric;
 use crate::state::AppState;
 use crate::store::review::{ExportFilter, ExportRow};
 
 pub mod api;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -56,13 +56,13 @@ impl Format {
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// `csv` (default) or `jsonl`.
-    #[param(schema_with = crate::api::export_formats)]
+    #[param(schema_with = crate::web::openapi::export_formats)]
     pub format: Option<String>,
     /// `rated`, `skipped` or `out_of_scope`.
-    #[param(schema_with = crate::api::outcomes)]
+    #[param(schema_with = crate::web::openapi::outcomes)]
     pub outcome: Option<String>,
     /// `submitted`, `returned`, `accepted` or `rejected`.
-    #[param(schema_with = crate::api::finished_statuses)]
+    #[param(schema_with = crate::web::openapi::finished_statuses)]
     pub status: Option<String>,
     /// A rater's username.
     pub rater: Option<String>,
@@ -101,29 +101,25 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
             None
         }),
     };
-    let one_of =
-        |name: &str, value: &Option<String>, allowed: &[&str], fields: &mut FieldErrors| {
-            if let Some(v) = value
-                && !allowed.contains(&v.as_str())
-            {
-                fields.insert(
-                    name.into(),
-                    format!("unknown {name} {v:?}: use {}", allowed.join(", ")),
-                );
-            }
-        };
-    one_of(
-        "outcome",
-        &query.outcome,
-        &["rated", "skipped", "out_of_scope"],
-        &mut fields,
-    );
-    one_of(
-        "status",
-        &query.status,
-        &["submitted", "returned", "accepted", "rejected"],
-        &mut fields,
-    );
+    let mut refuse = |unknown: crate::lifecycle::UnknownName| {
+        let (name, v) = (unknown.what, &unknown.given);
+        let allowed = unknown.allowed.join(", ");
+        fields.insert(name.into(), format!("unknown {name} {v:?}: use {allowed}"));
+    };
+    let outcome = match query.outcome.as_deref().map(str::parse::<Outcome>) {
+        Some(Err(unknown)) => {
+            refuse(unknown);
+            None
+        }
+        parsed => parsed.and_then(Result::ok),
+    };
+    let status = match query.status.as_deref().map(Status::parse_finished) {
+        Some(Err(unknown)) => {
+            refuse(unknown);
+            None
+        }
+        parsed => parsed.and_then(Result::ok),
+    };
     let since = query
         .since
         .as_deref()
@@ -136,8 +132,8 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
         Some(format) if fields.is_empty() => Ok((
             format,
             ExportFilter {
-                outcome: query.outcome.clone(),
-                status: query.status.clone(),
+                outcome,
+                status,
                 rater: query.rater.clone(),
                 submitted_since: since,
                 submitted_until: until,
@@ -220,9 +216,9 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
         neutral(&row.batch),
         neutral(&row.external_id),
         neutral(&row.rater),
-        row.outcome.clone(),
-        row.status.clone(),
-        counts_in_metrics(&row.outcome, &row.status).to_string(),
+        row.outcome.to_string(),
+        row.status.to_string(),
+        counts_in_metrics(row.outcome, row.status).to_string(),
         row.swapped.to_string(),
         neutral(row.model_a.as_deref().unwrap_or("")),
         neutral(row.model_b.as_deref().unwrap_or("")),
@@ -258,7 +254,7 @@ pub fn json_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Value {
     json!({
         "rating_id": row.rating_id, "batch": row.batch, "external_id": row.external_id, "rater": row.rater,
         "outcome": row.outcome, "status": row.status,
-        "counts_in_metrics": counts_in_metrics(&row.outcome, &row.status),
+        "counts_in_metrics": counts_in_metrics(row.outcome, row.status),
         "swapped": row.swapped, "model_a": row.model_a, "model_b": row.model_b, "answers": row.answers.0,
         "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
         "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use crate::lifecycle::{Exclusion, Outcome, Status};
 use crate::rubric::{Role, Rubric, Slot};
 
 pub mod agreement;
@@ -25,8 +26,8 @@ use stats::Estimate;
 pub struct RatingFacts {
     pub task_id: Uuid,
     pub rater: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     /// The answers as JSON text (canonical orientation).
     pub answers: String,
     pub swapped: bool,
@@ -38,13 +39,8 @@ pub struct RatingFacts {
 impl RatingFacts {
     /// Whether it counts in metrics.
     pub fn included(&self) -> bool {
-        counts_in_metrics(&self.outcome, &self.status)
+        crate::lifecycle::counts_in_metrics(self.outcome, self.status)
     }
-}
-
-/// The exclusion rule, in one place.
-pub fn counts_in_metrics(outcome: &str, status: &str) -> bool {
-    outcome == "rated" && matches!(status, "submitted" | "accepted")
 }
 
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
@@ -355,20 +351,20 @@ impl Accumulator {
         self.counts.ratings += 1;
         let rater = self.rater(&row.rater);
         let tally = &mut self.raters[rater as usize];
-        if row.status != "draft" {
+        if !row.status.is_draft() {
             tally.finished += 1;
-            tally.skipped += u64::from(row.outcome == "skipped");
-            tally.out_of_scope += u64::from(row.outcome == "out_of_scope");
+            tally.skipped += u64::from(row.outcome == Outcome::Skipped);
+            tally.out_of_scope += u64::from(row.outcome == Outcome::OutOfScope);
         }
         let c = &mut self.counts;
-        if !row.included() {
+        if let Some(reason) = crate::lifecycle::exclusion(row.outcome, row.status) {
             c.excluded += 1;
-            match (row.status.as_str(), row.outcome.as_str()) {
-                ("draft", _) => c.drafts += 1,
-                (_, "skipped") => c.skipped += 1,
-                (_, "out_of_scope") => c.out_of_scope += 1,
-                ("rejected", _) => c.rejected += 1,
-                _ => c.returned += 1,
+            match reason {
+                Exclusion::Draft => c.drafts += 1,
+                Exclusion::Skipped => c.skipped += 1,
+                Exclusion::OutOfScope => c.out_of_scope += 1,
+                Exclusion::Rejected => c.rejected += 1,
+                Exclusion::Returned => c.returned += 1,
             }
             return;
         }
@@ -643,8 +639,8 @@ mod tests {
         RatingFacts {
             task_id: Uuid::from_u128(task),
             rater: rater.into(),
-            outcome: outcome.into(),
-            status: status.into(),
+            outcome: outcome.parse().unwrap(),
+            status: status.parse().unwrap(),
             answers: answers.to_string(),
             swapped,
             time_spent_s: 60,

@@ -5,12 +5,13 @@ use axum::extract::State;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{ChangeView, HistoryItem, HistoryQuery, RatingView, access, view};
-use crate::api::ApiRouter;
+use super::{ChangeView, HistoryItem, HistoryQuery};
 use crate::auth::CurrentUser;
 use crate::error::{AppResult, ErrorBody};
+use crate::services::rating::{RatingView, access, view};
 use crate::state::AppState;
 use crate::store::page::ListKind;
+use crate::web::openapi::ApiRouter;
 use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
@@ -48,7 +49,7 @@ pub async fn history(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<Vec<ChangeView>>> {
-    let access = access(&state, id, &user).await?;
+    let access = access(state.store(), id, &user).await?;
     Ok(Json(super::changes(&state, &access).await?))
 }
 
@@ -62,8 +63,8 @@ pub async fn read(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<RatingView>> {
-    let access = access(&state, id, &user).await?;
-    Ok(Json(view(&state, &access).await?))
+    let access = access(state.store(), id, &user).await?;
+    Ok(Json(view(state.store(), &access).await?))
 }
 
 /// Revises a rating until a lead accepts it; a returned rating goes back for review.
@@ -78,8 +79,8 @@ pub async fn revise(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(answers): ApiJson<Value>,
 ) -> AppResult<Json<RatingView>> {
-    let before = access(&state, id, &user).await?;
+    let before = access(state.store(), id, &user).await?;
     super::revise(&state, &before, &user, &answers).await?;
-    let after = access(&state, id, &user).await?;
-    Ok(Json(view(&state, &after).await?))
+    let after = access(state.store(), id, &user).await?;
+    Ok(Json(view(state.store(), &after).await?))
 }

@@ -1,17 +1,16 @@
 //! Ratings after the fact: a rater's history, reading one rating, revising it.
 
-use std::sync::Arc;
-
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
-use crate::rubric::{self, Answers, Mode, Rubric};
+use crate::lifecycle::{self, Outcome, Status};
+use crate::rubric::{self, Answers, Mode};
+use crate::services::finish::{over, scope_explanation, skip_of};
+use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
-use crate::store::assignments::Assignment;
-use crate::store::batches::Batch;
 use crate::store::page::{ListKind, Page};
 use crate::store::ratings::{Finish, HistoryRow, Rating};
 use crate::store::users::User;
@@ -20,79 +19,12 @@ use crate::web::paging::params;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
 pub fn page_router() -> Router<AppState> {
     pages::router()
-}
-
-/// Who is looking at a rating, which decides the orientation they get.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Viewer {
-    /// The rater who made it: answers as they were shown.
-    Owner,
-    /// A lead of its batch or an admin: answers in the task's canonical orientation.
-    Lead,
-}
-
-/// A rating with what is needed to show or change it.
-pub struct Access {
-    pub rating: Rating,
-    pub assignment: Assignment,
-    pub batch: Batch,
-    pub rubric: Arc<Rubric>,
-    pub viewer: Viewer,
-}
-
-/// The rating, if `user` may see it: its rater, or a lead of its batch, or an admin.
-/// 404 otherwise, so another rater's work is not even confirmed to exist.
-pub async fn access(state: &AppState, id: Uuid, user: &User) -> AppResult<Access> {
-    let rating = state.store().rating(id).await?.ok_or(AppError::NotFound)?;
-    let viewer = if rating.rater_id == user.id {
-        Viewer::Owner
-    } else if crate::access::can_review(state.store(), rating.batch_id, user).await? {
-        Viewer::Lead
-    } else {
-        return Err(AppError::NotFound);
-    };
-    let assignment = state
-        .store()
-        .assignment(rating.assignment_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let batch = state
-        .store()
-        .batch(rating.batch_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let rubric = state.store().batch_rubric(&batch).await?;
-    Ok(Access {
-        rating,
-        assignment,
-        batch,
-        rubric,
-        viewer,
-    })
-}
-
-impl Access {
-    /// Whether the viewer's answers are turned (an owner of a swapped assignment).
-    fn turn(&self) -> bool {
-        self.viewer == Viewer::Owner && self.assignment.swapped
-    }
-
-    /// The answers in the viewer's orientation.
-    pub fn answers(&self) -> Answers {
-        rubric::orient(&self.rubric, self.rating.answers.0.clone(), self.turn())
-    }
-
-    /// Whether the rater may still change it.
-    pub fn revisable(&self) -> bool {
-        self.rating.outcome != "skipped"
-            && matches!(self.rating.status.as_str(), "submitted" | "returned")
-    }
 }
 
 /// Which page of the caller's own ratings to read (the page and the API take the same).
@@ -128,8 +60,8 @@ pub struct HistoryItem {
     pub batch_id: Uuid,
     pub batch: String,
     pub external_id: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     pub review_comment: Option<String>,
     pub version: i32,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -199,70 +131,6 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
         .collect())
 }
 
-/// A rating as the API shows it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct RatingView {
-    pub id: Uuid,
-    pub assignment_id: Uuid,
-    pub batch_id: Uuid,
-    pub external_id: String,
-    pub outcome: String,
-    pub status: String,
-    /// In the orientation the caller is entitled to: as shown, for its rater;
-    /// canonical, for leads.
-    #[schema(value_type = Object)]
-    pub answers: Answers,
-    pub skip_reason: Option<String>,
-    pub note: Option<String>,
-    pub time_spent_s: i32,
-    pub version: i32,
-    pub submitted_at: Option<chrono::DateTime<chrono::Utc>>,
-    pub reviewed_at: Option<chrono::DateTime<chrono::Utc>>,
-    pub review_comment: Option<String>,
-    /// Leads only: whether the rater saw B first, and who the rater is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub swapped: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rater: Option<String>,
-}
-
-pub async fn view(state: &AppState, access: &Access) -> AppResult<RatingView> {
-    let task = state
-        .store()
-        .task(access.rating.task_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let lead = access.viewer == Viewer::Lead;
-    let rater = if lead {
-        state
-            .store()
-            .user_by_id(access.rating.rater_id)
-            .await?
-            .map(|u| u.username)
-    } else {
-        None
-    };
-    let r = &access.rating;
-    Ok(RatingView {
-        id: r.id,
-        assignment_id: r.assignment_id,
-        batch_id: r.batch_id,
-        external_id: task.external_id,
-        outcome: r.outcome.clone(),
-        status: r.status.clone(),
-        answers: access.answers(),
-        skip_reason: r.skip_reason.clone(),
-        note: r.note.clone(),
-        time_spent_s: r.time_spent_s,
-        version: r.version,
-        submitted_at: r.submitted_at,
-        reviewed_at: r.reviewed_at,
-        review_comment: r.review_comment.clone(),
-        swapped: lead.then_some(access.assignment.swapped),
-        rater,
-    })
-}
-
 /// Revises a rating with answers in the viewer's orientation. The body may also change
 /// its outcome (`"outcome": "rated"`, `"out_of_scope"` or `"skipped"`), with what that
 /// outcome needs: `explanation` for out of scope, `reason` (and a `note`) for a skip.
@@ -278,12 +146,7 @@ pub async fn revise(
     if access.viewer != Viewer::Owner {
         return Err(AppError::Forbidden);
     }
-    if !access.revisable() {
-        return Err(AppError::Conflict(match access.rating.outcome.as_str() {
-            "skipped" => "a skipped task has no answers to revise".into(),
-            _ => format!("a {} rating cannot be revised", access.rating.status),
-        }));
-    }
+    lifecycle::check_revise(access.rating.outcome, access.rating.status)?;
     let Some(given) = input.as_object() else {
         return Err(AppError::field("answers", "must be a JSON object"));
     };
@@ -295,8 +158,17 @@ pub async fn revise(
             Some(_) => Err(AppError::field(key, "must be a string")),
         }
     };
-    let outcome = text("outcome")?.unwrap_or_else(|| access.rating.outcome.clone());
+    let outcome = text("outcome")?;
     let (explanation, reason, note) = (text("explanation")?, text("reason")?, text("note")?);
+    let outcome = match outcome {
+        None => access.rating.outcome,
+        Some(name) => name.parse::<Outcome>().map_err(|_| {
+            AppError::field(
+                "outcome",
+                format!("unknown outcome {name:?}: use rated, out_of_scope or skipped"),
+            )
+        })?,
+    };
     let time = given
         .get("time_spent_s")
         .and_then(Value::as_i64)
@@ -309,29 +181,23 @@ pub async fn revise(
         answers.remove("time_spent_s");
         Ok(rubric::orient(&access.rubric, answers, access.turn()))
     };
-    let finish = match outcome.as_str() {
-        "rated" => Finish::Rated {
+    let finish = match outcome {
+        Outcome::Rated => Finish::Rated {
             answers: checked(&Value::Object(given), Mode::Submit)?,
         },
-        "out_of_scope" => {
-            let kept_note = (access.rating.outcome == "out_of_scope")
+        Outcome::OutOfScope => {
+            let kept_note = (access.rating.outcome == Outcome::OutOfScope)
                 .then(|| access.rating.note.clone())
                 .flatten();
             let explanation = explanation.or(kept_note).unwrap_or_default();
-            let explanation = crate::assign::scope_explanation(&explanation, &access.batch)?;
-            let merged = crate::assign::over(&access.answers(), &Value::Object(given));
+            let explanation = scope_explanation(&explanation, &access.batch)?;
+            let merged = over(&access.answers(), &Value::Object(given));
             Finish::OutOfScope {
                 answers: checked(&merged, Mode::OutOfScope)?,
                 explanation,
             }
         }
-        "skipped" => crate::assign::skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
-        other => {
-            return Err(AppError::field(
-                "outcome",
-                format!("unknown outcome {other:?}: use rated, out_of_scope or skipped"),
-            ));
-        }
+        Outcome::Skipped => skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
     };
     Ok(state
         .store()

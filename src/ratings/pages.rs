@@ -8,11 +8,14 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use uuid::Uuid;
 
-use super::{Access, HistoryQuery, Viewer, access};
+use super::HistoryQuery;
 use crate::assign::pages::{FormView, form_view};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::lifecycle::{Outcome, Status};
 use crate::rubric::Answers;
+use crate::services::rating::{Access, Viewer, access};
+use crate::services::task;
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::ratings::HistoryRow;
@@ -62,8 +65,8 @@ struct RatingPage {
     rating_id: Uuid,
     batch_name: String,
     external_id: String,
-    outcome: String,
-    status: String,
+    outcome: Outcome,
+    status: Status,
     note: Option<String>,
     skip_reason: Option<String>,
     review_comment: Option<String>,
@@ -86,18 +89,17 @@ async fn page(
     answers: Answers,
     errors: FieldErrors,
 ) -> AppResult<RatingPage> {
-    let (task, rendered) = crate::assign::task_with_html(state, access.rating.task_id).await?;
+    let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
     let prompt_html = rendered.prompt.clone();
-    let turn = access.viewer == Viewer::Owner && access.assignment.swapped;
-    let (a_html, b_html) = rendered.responses(turn);
+    let (a_html, b_html) = rendered.responses(access.turn());
     let r = &access.rating;
     Ok(RatingPage {
         layout,
         rating_id: r.id,
         batch_name: access.batch.name.clone(),
         external_id: task.external_id,
-        outcome: r.outcome.clone(),
-        status: r.status.clone(),
+        outcome: r.outcome,
+        status: r.status,
         note: r.note.clone(),
         skip_reason: r.skip_reason.clone(),
         review_comment: r.review_comment.clone(),
@@ -125,7 +127,7 @@ async fn one(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let access = access(&state, id, &page_user.user).await?;
+    let access = access(state.store(), id, &page_user.user).await?;
     let answers = access.answers();
     Ok(render(
         &page(
@@ -146,7 +148,7 @@ async fn revise(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
-    let access = access(&state, id, &page_user.user).await?;
+    let access = access(state.store(), id, &page_user.user).await?;
     let mut input =
         crate::assign::form_answers(&access.rubric, &access.batch.classifications.0, &pairs);
     // An out-of-scope rating's form also says what it becomes and why.

@@ -6,13 +6,13 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{Decision, QueueQuery, decide, reviewable};
-use crate::api::ApiRouter;
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
-use crate::ratings::{RatingView, view};
+use crate::services::rating::{RatingView, view};
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::review::QueueRow;
+use crate::web::openapi::ApiRouter;
 use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
@@ -53,7 +53,7 @@ pub async fn review(
     let access = reviewable(&state, id, &lead).await?;
     decide(&state, &access, &lead, &decision).await?;
     let after = reviewable(&state, id, &lead).await?;
-    Ok(Json(view(&state, &after).await?))
+    Ok(Json(view(state.store(), &after).await?))
 }
 
 /// Every rater's rating of one task, side by side.
@@ -73,8 +73,8 @@ pub struct TaskRatings {
 pub struct TaskRatingView {
     pub rating_id: Uuid,
     pub rater: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: crate::lifecycle::Outcome,
+    pub status: crate::lifecycle::Status,
     /// Whether it counts in the batch's metrics.
     pub counts_in_metrics: bool,
     /// Whether the rater was shown B first (the answers are turned back already).
@@ -108,7 +108,7 @@ pub async fn task(
     let ratings = ratings
         .into_iter()
         .map(|r| TaskRatingView {
-            counts_in_metrics: crate::metrics::counts_in_metrics(&r.outcome, &r.status),
+            counts_in_metrics: crate::lifecycle::counts_in_metrics(r.outcome, r.status),
             rating_id: r.rating_id,
             rater: r.rater,
             outcome: r.outcome,

@@ -8,8 +8,9 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
-use crate::ratings::{Access, Viewer};
+use crate::lifecycle;
 use crate::rubric::Rubric;
+use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
 use crate::store::page::{ListKind, Page};
@@ -21,7 +22,7 @@ use crate::web::paging::params;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 
@@ -34,7 +35,7 @@ pub fn page_router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     /// `accept`, `return` (with a comment for the rater) or `reject`.
-    #[schema(schema_with = crate::api::decisions)]
+    #[schema(schema_with = crate::web::openapi::decisions)]
     pub decision: String,
     #[schema(max_length = 5000)]
     pub comment: Option<String>,
@@ -99,21 +100,16 @@ pub async fn decide(
         return Err(AppError::Forbidden);
     }
     let mut fields = crate::error::FieldErrors::new();
-    if !matches!(decision.decision.as_str(), "accept" | "return" | "reject") {
-        fields.insert(
-            "decision".into(),
-            format!(
-                "unknown decision {:?}: use accept, return or reject",
-                decision.decision
-            ),
-        );
+    let chosen = decision.decision.parse::<lifecycle::Decision>();
+    if let Err(unknown) = &chosen {
+        fields.insert("decision".into(), unknown.to_string());
     }
     let comment = decision
         .comment
         .as_deref()
         .map(str::trim)
         .filter(|c| !c.is_empty());
-    if decision.decision == "return" && comment.is_none() {
+    if chosen.as_ref().is_ok_and(|d| d.needs_comment()) && comment.is_none() {
         fields.insert(
             "comment".into(),
             "is required when returning a rating: tell the rater what to change".into(),
@@ -125,15 +121,16 @@ pub async fn decide(
             format!("must be at most {MAX_COMMENT_CHARS} characters"),
         );
     }
-    if !fields.is_empty() {
-        return Err(AppError::invalid(fields));
-    }
+    let chosen = match chosen {
+        Ok(chosen) if fields.is_empty() => chosen,
+        _ => return Err(AppError::invalid(fields)),
+    };
     let outcome = state
         .store()
         .review(
             access.rating.id,
             lead.id,
-            &decision.decision,
+            chosen,
             comment,
             decision.version,
             access.batch.overlap,
@@ -141,9 +138,9 @@ pub async fn decide(
         .await?;
     match outcome {
         Ok(rating) => {
-            tracing::info!(lead = %lead.username, rating = %rating.id, decision = %decision.decision, "rating reviewed");
+            tracing::info!(lead = %lead.username, rating = %rating.id, decision = %chosen, "rating reviewed");
             let detail = serde_json::json!({
-                "decision": decision.decision, "batch": access.batch.name, "comment": comment
+                "decision": chosen, "batch": access.batch.name, "comment": comment
             });
             let target = rating.id.to_string();
             crate::audit::record(state, lead, "rating.review", &target, detail).await;
@@ -175,7 +172,7 @@ pub async fn task_ratings(
 
 /// A rating a lead may review: 404 unless they lead its batch; 403 for their own.
 pub async fn reviewable(state: &AppState, id: Uuid, lead: &User) -> AppResult<Access> {
-    let access = crate::ratings::access(state, id, lead).await?;
+    let access = crate::services::rating::access(state.store(), id, lead).await?;
     if access.viewer == Viewer::Owner {
         return Err(AppError::Forbidden);
     }

@@ -14,8 +14,10 @@ use super::{Decision, QueueQuery, decide, reviewable};
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
-use crate::ratings::Access;
+use crate::lifecycle::{Outcome, Status};
 use crate::rubric::{Answers, Rubric, Slot};
+use crate::services::rating::Access;
+use crate::services::task;
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::review::QueueRow;
@@ -213,8 +215,8 @@ struct ReviewPage {
     batch_name: String,
     external_id: String,
     rater: String,
-    outcome: String,
-    status: String,
+    outcome: Outcome,
+    status: Status,
     note: Option<String>,
     version: i32,
     swapped: bool,
@@ -235,7 +237,7 @@ async fn review_page(
     layout: Layout,
     error: Option<String>,
 ) -> AppResult<ReviewPage> {
-    let (task, rendered) = crate::assign::task_with_html(state, access.rating.task_id).await?;
+    let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
     let rater = state
         .store()
         .user_by_id(access.rating.rater_id)
@@ -262,8 +264,8 @@ async fn review_page(
         batch_name: access.batch.name.clone(),
         external_id: task.external_id,
         rater,
-        outcome: r.outcome.clone(),
-        status: r.status.clone(),
+        outcome: r.outcome,
+        status: r.status,
         note: r.note.clone(),
         version: r.version,
         swapped: access.assignment.swapped,
@@ -336,7 +338,7 @@ struct TaskPage {
     batch_id: Uuid,
     batch_name: String,
     external_id: String,
-    raters: Vec<(Uuid, String, String, String, bool)>,
+    raters: Vec<(Uuid, String, String, Status, bool)>,
     rows: Vec<Row>,
     /// Sanitised HTML (see `render`), canonical orientation.
     prompt_html: String,
@@ -353,18 +355,18 @@ async fn task(
 ) -> AppResult<Response> {
     let (summary, rubric, task_id, ratings) =
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
-    let (_, rendered) = crate::assign::task_with_html(&state, task_id).await?;
+    let (_, rendered) = task::with_html(state.store(), task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
     let rows = rows(&rubric, &sets);
     let raters = ratings
         .iter()
         .map(|r| {
-            let counts = crate::metrics::counts_in_metrics(&r.outcome, &r.status);
+            let counts = crate::lifecycle::counts_in_metrics(r.outcome, r.status);
             (
                 r.rating_id,
                 r.rater.clone(),
-                r.outcome.replace('_', " "),
-                r.status.clone(),
+                r.outcome.label(),
+                r.status,
                 counts,
             )
         })

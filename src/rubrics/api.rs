@@ -7,10 +7,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::{AddedView, Comparison, RubricSummary};
-use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
 

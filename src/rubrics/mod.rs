@@ -17,7 +17,7 @@ use crate::store::rubrics::Added;
 pub mod api;
 pub mod pages;
 
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
 }
 

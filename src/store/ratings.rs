@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction};
+use crate::lifecycle::{self, Outcome, Refusal, Status};
 use crate::rubric::Answers;
 
 /// A rating as stored: answers in the task's canonical orientation.
@@ -19,10 +20,8 @@ pub struct Rating {
     pub task_id: Uuid,
     pub batch_id: Uuid,
     pub rater_id: Uuid,
-    /// `rated`, `skipped` or `out_of_scope`.
-    pub outcome: String,
-    /// `draft`, `submitted`, `returned`, `accepted` or `rejected`.
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     pub answers: Json<Answers>,
     pub skip_reason: Option<String>,
     /// The skip note, or why the task is out of scope.
@@ -71,25 +70,13 @@ impl Finish {
         }
     }
 
-    fn outcome(&self) -> &'static str {
+    pub fn outcome(&self) -> Outcome {
         match self {
-            Finish::Rated { .. } => "rated",
-            Finish::Skipped { .. } => "skipped",
-            Finish::OutOfScope { .. } => "out_of_scope",
+            Finish::Rated { .. } => Outcome::Rated,
+            Finish::Skipped { .. } => Outcome::Skipped,
+            Finish::OutOfScope { .. } => Outcome::OutOfScope,
         }
     }
-}
-
-/// Why a change to an assignment or rating was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The assignment is finished, or the rating is no longer the rater's to change.
-    Closed(&'static str),
-    /// The assignment's lease ran out and its task went back to the pool. Answers sent
-    /// with the refused request were kept as the rating's draft.
-    Expired,
-    /// The rating changed since the caller read it; this is its version now.
-    Stale { current: i32 },
 }
 
 /// A rating's row in a rater's history, with the task it belongs to.
@@ -226,7 +213,7 @@ impl super::Store {
                 upsert_draft!(&mut *tx, &assignment, answers, time_spent_s, now)?;
                 Err(Refusal::Expired)
             } else if assignment.state != "open" {
-                Err(Refusal::Closed(FINISHED))
+                Err(Refusal::Closed(FINISHED.into()))
             } else {
                 upsert_draft!(&mut *tx, &assignment, answers, time_spent_s, now)?;
                 sqlx::query(
@@ -274,28 +261,28 @@ impl super::Store {
                 .await?;
             if assignment.state == "expired" {
                 // What the rater wrote is kept where they can read it again.
-                if !matches!(finish, Finish::Skipped { .. }) {
+                if outcome.has_answers() {
                     upsert_draft!(&mut *tx, &assignment, &answers, time_spent_s, now)?;
                 }
                 Err(Refusal::Expired)
             } else if assignment.state != "open" {
                 let same = before.as_ref().is_some_and(|r| {
-                    r.status != "draft"
+                    !r.status.is_draft()
                         && r.outcome == outcome
                         && r.answers.0 == answers
                         && r.note == note
                 });
                 match before {
                     Some(rating) if same => Ok(rating),
-                    _ => Err(Refusal::Closed(FINISHED)),
+                    _ => Err(Refusal::Closed(FINISHED.into())),
                 }
             } else {
                 sqlx::query(
                     "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
                                           skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, 'submitted', $7, $8, $9, $10, 1, $11, $11, $11)
+                     VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11)
                      ON CONFLICT (assignment_id) DO UPDATE
-                     SET outcome = excluded.outcome, status = 'submitted', answers = excluded.answers,
+                     SET outcome = excluded.outcome, status = excluded.status, answers = excluded.answers,
                          skip_reason = excluded.skip_reason, note = excluded.note,
                          time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
                              THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
@@ -313,9 +300,10 @@ impl super::Store {
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
+                .bind(Status::Submitted)
                 .execute(&mut *tx)
                 .await?;
-                let state = if outcome == "skipped" {
+                let state = if outcome.frees_the_task() {
                     "skipped"
                 } else {
                     "done"
@@ -326,7 +314,7 @@ impl super::Store {
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
-                if outcome == "skipped" {
+                if outcome.frees_the_task() {
                     sqlx::query(RELEASE_SLOT)
                         .bind(assignment.task_id)
                         .bind(overlap)
@@ -337,12 +325,8 @@ impl super::Store {
                     .bind(assignment.id)
                     .fetch_one(&mut *tx)
                     .await?;
-                let before = before.filter(|b| b.status != "draft");
-                let action = match outcome {
-                    "skipped" => "skip",
-                    "out_of_scope" => "out of scope",
-                    _ => "submit",
-                };
+                let before = before.filter(|b| !b.status.is_draft());
+                let action = outcome.finish_action();
                 insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
                 Ok(rating)
             }
@@ -371,16 +355,13 @@ impl super::Store {
                 .bind(rating_id)
                 .fetch_one(&mut *tx)
                 .await?;
-            if matches!(before.status.as_str(), "accepted" | "rejected" | "draft") {
-                Err(Refusal::Closed(match before.status.as_str() {
-                    "draft" => "this rating is still a draft; submit it from its task",
-                    _ => "a lead has already decided on this rating",
-                }))
+            if let Err(refusal) = lifecycle::check_revise_locked(before.status) {
+                Err(refusal)
             } else {
                 sqlx::query(
                     "UPDATE ratings SET outcome = $2, answers = $3, skip_reason = $4, note = $5,
                          time_spent_s = CASE WHEN $6 > time_spent_s THEN $6 ELSE time_spent_s END,
-                         status = 'submitted', version = version + 1, updated_at = $7
+                         status = $8, version = version + 1, updated_at = $7
                      WHERE id = $1",
                 )
                 .bind(rating_id)
@@ -390,9 +371,10 @@ impl super::Store {
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
+                .bind(Status::Submitted)
                 .execute(&mut *tx)
                 .await?;
-                if matches!(finish, Finish::Skipped { .. }) && before.outcome != "skipped" {
+                if finish.outcome().frees_the_task() && !before.outcome.frees_the_task() {
                     sqlx::query(
                         "UPDATE assignments SET state = 'skipped', updated_at = $2 WHERE id = $1",
                     )
@@ -448,13 +430,13 @@ macro_rules! upsert_draft {
         sqlx::query(
             "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
                                   time_spent_s, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, 'rated', 'draft', $6, $7, $8, $8)
+             VALUES ($1, $2, $3, $4, $5, $9, $10, $6, $7, $8, $8)
              ON CONFLICT (assignment_id) DO UPDATE
              SET answers = excluded.answers,
                  time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
                      THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
                  updated_at = excluded.updated_at
-             WHERE ratings.status = 'draft'",
+             WHERE ratings.status = $10",
         )
         .bind(Uuid::now_v7())
         .bind($assignment.id)
@@ -464,6 +446,8 @@ macro_rules! upsert_draft {
         .bind(Json($answers))
         .bind($time)
         .bind($now)
+        .bind($crate::lifecycle::Outcome::Rated)
+        .bind($crate::lifecycle::Status::Draft)
         .execute($tx)
         .await
     };

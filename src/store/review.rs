@@ -8,8 +8,9 @@ use uuid::Uuid;
 
 use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
-use super::ratings::{RATING_COLUMNS, Rating, Refusal, insert_history};
+use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{StoreResult, read, scan, transaction};
+use crate::lifecycle::{self, Decision, Outcome, Refusal, Status};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
@@ -21,7 +22,7 @@ pub struct QueueRow {
     pub batch_name: String,
     pub external_id: String,
     pub rater: String,
-    pub outcome: String,
+    pub outcome: Outcome,
     pub submitted_at: Option<DateTime<Utc>>,
     pub version: i32,
 }
@@ -31,8 +32,8 @@ pub struct QueueRow {
 pub struct TaskRating {
     pub rating_id: Uuid,
     pub rater: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     pub swapped: bool,
     pub answers: Json<Answers>,
     pub note: Option<String>,
@@ -46,8 +47,8 @@ pub struct ExportRow {
     pub batch: String,
     pub external_id: String,
     pub rater: String,
-    pub outcome: String,
-    pub status: String,
+    pub outcome: Outcome,
+    pub status: Status,
     pub swapped: bool,
     pub model_a: Option<String>,
     pub model_b: Option<String>,
@@ -65,8 +66,9 @@ pub struct ExportRow {
 /// Which ratings an export holds (drafts never).
 #[derive(Debug, Clone, Default)]
 pub struct ExportFilter {
-    pub outcome: Option<String>,
-    pub status: Option<String>,
+    pub outcome: Option<Outcome>,
+    /// A finished status (drafts are never exported).
+    pub status: Option<Status>,
     pub rater: Option<String>,
     pub submitted_since: Option<DateTime<Utc>>,
     pub submitted_until: Option<DateTime<Utc>>,
@@ -78,7 +80,7 @@ impl super::Store {
     pub async fn review_queue(
         &self,
         lead: Uuid,
-        role: crate::auth::Role,
+        role: crate::role::Role,
         batch: Option<Uuid>,
         cursor: Option<Cursor>,
         limit: i64,
@@ -86,21 +88,23 @@ impl super::Store {
         let from = format!(
             "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
              JOIN users u ON u.id = r.rater_id
-             WHERE r.status = 'submitted' AND r.outcome <> 'skipped' AND r.rater_id <> $1
+             WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1
                AND {} AND ($2 IS NULL OR r.batch_id = $2)",
-            crate::access::batch_filter(role)
+            super::batches::batch_filter(role)
         );
         let sql = format!(
             "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, t.external_id, u.username AS rater,
                     r.outcome, r.submitted_at, r.version
              {from}
-               AND ($3 IS NULL OR r.submitted_at > $3 OR (r.submitted_at = $3 AND r.id > $4))
-             ORDER BY r.submitted_at, r.id LIMIT $5"
+               AND ($5 IS NULL OR r.submitted_at > $5 OR (r.submitted_at = $5 AND r.id > $6))
+             ORDER BY r.submitted_at, r.id LIMIT $7"
         );
         let rows = read!(self, |pool| {
             sqlx::query_as::<_, QueueRow>(&sql)
                 .bind(lead)
                 .bind(batch)
+                .bind(Status::Submitted)
+                .bind(Outcome::Skipped)
                 .bind(cursor.map(|c| c.at))
                 .bind(cursor.map(|c| c.id))
                 .bind(limit + 1)
@@ -112,6 +116,8 @@ impl super::Store {
             sqlx::query_as(&count)
                 .bind(lead)
                 .bind(batch)
+                .bind(Status::Submitted)
+                .bind(Outcome::Skipped)
                 .fetch_one(pool)
                 .await
         })?;
@@ -128,7 +134,7 @@ impl super::Store {
         &self,
         rating_id: Uuid,
         reviewer: Uuid,
-        decision: &str,
+        decision: Decision,
         comment: Option<&str>,
         version: i32,
         overlap: i32,
@@ -137,11 +143,7 @@ impl super::Store {
         let lock = self.lock_clause();
         let locked = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
         let plain = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1");
-        let status = match decision {
-            "accept" => "accepted",
-            "return" => "returned",
-            _ => "rejected",
-        };
+        let status = decision.status();
         let result = transaction!(self, |tx| {
             let before = sqlx::query_as::<_, Rating>(&locked)
                 .bind(rating_id)
@@ -151,15 +153,8 @@ impl super::Store {
                 Err(Refusal::Stale {
                     current: before.version,
                 })
-            } else if before.status == "draft"
-                || before.outcome == "skipped"
-                || before.status == "rejected"
-            {
-                Err(Refusal::Closed(match before.status.as_str() {
-                    "draft" => "a draft is not ready for review",
-                    "rejected" => "a rejected rating stays rejected",
-                    _ => "a skip is not reviewed",
-                }))
+            } else if let Err(refusal) = lifecycle::check_review(before.outcome, before.status) {
+                Err(refusal)
             } else {
                 sqlx::query(
                     "UPDATE ratings SET status = $2, reviewed_at = $3, reviewed_by = $4, review_comment = $5,
@@ -186,7 +181,7 @@ impl super::Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-                if status == "rejected" {
+                if decision.frees_the_task() {
                     sqlx::query(RELEASE_SLOT)
                         .bind(before.task_id)
                         .bind(overlap)
@@ -218,9 +213,10 @@ impl super::Store {
                 "SELECT r.id AS rating_id, u.username AS rater, r.outcome, r.status, a.swapped, r.answers,
                         r.note, r.time_spent_s
                  FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
-                 WHERE r.task_id = $1 AND r.status <> 'draft' ORDER BY u.username",
+                 WHERE r.task_id = $1 AND r.status <> $2 ORDER BY u.username",
             )
             .bind(task_id)
+            .bind(Status::Draft)
             .fetch_all(pool)
             .await
         })?)
@@ -259,8 +255,8 @@ impl super::Store {
                 Ok(RatingFacts {
                     task_id: scan::get_uuid(row, 0)?,
                     rater: row.get(1)?,
-                    outcome: row.get(2)?,
-                    status: row.get(3)?,
+                    outcome: scan::get_parsed(row, 2)?,
+                    status: scan::get_parsed(row, 3)?,
                     answers: row.get(4)?,
                     swapped: row.get(5)?,
                     time_spent_s: row.get(6)?,
@@ -310,8 +306,8 @@ impl super::Store {
         if let Some(path) = self.sqlite_path() {
             let params = vec![
                 scan::uuid(batch_id),
-                scan::text(filter.outcome.as_deref()),
-                scan::text(filter.status.as_deref()),
+                scan::text(filter.outcome.map(Outcome::as_str)),
+                scan::text(filter.status.map(Status::as_str)),
                 scan::text(filter.rater.as_deref()),
                 scan::time(filter.submitted_since),
                 scan::time(filter.submitted_until),
@@ -332,8 +328,8 @@ impl super::Store {
         read!(self, |pool| {
             let mut rows = sqlx::query_as::<_, ExportRow>(sql)
                 .bind(batch_id)
-                .bind(filter.outcome.as_deref())
-                .bind(filter.status.as_deref())
+                .bind(filter.outcome)
+                .bind(filter.status)
                 .bind(filter.rater.as_deref())
                 .bind(filter.submitted_since)
                 .bind(filter.submitted_until)
@@ -363,8 +359,8 @@ fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
         batch: row.get(1)?,
         external_id: row.get(2)?,
         rater: row.get(3)?,
-        outcome: row.get(4)?,
-        status: row.get(5)?,
+        outcome: scan::get_parsed(row, 4)?,
+        status: scan::get_parsed(row, 5)?,
         swapped: row.get(6)?,
         model_a: row.get(7)?,
         model_b: row.get(8)?,

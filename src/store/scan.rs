@@ -40,6 +40,18 @@ pub(crate) fn get_uuid(row: &Row, i: usize) -> rusqlite::Result<Uuid> {
     })
 }
 
+/// Reads a text column holding a name (an outcome, a status) and parses it.
+pub(crate) fn get_parsed<T>(row: &Row, i: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: String = row.get(i)?;
+    text.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 /// Reads a column sqlx stored as a time.
 pub(crate) fn get_time(row: &Row, i: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
     let text: Option<String> = row.get(i)?;

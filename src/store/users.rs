@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{StoreResult, on_unique, read, transaction, write};
-use crate::auth::Role;
+use crate::role::Role;
 
 /// An account as stored. The password hash never leaves the auth module's checks.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -7,10 +7,10 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{Changes, NewUser, UserView};
-use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
 

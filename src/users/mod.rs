@@ -15,7 +15,7 @@ pub mod token_pages;
 pub mod tokens;
 
 /// API routes of this feature (each handler names the role it needs).
-pub fn api_router() -> crate::api::ApiRouter {
+pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router().merge(tokens::router())
 }
 

@@ -6,12 +6,12 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::api::ApiRouter;
 use crate::auth::{CurrentUser, Role, tokens};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::store::tokens::ApiToken;
 use crate::store::users::User;
+use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 

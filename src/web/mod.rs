@@ -12,13 +12,15 @@ use serde::de::DeserializeOwned;
 use tower_sessions::Session;
 
 use crate::auth::{CurrentUser, csrf};
+use crate::body::nul_in;
+pub use crate::body::{read_limited, refuse_nul_in_form, too_large};
 use crate::error::{AppError, ErrorBody, ErrorInfo};
 use crate::state::AppState;
 use crate::store::users::User;
 
 pub mod assets;
 pub mod headers;
-pub mod heavy;
+pub mod openapi;
 pub mod paging;
 pub mod shape;
 
@@ -71,42 +73,6 @@ pub fn render(page: &impl Template) -> Result<Html<String>, AppError> {
 /// (Uploads of tasks are not JSON bodies of this kind and keep the upload limit.)
 pub const JSON_LIMIT: usize = 4 * 1024 * 1024;
 
-/// Reads a body of at most `limit` bytes (and never more than the upload limit): a 413
-/// naming `what` as soon as it is announced or found to be larger, without reading the
-/// rest.
-pub async fn read_limited(
-    req: Request,
-    limit: usize,
-    state: &AppState,
-    what: &'static str,
-) -> Result<Vec<u8>, AppError> {
-    use futures_util::StreamExt;
-    let limit = limit.min(usize::try_from(state.config().max_upload_bytes).unwrap_or(usize::MAX));
-    let too_large = || AppError::BodyTooLarge {
-        what,
-        limit_kib: (limit / 1024) as u64,
-    };
-    let announced = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|length| length > limit as u64) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    let mut stream = req.into_body().into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| AppError::BadRequest(format!("could not read the {what}: {e}")))?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
 /// A JSON request body whose rejections use the app's error format: 415 without a JSON
 /// content type, 400 for malformed JSON, 422 for JSON of the wrong shape, 413 over the
 /// size limit.
@@ -157,17 +123,6 @@ fn refuse_nul_in_json(bytes: &[u8]) -> Result<(), AppError> {
     Err(nul_in(&nul_path(&value, "").unwrap_or_default()))
 }
 
-/// The 422 for a NUL character in a field, saying so in its message too (a page shows
-/// only the message).
-fn nul_in(field: &str) -> AppError {
-    let mut fields = crate::error::FieldErrors::new();
-    fields.insert(field.to_owned(), "contains a NUL character".to_owned());
-    AppError::Validation {
-        message: format!("{field} contains a NUL character"),
-        fields,
-    }
-}
-
 /// The path (`a.b`, `list.0`) of the first key or string in `value` holding a NUL.
 fn nul_path(value: &serde_json::Value, at: &str) -> Option<String> {
     let join = |key: &str| {
@@ -191,18 +146,6 @@ fn nul_path(value: &serde_json::Value, at: &str) -> Option<String> {
             }
         }),
         _ => None,
-    }
-}
-
-/// A form body's fields refused for a NUL character, like JSON's.
-pub fn refuse_nul_in_form(bytes: &[u8]) -> Result<(), AppError> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(bytes).unwrap_or_default();
-    match pairs
-        .iter()
-        .find(|(key, value)| key.contains('\0') || value.contains('\0'))
-    {
-        Some((key, _)) => Err(nul_in(key)),
-        None => Ok(()),
     }
 }
 
@@ -364,13 +307,6 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
     }
     fresh.extensions_mut().insert(info);
     fresh
-}
-
-/// The 413 for a body over the configured limit.
-pub fn too_large(state: &AppState) -> AppError {
-    AppError::TooLarge {
-        limit_mb: state.config().max_upload_bytes / (1024 * 1024),
-    }
 }
 
 /// The answer for a path no route matches.

@@ -1,4 +1,5 @@
-//! The login and logout pages.
+//! The login and logout pages: the feature that signs people in and out, built on
+//! `auth` (sessions, CSRF) and `web` (layout, rendering).
 
 use std::net::SocketAddr;
 
@@ -11,8 +12,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use super::csrf::{self, CsrfForm, LoginCsrfForm};
-use super::{LOGIN_AT_KEY, session_user};
+use crate::auth::csrf::{self, CsrfForm, LoginCsrfForm};
+use crate::auth::{LOGIN_AT_KEY, session_user};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;

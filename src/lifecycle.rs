@@ -1,0 +1,526 @@
+//! The rating lifecycle: what a rater finished a task with ([`Outcome`]), where the rating
+//! stands ([`Status`]), what a lead decides on it ([`Decision`]), and the transitions
+//! between them, as plain values with their rules beside them.
+//!
+//! Each name is stored in the database, sent in JSON and shown in pages as its
+//! snake_case name (`out_of_scope`, `submitted`, `return`). The columns are TEXT on both
+//! backends; the values are bound and read as text through the driver's own `str`
+//! support, so one implementation serves SQLite and PostgreSQL.
+//!
+//! Nothing here touches the web, the database or the runtime.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+/// A name that is not one of an enum's values; the message names the allowed ones
+/// (`unknown decision "maybe": use accept, return or reject`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What kind of name it is: `outcome`, `status` or `decision`.
+    pub what: &'static str,
+    pub given: String,
+    pub allowed: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (what, given) = (self.what, &self.given);
+        let allowed = match self.allowed {
+            [] => String::new(),
+            [one] => (*one).to_owned(),
+            [init @ .., last] => format!("{} or {last}", init.join(", ")),
+        };
+        write!(f, "unknown {what} {given:?}: use {allowed}")
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// Defines an enum stored, serialised and shown as the names given for its variants,
+/// with `as_str`, `ALL`, `NAMES`, `Display`, `FromStr` (refusing with the allowed
+/// names), serde, and sqlx `Type`/`Encode`/`Decode` for every driver that handles `str`.
+macro_rules! named {
+    ($(#[$meta:meta])* $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in the order they are documented.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+            /// Every name, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$($text,)+];
+
+            /// The name it is stored, sent and shown as.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+
+            /// The name for people: words, not an identifier (`out of scope`).
+            pub fn label(self) -> String {
+                self.as_str().replace('_', " ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownName;
+
+            fn from_str(text: &str) -> Result<Self, UnknownName> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownName {
+                        what: $what,
+                        given: text.to_owned(),
+                        allowed: Self::NAMES,
+                    }),
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = Cow::<'de, str>::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some(Self::NAMES.iter().copied()))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+
+        impl<DB: sqlx::Database> sqlx::Type<DB> for $name
+        where
+            str: sqlx::Type<DB>,
+        {
+            fn type_info() -> DB::TypeInfo {
+                <str as sqlx::Type<DB>>::type_info()
+            }
+
+            fn compatible(ty: &DB::TypeInfo) -> bool {
+                <str as sqlx::Type<DB>>::compatible(ty)
+            }
+        }
+
+        impl<'q, DB: sqlx::Database> sqlx::Encode<'q, DB> for $name
+        where
+            &'q str: sqlx::Encode<'q, DB>,
+        {
+            fn encode_by_ref(
+                &self,
+                buf: &mut <DB as sqlx::Database>::ArgumentBuffer<'q>,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&'q str as sqlx::Encode<'q, DB>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $name
+        where
+            &'r str: sqlx::Decode<'r, DB>,
+        {
+            fn decode(
+                value: <DB as sqlx::Database>::ValueRef<'r>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&'r str as sqlx::Decode<'r, DB>>::decode(value)?;
+                Ok(text.parse()?)
+            }
+        }
+    };
+}
+
+named! {
+    /// What a rater finished a task with.
+    Outcome("outcome") {
+        /// Every question answered.
+        Rated = "rated",
+        /// Given back, with a reason; the task goes to another rater.
+        Skipped = "skipped",
+        /// The prompt is outside what the batch rates, with an explanation.
+        OutOfScope = "out_of_scope",
+    }
+}
+
+named! {
+    /// Where a rating stands.
+    Status("status") {
+        /// Saved while the rater works; not yet finished.
+        Draft = "draft",
+        /// Finished by the rater and waiting for a lead (again, after a revision).
+        Submitted = "submitted",
+        /// Sent back to the rater by a lead, with a comment.
+        Returned = "returned",
+        /// Accepted by a lead.
+        Accepted = "accepted",
+        /// Rejected by a lead: final, and the task goes to another rater.
+        Rejected = "rejected",
+    }
+}
+
+named! {
+    /// A lead's decision on a rating.
+    Decision("decision") {
+        Accept = "accept",
+        /// Back to the rater, with a comment saying what to change.
+        Return = "return",
+        Reject = "reject",
+    }
+}
+
+impl Status {
+    /// The statuses a finished rating can have (every one but `draft`): what an export
+    /// may be filtered by.
+    pub const FINISHED: &'static [Status] = &[
+        Status::Submitted,
+        Status::Returned,
+        Status::Accepted,
+        Status::Rejected,
+    ];
+    /// Their names.
+    pub const FINISHED_NAMES: &'static [&'static str] =
+        &["submitted", "returned", "accepted", "rejected"];
+
+    /// Whether the rater is still working on it (it is nobody else's business yet).
+    pub fn is_draft(self) -> bool {
+        self == Status::Draft
+    }
+
+    /// Whether the rating is finished but no lead has settled it: the rater may still
+    /// change it (a returned rating goes back to `submitted` when they do).
+    pub fn can_revise(self) -> bool {
+        matches!(self, Status::Submitted | Status::Returned)
+    }
+
+    /// Whether a lead may (still) decide on it: it is finished and not rejected. An
+    /// accepted rating may be returned or rejected after all; a rejection is final.
+    pub fn can_review(self) -> bool {
+        !matches!(self, Status::Draft | Status::Rejected)
+    }
+
+    /// Whether a rated rating in this status is in the metrics.
+    pub fn counts(self) -> bool {
+        matches!(self, Status::Submitted | Status::Accepted)
+    }
+
+    /// The status a finished rating may be exported by, parsed; drafts are refused.
+    pub fn parse_finished(text: &str) -> Result<Status, UnknownName> {
+        match text.parse::<Status>() {
+            Ok(status) if status != Status::Draft => Ok(status),
+            _ => Err(UnknownName {
+                what: "status",
+                given: text.to_owned(),
+                allowed: Status::FINISHED_NAMES,
+            }),
+        }
+    }
+}
+
+impl Outcome {
+    /// Whether the rating has answers a lead can judge and a rater can revise (a skip has
+    /// none).
+    pub fn has_answers(self) -> bool {
+        self != Outcome::Skipped
+    }
+
+    /// Whether the rater's task slot goes back to the pool with it.
+    pub fn frees_the_task(self) -> bool {
+        self == Outcome::Skipped
+    }
+
+    /// The history's name for finishing an assignment with this outcome.
+    pub fn finish_action(self) -> &'static str {
+        match self {
+            Outcome::Rated => "submit",
+            Outcome::Skipped => "skip",
+            Outcome::OutOfScope => "out of scope",
+        }
+    }
+}
+
+impl Decision {
+    /// The status the rating has after it.
+    pub fn status(self) -> Status {
+        match self {
+            Decision::Accept => Status::Accepted,
+            Decision::Return => Status::Returned,
+            Decision::Reject => Status::Rejected,
+        }
+    }
+
+    /// Whether the lead must say why (the rater is to change something).
+    pub fn needs_comment(self) -> bool {
+        self == Decision::Return
+    }
+
+    /// Whether the task's slot goes back to the pool, so another rater rates it.
+    pub fn frees_the_task(self) -> bool {
+        self == Decision::Reject
+    }
+}
+
+/// The exclusion rule of the metrics, in one place: only rated ratings that are
+/// submitted or accepted count.
+pub fn counts_in_metrics(outcome: Outcome, status: Status) -> bool {
+    outcome == Outcome::Rated && status.counts()
+}
+
+/// Why a rating is left out of the metrics, in this order of precedence: a draft, a
+/// skip, out of scope, rejected, returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exclusion {
+    Draft,
+    Skipped,
+    OutOfScope,
+    Rejected,
+    Returned,
+}
+
+/// The one reason a rating is excluded from the metrics; `None` when it counts.
+pub fn exclusion(outcome: Outcome, status: Status) -> Option<Exclusion> {
+    if counts_in_metrics(outcome, status) {
+        return None;
+    }
+    Some(match (status, outcome) {
+        (Status::Draft, _) => Exclusion::Draft,
+        (_, Outcome::Skipped) => Exclusion::Skipped,
+        (_, Outcome::OutOfScope) => Exclusion::OutOfScope,
+        (Status::Rejected, _) => Exclusion::Rejected,
+        _ => Exclusion::Returned,
+    })
+}
+
+/// Why a change to an assignment or a rating was refused. The web layer turns each into
+/// an HTTP error in one place (`error.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The assignment is finished, or the rating is no longer the caller's to change.
+    Closed(Cow<'static, str>),
+    /// The assignment's lease ran out and its task went back to the pool. Answers sent
+    /// with the refused request were kept as the rating's draft.
+    Expired,
+    /// The rating changed since the caller read it; this is its version now.
+    Stale { current: i32 },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Closed(why) => f.write_str(why),
+            Refusal::Expired => f.write_str("the assignment's time ran out"),
+            Refusal::Stale { current } => {
+                write!(f, "the rating changed; it is at version {current} now")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Whether the rater may revise a rating with this outcome and status; the refusal says
+/// why not.
+pub fn check_revise(outcome: Outcome, status: Status) -> Result<(), Refusal> {
+    if !outcome.has_answers() {
+        Err(Refusal::Closed(
+            "a skipped task has no answers to revise".into(),
+        ))
+    } else if !status.can_revise() {
+        Err(Refusal::Closed(
+            format!("a {status} rating cannot be revised").into(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether the rater may revise a rating in this status, checked again once the rating
+/// is locked (the outcome may change in a revision, so only the status is checked).
+pub fn check_revise_locked(status: Status) -> Result<(), Refusal> {
+    match status {
+        Status::Draft => Err(Refusal::Closed(
+            "this rating is still a draft; submit it from its task".into(),
+        )),
+        s if !s.can_revise() => Err(Refusal::Closed(
+            "a lead has already decided on this rating".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a lead may decide on a rating with this outcome and status (whatever the
+/// decision); the refusal says why not.
+pub fn check_review(outcome: Outcome, status: Status) -> Result<(), Refusal> {
+    let why = match (status, outcome) {
+        (Status::Draft, _) => "a draft is not ready for review",
+        (Status::Rejected, _) => "a rejected rating stays rejected",
+        (_, Outcome::Skipped) => "a skip is not reviewed",
+        _ => return Ok(()),
+    };
+    Err(Refusal::Closed(why.into()))
+}
+
+/// Whether a lead may decide on it (see [`check_review`]).
+pub fn can_review(outcome: Outcome, status: Status) -> bool {
+    check_review(outcome, status).is_ok()
+}
+
+/// Whether the rater may still change it (see [`check_revise`]).
+pub fn can_revise(outcome: Outcome, status: Status) -> bool {
+    check_revise(outcome, status).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_ones_name_the_allowed() {
+        for o in Outcome::ALL {
+            assert_eq!(o.as_str().parse::<Outcome>(), Ok(*o));
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+        }
+        for s in Status::ALL {
+            assert_eq!(s.to_string().parse::<Status>(), Ok(*s));
+        }
+        for d in Decision::ALL {
+            let back: Decision = serde_json::from_value(d.as_str().into()).unwrap();
+            assert_eq!(back, *d);
+        }
+        assert_eq!(Outcome::NAMES, ["rated", "skipped", "out_of_scope"]);
+        assert_eq!(
+            "maybe".parse::<Decision>().unwrap_err().to_string(),
+            "unknown decision \"maybe\": use accept, return or reject"
+        );
+        assert_eq!(
+            "Rated".parse::<Outcome>().unwrap_err().to_string(),
+            "unknown outcome \"Rated\": use rated, skipped or out_of_scope"
+        );
+        let refused = serde_json::from_value::<Status>("done".into()).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("use draft, submitted, returned"),
+            "{refused}"
+        );
+        assert_eq!(Outcome::OutOfScope.label(), "out of scope");
+    }
+
+    #[test]
+    fn exports_filter_by_finished_statuses_only() {
+        assert_eq!(Status::parse_finished("accepted"), Ok(Status::Accepted));
+        let draft = Status::parse_finished("draft").unwrap_err();
+        assert_eq!(
+            draft.to_string(),
+            "unknown status \"draft\": use submitted, returned, accepted or rejected"
+        );
+        let names: Vec<&str> = Status::FINISHED.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, Status::FINISHED_NAMES);
+    }
+
+    #[test]
+    fn only_rated_submitted_or_accepted_ratings_count() {
+        for o in Outcome::ALL {
+            for s in Status::ALL {
+                let counts = counts_in_metrics(*o, *s);
+                let expected =
+                    *o == Outcome::Rated && matches!(s, Status::Submitted | Status::Accepted);
+                assert_eq!(counts, expected, "{o} {s}");
+                assert_eq!(exclusion(*o, *s).is_none(), counts, "{o} {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn exclusions_take_the_first_reason_in_order() {
+        use Exclusion as E;
+        use Outcome as O;
+        use Status as S;
+        let cases = [
+            (O::Skipped, S::Draft, E::Draft),
+            (O::OutOfScope, S::Draft, E::Draft),
+            (O::Skipped, S::Rejected, E::Skipped),
+            (O::OutOfScope, S::Accepted, E::OutOfScope),
+            (O::OutOfScope, S::Rejected, E::OutOfScope),
+            (O::Rated, S::Rejected, E::Rejected),
+            (O::Rated, S::Returned, E::Returned),
+        ];
+        for (o, s, reason) in cases {
+            assert_eq!(exclusion(o, s), Some(reason), "{o} {s}");
+        }
+    }
+
+    #[test]
+    fn decisions_lead_to_their_status() {
+        assert_eq!(Decision::Accept.status(), Status::Accepted);
+        assert_eq!(Decision::Return.status(), Status::Returned);
+        assert_eq!(Decision::Reject.status(), Status::Rejected);
+        assert!(Decision::Return.needs_comment() && !Decision::Accept.needs_comment());
+        assert!(Decision::Reject.frees_the_task() && !Decision::Return.frees_the_task());
+        // Every decision leads to a status the rater can revise only when returned.
+        for d in Decision::ALL {
+            assert_eq!(d.status().can_revise(), *d == Decision::Return, "{d}");
+        }
+    }
+
+    #[test]
+    fn raters_revise_until_a_lead_settles_it() {
+        assert!(can_revise(Outcome::Rated, Status::Submitted));
+        assert!(can_revise(Outcome::OutOfScope, Status::Returned));
+        for s in [Status::Draft, Status::Accepted, Status::Rejected] {
+            assert!(!can_revise(Outcome::Rated, s), "{s}");
+        }
+        assert_eq!(
+            check_revise(Outcome::Rated, Status::Accepted),
+            Err(Refusal::Closed(
+                "a accepted rating cannot be revised".into()
+            ))
+        );
+        assert_eq!(
+            check_revise(Outcome::Skipped, Status::Submitted),
+            Err(Refusal::Closed(
+                "a skipped task has no answers to revise".into()
+            ))
+        );
+        assert!(check_revise_locked(Status::Returned).is_ok());
+        assert!(check_revise_locked(Status::Draft).is_err());
+        assert!(check_revise_locked(Status::Rejected).is_err());
+    }
+
+    #[test]
+    fn leads_review_finished_ratings_until_rejected() {
+        assert!(can_review(Outcome::Rated, Status::Submitted));
+        assert!(can_review(Outcome::OutOfScope, Status::Returned));
+        assert!(can_review(Outcome::Rated, Status::Accepted));
+        assert!(!can_review(Outcome::Skipped, Status::Submitted));
+        assert_eq!(
+            check_review(Outcome::Rated, Status::Draft),
+            Err(Refusal::Closed("a draft is not ready for review".into()))
+        );
+        assert_eq!(
+            check_review(Outcome::Skipped, Status::Rejected),
+            Err(Refusal::Closed("a rejected rating stays rejected".into()))
+        );
+        assert!(Status::Submitted.can_review() && !Status::Rejected.can_review());
+    }
+}

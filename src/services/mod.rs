@@ -1,0 +1,49 @@
+//! Services the features share: plain async functions over the [`Store`] and plain
+//! values that return domain errors ([`ServiceError`]), not HTTP ones. Features (`assign`,
+//! `ratings`, `review`, ...) call them instead of each other; the web layer turns a
+//! `ServiceError` into an `AppError` in one `From` (in `error.rs`), and the CLI or a
+//! background worker can call the same functions without a web state.
+//!
+//! [`Store`]: crate::store::Store
+
+pub use crate::fields::FieldErrors;
+use crate::lifecycle::Refusal;
+use crate::store::StoreError;
+
+pub mod finish;
+pub mod rating;
+pub mod task;
+
+/// Why a service did not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The lifecycle does not allow it now (finished, expired, stale).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// There is no such thing, or the caller may not know it exists.
+    #[error("not found")]
+    NotFound,
+    /// The caller may see it but not do this to it.
+    #[error("not allowed")]
+    Forbidden,
+    /// What was given is wrong: field path to why.
+    #[error("{} field(s) are invalid", .0.len())]
+    Invalid(FieldErrors),
+    /// Stored data the service cannot make sense of (a fault, not the caller's).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServiceError {
+    /// Invalid input naming one field.
+    pub fn field(path: &str, why: impl Into<String>) -> Self {
+        let mut fields = FieldErrors::new();
+        fields.insert(path.to_owned(), why.into());
+        Self::Invalid(fields)
+    }
+}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;

@@ -1,0 +1,144 @@
+//! One rating as the people entitled to it see it: its rater (answers as they were
+//! shown) or a lead of its batch (answers canonical). Both the rater's pages and the
+//! lead's review read ratings through here.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{ServiceError, ServiceResult};
+use crate::lifecycle::{self, Outcome, Status};
+use crate::rubric::{self, Answers, Rubric};
+use crate::store::Store;
+use crate::store::assignments::Assignment;
+use crate::store::batches::Batch;
+use crate::store::ratings::Rating;
+use crate::store::users::User;
+
+/// Who is looking at a rating, which decides the orientation they get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// The rater who made it: answers as they were shown.
+    Owner,
+    /// A lead of its batch or an admin: answers in the task's canonical orientation.
+    Lead,
+}
+
+/// A rating with what is needed to show or change it.
+pub struct Access {
+    pub rating: Rating,
+    pub assignment: Assignment,
+    pub batch: Batch,
+    pub rubric: Arc<Rubric>,
+    pub viewer: Viewer,
+}
+
+/// The rating, if `user` may see it: its rater, or a lead of its batch, or an admin.
+/// Not found otherwise, so another rater's work is not even confirmed to exist.
+pub async fn access(store: &Store, id: Uuid, user: &User) -> ServiceResult<Access> {
+    let rating = store.rating(id).await?.ok_or(ServiceError::NotFound)?;
+    let viewer = if rating.rater_id == user.id {
+        Viewer::Owner
+    } else if crate::access::can_review(store, rating.batch_id, user).await? {
+        Viewer::Lead
+    } else {
+        return Err(ServiceError::NotFound);
+    };
+    let assignment = store
+        .assignment(rating.assignment_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    let batch = store
+        .batch(rating.batch_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    let rubric = store.batch_rubric(&batch).await?;
+    Ok(Access {
+        rating,
+        assignment,
+        batch,
+        rubric,
+        viewer,
+    })
+}
+
+impl Access {
+    /// Whether the viewer's answers are turned (an owner of a swapped assignment).
+    pub fn turn(&self) -> bool {
+        self.viewer == Viewer::Owner && self.assignment.swapped
+    }
+
+    /// The answers in the viewer's orientation.
+    pub fn answers(&self) -> Answers {
+        rubric::orient(&self.rubric, self.rating.answers.0.clone(), self.turn())
+    }
+
+    /// Whether the rater may still change it.
+    pub fn revisable(&self) -> bool {
+        lifecycle::can_revise(self.rating.outcome, self.rating.status)
+    }
+}
+
+/// A rating as the API shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RatingView {
+    pub id: Uuid,
+    pub assignment_id: Uuid,
+    pub batch_id: Uuid,
+    pub external_id: String,
+    pub outcome: Outcome,
+    pub status: Status,
+    /// In the orientation the caller is entitled to: as shown, for its rater;
+    /// canonical, for leads.
+    #[schema(value_type = Object)]
+    pub answers: Answers,
+    pub skip_reason: Option<String>,
+    pub note: Option<String>,
+    pub time_spent_s: i32,
+    pub version: i32,
+    pub submitted_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub reviewed_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub review_comment: Option<String>,
+    /// Leads only: whether the rater saw B first, and who the rater is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swapped: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rater: Option<String>,
+}
+
+/// The rating as `access`'s viewer may see it.
+pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
+    let task = store
+        .task(access.rating.task_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    let lead = access.viewer == Viewer::Lead;
+    let rater = if lead {
+        store
+            .user_by_id(access.rating.rater_id)
+            .await?
+            .map(|u| u.username)
+    } else {
+        None
+    };
+    let r = &access.rating;
+    Ok(RatingView {
+        id: r.id,
+        assignment_id: r.assignment_id,
+        batch_id: r.batch_id,
+        external_id: task.external_id,
+        outcome: r.outcome,
+        status: r.status,
+        answers: access.answers(),
+        skip_reason: r.skip_reason.clone(),
+        note: r.note.clone(),
+        time_spent_s: r.time_spent_s,
+        version: r.version,
+        submitted_at: r.submitted_at,
+        reviewed_at: r.reviewed_at,
+        review_comment: r.review_comment.clone(),
+        swapped: lead.then_some(access.assignment.swapped),
+        rater,
+    })
+}

@@ -1,0 +1,50 @@
+//! What the API's handlers need to describe themselves in the OpenAPI document: the
+//! router type that collects their descriptions, and the schemas of fields the server
+//! checks against a fixed list. The document itself is put together in `crate::api`,
+//! which merges every feature's router; the features only need this module, so none of
+//! them imports `api` back.
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::AppState;
+
+/// A string schema that allows only `values`: how the document states a field the server
+/// checks against a fixed list.
+pub(crate) fn one_of(values: &[&str]) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(values.iter().copied()))
+        .build()
+}
+
+/// The skip reasons the server takes.
+pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
+    let reasons: Vec<&str> = crate::rubric::SKIP_REASONS
+        .iter()
+        .map(|(r, _)| *r)
+        .collect();
+    one_of(&reasons)
+}
+
+pub(crate) fn batch_states() -> utoipa::openapi::Object {
+    one_of(&["open", "closed"])
+}
+
+pub(crate) fn decisions() -> utoipa::openapi::Object {
+    one_of(crate::lifecycle::Decision::NAMES)
+}
+
+pub(crate) fn export_formats() -> utoipa::openapi::Object {
+    one_of(&["csv", "jsonl"])
+}
+
+pub(crate) fn outcomes() -> utoipa::openapi::Object {
+    one_of(crate::lifecycle::Outcome::NAMES)
+}
+
+pub(crate) fn finished_statuses() -> utoipa::openapi::Object {
+    one_of(crate::lifecycle::Status::FINISHED_NAMES)
+}
+
+/// A router of API routes that also collects their OpenAPI description.
+pub type ApiRouter = OpenApiRouter<AppState>;
