@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::metrics::PositionBias;
 use crate::metrics::agreement::Agreement;
-use crate::metrics::{PositionBias, SxsSummary};
 
 const PALETTE: [&str; 8] = [
     "#2357c6", "#5b8def", "#9bb4e8", "#f3d27a", "#e8a15a", "#c9563c", "#8e44ad", "#7f8c8d",
@@ -18,49 +18,89 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Bars of the 1-7 side-by-side distribution, A's side in blue, B's in orange.
-pub fn histogram(sxs: &SxsSummary) -> String {
-    let (w, h, pad) = (420.0, 200.0, 28.0);
-    let max = sxs.distribution.values().copied().max().unwrap_or(0).max(1) as f64;
-    let bar = (w - 2.0 * pad) / 7.0;
+/// Which side a bar of a preference's distribution stands for, and so its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lean {
+    A,
+    Tie,
+    B,
+    /// Not a preference: one colour for every bar.
+    None,
+}
+
+/// One bar: its label, its count and its lean.
+pub struct Bar {
+    pub label: String,
+    pub n: u64,
+    pub lean: Lean,
+}
+
+/// Bars of a distribution, in order: answers favouring A in blue, B in orange, ties grey.
+/// Each bar is labelled under it and its count above it, and a legend says the colours.
+pub fn bars(title: &str, bars: &[Bar]) -> String {
+    let (w, h, pad) = (420.0, 210.0, 28.0);
+    let max = bars.iter().map(|b| b.n).max().unwrap_or(0).max(1) as f64;
+    let width = (w - 2.0 * pad) / bars.len().max(1) as f64;
     let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"Side-by-side scores\">"
+        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\">",
+        escape(title)
     );
-    for score in 1..=7 {
-        let n = sxs
-            .distribution
-            .get(&score.to_string())
-            .copied()
-            .unwrap_or(0);
-        let height = (h - 2.0 * pad) * n as f64 / max;
-        let x = pad + bar * (score - 1) as f64;
+    let colour = |lean: Lean| match lean {
+        Lean::A => PALETTE[0],
+        Lean::Tie => PALETTE[7],
+        Lean::B => PALETTE[4],
+        Lean::None => PALETTE[1],
+    };
+    for (i, bar) in bars.iter().enumerate() {
+        let height = (h - 2.0 * pad - 12.0) * bar.n as f64 / max;
+        let x = pad + width * i as f64;
         let y = h - pad - height;
-        let colour = match score {
-            1..=3 => PALETTE[0],
-            4 => PALETTE[7],
-            _ => PALETTE[4],
-        };
+        let (n, label) = (bar.n, escape(&bar.label));
         let _ = write!(
             svg,
-            "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{colour}\"><title>{score}: {n}</title></rect>\
+            "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{}\"><title>{label}: {n}</title></rect>\
              <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{n}</text>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\">{score}</text>",
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{label}</text>",
             x + 3.0,
-            bar - 6.0,
-            x + bar / 2.0,
+            width - 6.0,
+            colour(bar.lean),
+            x + width / 2.0,
             y - 4.0,
-            x + bar / 2.0,
+            x + width / 2.0,
             h - pad + 16.0
+        );
+    }
+    let leans: Vec<Lean> = [Lean::A, Lean::Tie, Lean::B]
+        .into_iter()
+        .filter(|l| bars.iter().any(|b| b.lean == *l))
+        .collect();
+    for (i, lean) in leans.iter().enumerate() {
+        let text = match lean {
+            Lean::A => "A better",
+            Lean::Tie => "about the same",
+            _ => "B better",
+        };
+        let x = pad + 120.0 * i as f64;
+        let _ = write!(
+            svg,
+            "<rect x=\"{x:.1}\" y=\"4\" width=\"10\" height=\"10\" fill=\"{}\"/>\
+             <text x=\"{:.1}\" y=\"13\" font-size=\"11\">{text}</text>",
+            colour(*lean),
+            x + 14.0
         );
     }
     svg.push_str("</svg>");
     svg
 }
 
-/// One stacked bar per question: the share of each option.
-pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>) -> String {
+/// One stacked bar per question (but those in `apart`, charted on their own): the share
+/// of each option.
+pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &[&str]) -> String {
     let (label_w, bar_w, row_h) = (190.0, 420.0, 26.0);
-    let rows: Vec<_> = fields.iter().filter(|(k, _)| *k != "sxs").collect();
+    let rows: Vec<_> = fields
+        .iter()
+        .filter(|(k, _)| !apart.contains(&k.as_str()))
+        .collect();
     let h = row_h * rows.len() as f64 + 10.0;
     let mut svg = format!(
         "<svg class=\"chart\" viewBox=\"0 0 {} {h}\" role=\"img\" aria-label=\"Answers per question\">",
@@ -174,48 +214,90 @@ pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
     svg
 }
 
-/// The mean canonical score when A was shown first, and when B was.
-pub fn position_bias(bias: &PositionBias) -> String {
+/// The lean to the response shown first: on a scale from `min` to `max`, the mean
+/// canonical score when A was shown first and when B was; otherwise the share of
+/// decisive answers that favoured the response shown first, against the half of no lean.
+pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
     let (w, h) = (420.0, 90.0);
     let mut svg = format!(
         "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"Position bias\">"
     );
-    let scale = |s: f64| 120.0 + (w - 140.0) * (s - 1.0) / 6.0;
     let _ = write!(
         svg,
         "<rect x=\"120\" y=\"40\" width=\"{:.1}\" height=\"2\" fill=\"#dfe3e8\"/>",
         w - 140.0
     );
-    for (i, (label, side)) in [
-        ("A shown first", &bias.not_swapped),
-        ("B shown first", &bias.swapped),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let y = 25.0 + 30.0 * i as f64;
-        let _ = write!(
-            svg,
-            "<text x=\"0\" y=\"{y:.1}\" font-size=\"12\">{label} (n={})</text>",
-            side.n
-        );
-        if let Some(mean) = side.mean {
+    match bias {
+        PositionBias::Scale {
+            not_swapped,
+            swapped,
+            ..
+        } => {
+            let span = (max - min).max(1) as f64;
+            let scale = |s: f64| 120.0 + (w - 140.0) * (s - min as f64) / span;
+            for (i, (label, side)) in [("A shown first", not_swapped), ("B shown first", swapped)]
+                .iter()
+                .enumerate()
+            {
+                let y = 25.0 + 30.0 * i as f64;
+                let _ = write!(
+                    svg,
+                    "<text x=\"0\" y=\"{y:.1}\" font-size=\"12\">{label} (n={})</text>",
+                    side.n
+                );
+                if let Some(mean) = side.mean {
+                    let _ = write!(
+                        svg,
+                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{}\"><title>mean {mean:.2}</title></circle>",
+                        scale(mean),
+                        y - 4.0,
+                        PALETTE[i * 4]
+                    );
+                }
+            }
+            for s in min..=max {
+                let _ = write!(
+                    svg,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{s}</text>",
+                    scale(s as f64),
+                    h - 4.0
+                );
+            }
+        }
+        PositionBias::Shares {
+            decisive,
+            shown_first,
+        } => {
+            let at = |share: f64| 120.0 + (w - 140.0) * share;
             let _ = write!(
                 svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{}\"><title>mean {mean:.2}</title></circle>",
-                scale(mean),
-                y - 4.0,
-                PALETTE[i * 4]
+                "<text x=\"0\" y=\"45\" font-size=\"12\">shown first wins (n={decisive})</text>\
+                 <rect x=\"{:.1}\" y=\"30\" width=\"1\" height=\"22\" fill=\"#7f8c8d\"><title>no lean</title></rect>",
+                at(0.5)
             );
+            if let Some(e) = shown_first {
+                let _ = write!(
+                    svg,
+                    "<rect x=\"{:.1}\" y=\"38\" width=\"{:.1}\" height=\"6\" fill=\"#9bb4e8\"><title>95% interval {:.0}%-{:.0}%</title></rect>\
+                     <circle cx=\"{:.1}\" cy=\"41\" r=\"5\" fill=\"{}\"><title>{:.0}%</title></circle>",
+                    at(e.low),
+                    at(e.high) - at(e.low),
+                    100.0 * e.low,
+                    100.0 * e.high,
+                    at(e.value),
+                    PALETTE[0],
+                    100.0 * e.value
+                );
+            }
+            for (share, label) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
+                let _ = write!(
+                    svg,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{label}</text>",
+                    at(share),
+                    h - 4.0
+                );
+            }
         }
-    }
-    for s in 1..=7 {
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{s}</text>",
-            scale(s as f64),
-            h - 4.0
-        );
     }
     svg.push_str("</svg>");
     svg
@@ -232,7 +314,7 @@ mod tests {
             "a.<script>".to_owned(),
             BTreeMap::from([("<b>x</b>".to_owned(), 3u64)]),
         );
-        let svg = stacked_fields(&fields);
+        let svg = stacked_fields(&fields, &[]);
         assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;script&gt;"));
         assert!(!svg.contains("style="), "no inline styles");

@@ -1,6 +1,8 @@
 //! A batch's metrics for leads: `GET /api/v1/batches/{id}/metrics` and the batch page
 //! with its charts (SVG drawn here, readable without JavaScript).
 
+use std::sync::Arc;
+
 use askama::Template;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -11,7 +13,8 @@ use uuid::Uuid;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppError, AppResult, ErrorBody};
-use crate::metrics::{Accumulator, Metrics};
+use crate::metrics::{Accumulator, Metrics, PreferenceSummary, ScoreSummary};
+use crate::rubric::{Answer, Role, Rubric};
 use crate::state::AppState;
 use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
@@ -34,8 +37,12 @@ pub fn page_router() -> Router<AppState> {
 /// How many open assignments the batch page lists.
 const HELD_SHOWN: i64 = 500;
 
-/// Computes the metrics of a batch the lead may see.
-pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(BatchView, Metrics)> {
+/// Computes the metrics of a batch the lead may see; with the rubric they were made under.
+pub async fn compute(
+    state: &AppState,
+    id: Uuid,
+    lead: &User,
+) -> AppResult<(BatchView, Metrics, Arc<Rubric>)> {
     let summary = crate::batches::visible(state, id, lead).await?;
     let rubric = state.store().batch_rubric(&summary.batch).await?;
     let tasks = summary.progress.tasks;
@@ -54,7 +61,7 @@ pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<(Batc
         .map_err(AppError::internal)?;
     drop(turn);
     let view = crate::batches::view(state, summary, lead).await?;
-    Ok((view, metrics))
+    Ok((view, metrics, rubric))
 }
 
 /// The batch's metrics. Only ratings with outcome `rated` and status `submitted` or
@@ -70,17 +77,38 @@ pub async fn metrics_api(
     Ok(Json(compute(&state, id, &lead).await?.1))
 }
 
+/// A preference question as the page shows it.
+struct PreferenceView {
+    label: String,
+    summary: PreferenceSummary,
+    /// SVG drawn by `charts` from numbers and escaped labels only.
+    chart: String,
+    /// With several preferences, this one's own lean.
+    bias_chart: Option<String>,
+}
+
+/// A score as the page shows it.
+struct ScoreView {
+    label: String,
+    summary: ScoreSummary,
+    chart: String,
+}
+
 #[derive(Template)]
 #[template(path = "dashboard/batch.html")]
 struct BatchPage {
     layout: Layout,
     batch: BatchView,
     metrics: Metrics,
+    preferences: Vec<PreferenceView>,
+    scores: Vec<ScoreView>,
     /// SVG drawn by `charts` from numbers and escaped labels only.
-    sxs_chart: String,
     fields_chart: String,
     agreement_chart: String,
-    bias_chart: String,
+    /// The lean to the response shown first, of the one preference or all pooled.
+    bias_chart: Option<String>,
+    /// What the middle of `bias_chart` means.
+    bias_midpoint: Option<i64>,
     /// Tasks raters hold open now, oldest first.
     held: Vec<crate::store::assignments::Held>,
     held_shown: i64,
@@ -92,16 +120,117 @@ async fn page(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let (batch, metrics) = compute(&state, id, &lead).await?;
+    let (batch, metrics, rubric) = compute(&state, id, &lead).await?;
     let held = state.store().held(id, HELD_SHOWN).await?;
+    let scale_of = |q: &crate::rubric::Question| match (&q.answer, &q.metrics) {
+        (Answer::Scale { min, max, .. }, Some(Role::Preference { midpoint, .. })) => {
+            Some((*min, *max, *midpoint))
+        }
+        _ => None,
+    };
+    let mut preferences = Vec::new();
+    for (key, summary) in &metrics.preferences {
+        let Some(question) = rubric.question(key) else {
+            continue;
+        };
+        let bars: Vec<charts::Bar> = question
+            .options()
+            .into_iter()
+            .map(|(value, label)| {
+                let name = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                let lean = match (&question.metrics, scale_of(question), value.as_i64()) {
+                    (_, Some((_, _, Some(mid))), Some(v)) => match v.cmp(&mid) {
+                        std::cmp::Ordering::Less => charts::Lean::A,
+                        std::cmp::Ordering::Equal => charts::Lean::Tie,
+                        std::cmp::Ordering::Greater => charts::Lean::B,
+                    },
+                    (Some(Role::Preference { a, b, .. }), None, _) => {
+                        if a.as_deref() == Some(name.as_str()) {
+                            charts::Lean::A
+                        } else if b.as_deref() == Some(name.as_str()) {
+                            charts::Lean::B
+                        } else {
+                            charts::Lean::Tie
+                        }
+                    }
+                    _ => charts::Lean::None,
+                };
+                // A scale's bars are its numbers (the labels say what they mean).
+                let shown = if scale_of(question).is_some() {
+                    name.clone()
+                } else {
+                    label.to_owned()
+                };
+                charts::Bar {
+                    n: summary.distribution.get(&name).copied().unwrap_or(0),
+                    label: shown,
+                    lean,
+                }
+            })
+            .collect();
+        let (min, max) = scale_of(question).map_or((0, 1), |(min, max, _)| (min, max));
+        preferences.push(PreferenceView {
+            label: question.label.clone(),
+            chart: charts::bars(&question.label, &bars),
+            bias_chart: summary
+                .position_bias
+                .as_ref()
+                .map(|b| charts::position_bias(b, min, max)),
+            summary: summary.clone(),
+        });
+    }
+    let slots = rubric.slots();
+    let scores = metrics
+        .scores
+        .iter()
+        .map(|(path, summary)| {
+            let label = slots
+                .iter()
+                .find(|s| s.path() == *path)
+                .map_or(path.clone(), |s| s.label().to_owned());
+            let bars: Vec<charts::Bar> = summary
+                .distribution
+                .iter()
+                .map(|(value, n)| charts::Bar {
+                    label: value.clone(),
+                    n: *n,
+                    lean: charts::Lean::None,
+                })
+                .collect();
+            ScoreView {
+                chart: charts::bars(&label, &bars),
+                label,
+                summary: summary.clone(),
+            }
+        })
+        .collect();
+    // The one preference's scale, when the rubric has exactly one on a scale.
+    let only_scale = match metrics.preferences.keys().collect::<Vec<_>>()[..] {
+        [key] => rubric.question(key).and_then(scale_of),
+        _ => None,
+    };
+    let (min, max) = only_scale.map_or((0, 1), |(min, max, _)| (min, max));
+    let apart: Vec<&str> = metrics
+        .preferences
+        .keys()
+        .chain(metrics.scores.keys())
+        .map(String::as_str)
+        .collect();
     let page = BatchPage {
         layout: page_user.layout,
         held,
         held_shown: HELD_SHOWN,
-        sxs_chart: charts::histogram(&metrics.sxs),
-        fields_chart: charts::stacked_fields(&metrics.fields),
+        fields_chart: charts::stacked_fields(&metrics.fields, &apart),
         agreement_chart: charts::agreement(&metrics.agreement),
-        bias_chart: charts::position_bias(&metrics.position_bias),
+        bias_chart: metrics
+            .position_bias
+            .as_ref()
+            .map(|b| charts::position_bias(b, min, max)),
+        bias_midpoint: only_scale.and_then(|(_, _, mid)| mid),
+        preferences,
+        scores,
         batch,
         metrics,
     };

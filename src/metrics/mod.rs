@@ -1,9 +1,22 @@
-//! A batch's metrics, computed from its ratings one row at a time.
+//! A batch's metrics, computed from its ratings one row at a time, for any rubric: what
+//! each question's metrics role says is measured (see [`crate::rubric::Role`]).
 //!
 //! Only ratings with outcome `rated` and status `submitted` or `accepted` are included.
 //! Every other rating is excluded from every figure and counted under one reason:
 //! draft, skipped, out of scope, rejected or returned (in that order of precedence).
 //! Answers are read in the task's canonical orientation.
+//!
+//! - Every question with a role has its distribution and its agreement (Krippendorff's
+//!   alpha at the level its role gives; a score also at the ordinal level, under
+//!   `<path>:ordinal`).
+//! - Each preference (which response is better) has its summary under its own key at the
+//!   top of the metrics (`sxs` for blackhat): shares of A wins, ties and B wins, and the
+//!   mean for a scale. With one preference in the rubric, the top-level `position_bias`
+//!   and `models` are its own; with several, each summary has its own and the top-level
+//!   ones pool them all.
+//! - Each score has its mean and distribution, and a mean per model.
+//! - Raters are compared with each other on the rubric's first preference (else its first
+//!   score).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,7 +25,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::lifecycle::{Exclusion, Outcome, Status};
-use crate::rubric::{Role, Rubric, Slot};
+use crate::rubric::{Answer, Role, Rubric, Slot, Subject};
 
 pub mod agreement;
 pub mod bradley_terry;
@@ -57,16 +70,46 @@ pub struct Counts {
     pub returned: u64,
 }
 
+/// One preference question: which response the raters found better.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct SxsSummary {
+pub struct PreferenceSummary {
     pub n: u64,
+    /// The mean of a scale (`null` for a choice of A, B or tie), with a 95% interval.
     pub mean: Option<Estimate>,
-    /// Ratings per score, "1" to "7".
+    /// Ratings per answer (every value of a scale, from its lowest).
     pub distribution: BTreeMap<String, u64>,
-    /// Shares of scores 1-3 (A better), 4 (tie) and 5-7 (B better), with Wilson intervals.
+    /// Shares of answers that favour A, that are ties, and that favour B (on a scale:
+    /// below, at and above its midpoint), with Wilson intervals.
     pub a_wins: Option<Estimate>,
     pub ties: Option<Estimate>,
     pub b_wins: Option<Estimate>,
+    /// This question's own lean and model table, when the rubric has several
+    /// preferences (with one, they are the top-level `position_bias` and `models`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_bias: Option<PositionBias>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<Models>,
+}
+
+/// One score (a number whose mean means something, e.g. an additive total).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ScoreSummary {
+    pub n: u64,
+    pub mean: Option<Estimate>,
+    /// Ratings per value, every value from the lowest to the highest.
+    pub distribution: BTreeMap<String, u64>,
+    /// The mean per model, best first (the response's model; for a question asked of
+    /// each response, that response's model).
+    pub models: Vec<ModelScore>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ModelScore {
+    /// 1 for the highest mean.
+    pub rank: usize,
+    pub model: String,
+    pub n: u64,
+    pub mean: Option<Estimate>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -77,7 +120,8 @@ pub struct RaterStats {
     /// Of the rater's finished work (drafts aside).
     pub skip_rate: Option<f64>,
     pub out_of_scope_rate: Option<f64>,
-    /// Share of equal side-by-side scores when paired with other raters on a task.
+    /// Share of equal answers to the rubric's first preference (else its first score)
+    /// when paired with other raters on a task.
     pub agreement_with_others: Option<f64>,
     /// Those pairs.
     pub pairs_with_others: u64,
@@ -90,19 +134,32 @@ pub struct Side {
     pub mean: Option<f64>,
 }
 
+/// Whether raters lean to the response shown first.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct PositionBias {
-    /// Ratings where A was shown first.
-    pub not_swapped: Side,
-    /// Ratings where B was shown first.
-    pub swapped: Side,
-    /// The mean score as the raters saw it (4 = no lean; below 4 = a lean to whatever
-    /// was shown first).
-    pub shown_mean: Option<Estimate>,
+#[serde(untagged)]
+pub enum PositionBias {
+    /// For a preference on a scale.
+    Scale {
+        /// Ratings where A was shown first.
+        not_swapped: Side,
+        /// Ratings where B was shown first.
+        swapped: Side,
+        /// The mean score as the raters saw it (the midpoint = no lean; below it = a lean
+        /// to whatever was shown first).
+        shown_mean: Option<Estimate>,
+    },
+    /// For a choice of A, B or tie, or several preferences pooled.
+    Shares {
+        /// Answers that favour one response.
+        decisive: u64,
+        /// Of those, the share that favour the response shown first (0.5 = no lean),
+        /// with a Wilson interval.
+        shown_first: Option<Estimate>,
+    },
 }
 
 /// One pair of models, whichever way round the tasks had them: `model_a` is the first of
-/// the two by name, and every score is read as if that model had been response A.
+/// the two by name, and every answer is read as if that model had been response A.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ModelPair {
     pub model_a: String,
@@ -111,7 +168,8 @@ pub struct ModelPair {
     pub a_wins: u64,
     pub ties: u64,
     pub b_wins: u64,
-    /// Mean side-by-side score (1 = `model_a` much better), with a 95% interval.
+    /// Mean score on a scale (its lowest = `model_a` much better), with a 95% interval;
+    /// `null` for a choice or pooled preferences.
     pub mean: Option<Estimate>,
     /// Shares of wins and ties, with Wilson intervals.
     pub a_win_share: Option<Estimate>,
@@ -122,7 +180,8 @@ pub struct ModelPair {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Models {
     pub pairs: Vec<ModelPair>,
-    /// Present when more than two models are compared.
+    /// Present when more than two models are compared: Bradley-Terry strengths, a tie
+    /// counting half a win to each.
     pub ranking: Option<Vec<bradley_terry::Ranked>>,
 }
 
@@ -137,14 +196,65 @@ pub struct RubricRef {
 pub struct Metrics {
     pub rubric: RubricRef,
     pub counts: Counts,
-    pub sxs: SxsSummary,
+    /// Each preference question's summary, under its key (`sxs`, `helpfulness`, ...).
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub preferences: BTreeMap<String, PreferenceSummary>,
+    /// Each score's summary, by its path.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub scores: BTreeMap<String, ScoreSummary>,
+    /// Per yes/no question: the share of yes, with a Wilson interval.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub yes_shares: BTreeMap<String, Estimate>,
     /// Per question (`a.correctness`, ..., and the batch's classifications as
     /// `classifications.<key>`): answers per option.
     pub fields: BTreeMap<String, BTreeMap<String, u64>>,
     pub agreement: BTreeMap<String, Agreement>,
     pub raters: Vec<RaterStats>,
-    pub position_bias: PositionBias,
-    pub models: Models,
+    /// Absent for a rubric without a preference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_bias: Option<PositionBias>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<Models>,
+}
+
+/// Which response an answer favours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Favours {
+    A,
+    Tie,
+    B,
+}
+
+impl Favours {
+    /// The same answer read with A and B the other way round.
+    fn flipped(self) -> Self {
+        match self {
+            Favours::A => Favours::B,
+            Favours::Tie => Favours::Tie,
+            Favours::B => Favours::A,
+        }
+    }
+}
+
+/// How metrics read a question beyond its distribution and agreement.
+#[derive(Debug, Clone)]
+enum Reading {
+    Plain,
+    /// A preference on a scale: value = code + min - 1.
+    Scale {
+        min: i64,
+        max: i64,
+        midpoint: i64,
+    },
+    /// A preference among options: which each code (index = code - 1) favours.
+    Choice {
+        favours: Vec<Option<Favours>>,
+    },
+    /// A number: value = code + min - 1.
+    Score {
+        min: i64,
+    },
 }
 
 /// One answer as metrics see it: where it sits and how it is coded.
@@ -159,25 +269,23 @@ struct Question {
     names: Vec<String>,
     /// Codes left out of agreement (N/A, cannot assess).
     unscaled: Vec<bool>,
-    /// For a scale: its lowest value (code 1) and highest.
-    min: i64,
-    max: i64,
     level: agreement::Level,
-    /// For a preference on a scale: the score that means "about the same".
-    midpoint: Option<i64>,
+    reading: Reading,
+    yes_no: bool,
 }
 
 impl Question {
     /// The answer of `slot` as metrics read it, if its role puts it in metrics.
     fn new(rubric: &Rubric, slot: Slot<'_>) -> Option<Self> {
         let role = slot.metrics()?;
-        let values: Vec<serde_json::Value> = match slot {
-            Slot::Asked { question, .. } => {
-                question.options().into_iter().map(|(v, _)| v).collect()
-            }
+        let (values, yes_no): (Vec<serde_json::Value>, bool) = match slot {
+            Slot::Asked { question, .. } => (
+                question.options().into_iter().map(|(v, _)| v).collect(),
+                matches!(question.answer, Answer::YesNo { .. }),
+            ),
             Slot::Derived(d) => {
                 let (low, high) = d.range(rubric);
-                (low..=high).map(serde_json::Value::from).collect()
+                ((low..=high).map(serde_json::Value::from).collect(), false)
             }
         };
         let texts: Vec<String> = values.iter().map(|v| v.to_string()).collect();
@@ -185,20 +293,53 @@ impl Question {
             .iter()
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
             .collect();
-        let (unscaled_values, level, midpoint): (&[serde_json::Value], _, _) = match role {
+        let min = values
+            .first()
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(1);
+        let max = values
+            .last()
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        let none: &[serde_json::Value] = &[];
+        let (unscaled_values, level, reading) = match role {
             Role::Preference {
-                midpoint: Some(m), ..
-            } => (&[], agreement::Level::Ordinal, Some(*m)),
-            Role::Preference { .. } => (&[], agreement::Level::Nominal, None),
-            Role::Ordinal { unscaled } => (unscaled, agreement::Level::Ordinal, None),
-            Role::Nominal { unscaled } => (unscaled, agreement::Level::Nominal, None),
-            Role::Score => (&[], agreement::Level::Interval, None),
+                midpoint: Some(midpoint),
+                ..
+            } => (
+                none,
+                agreement::Level::Ordinal,
+                Reading::Scale {
+                    min,
+                    max,
+                    midpoint: *midpoint,
+                },
+            ),
+            Role::Preference { a, b, tie, .. } => {
+                let favours = names
+                    .iter()
+                    .map(|n| {
+                        [(a, Favours::A), (b, Favours::B), (tie, Favours::Tie)]
+                            .into_iter()
+                            .find(|(v, _)| v.as_deref() == Some(n.as_str()))
+                            .map(|(_, f)| f)
+                    })
+                    .collect();
+                (none, agreement::Level::Nominal, Reading::Choice { favours })
+            }
+            Role::Ordinal { unscaled } => (
+                unscaled.as_slice(),
+                agreement::Level::Ordinal,
+                Reading::Plain,
+            ),
+            Role::Nominal { unscaled } => (
+                unscaled.as_slice(),
+                agreement::Level::Nominal,
+                Reading::Plain,
+            ),
+            Role::Score => (none, agreement::Level::Interval, Reading::Score { min }),
         };
         let unscaled = values.iter().map(|v| unscaled_values.contains(v)).collect();
-        let (min, max) = match values.first().zip(values.last()) {
-            Some((low, high)) => (low.as_i64().unwrap_or(1), high.as_i64().unwrap_or(0)),
-            None => (1, 0),
-        };
         Some(Self {
             path: slot.path(),
             side: slot.side().map(crate::rubric::Side::key),
@@ -206,10 +347,9 @@ impl Question {
             texts,
             names,
             unscaled,
-            min,
-            max,
             level,
-            midpoint,
+            reading,
+            yes_no,
         })
     }
 
@@ -223,17 +363,61 @@ impl Question {
             .map_or(0, |i| i as u8 + 1)
     }
 
-    fn level(&self) -> agreement::Level {
-        self.level
+    /// Which response a (non-zero) code favours, for a preference.
+    fn favours(&self, code: u8) -> Option<Favours> {
+        let index = usize::from(code).checked_sub(1)?;
+        match &self.reading {
+            Reading::Scale { min, midpoint, .. } => {
+                let value = min + index as i64;
+                Some(match value.cmp(midpoint) {
+                    std::cmp::Ordering::Less => Favours::A,
+                    std::cmp::Ordering::Equal => Favours::Tie,
+                    std::cmp::Ordering::Greater => Favours::B,
+                })
+            }
+            Reading::Choice { favours } => favours.get(index).copied().flatten(),
+            Reading::Plain | Reading::Score { .. } => None,
+        }
+    }
+
+    /// The number a (non-zero) code stands for, on a scale or a score.
+    fn value(&self, code: u8) -> Option<i64> {
+        match self.reading {
+            Reading::Scale { min, .. } | Reading::Score { min } => Some(min + i64::from(code) - 1),
+            _ => None,
+        }
+    }
+
+    fn is_preference(&self) -> bool {
+        matches!(self.reading, Reading::Scale { .. } | Reading::Choice { .. })
     }
 }
 
 type RawMap<'a> = HashMap<&'a str, &'a RawValue>;
 
+/// One answer to a preference as a model table counts it: what it favours, read with the
+/// first model by name as A, and its score on a scale.
+type PairAnswer = (Favours, Option<f64>);
+
+/// What a preference question gathers beyond its codes.
+#[derive(Default)]
+struct PreferenceTally {
+    /// Scale answers as the raters saw them (for the lean).
+    shown_scores: Vec<f64>,
+    /// Canonical score sums and counts, by whether A and B were swapped.
+    by_swap: [(u64, f64); 2],
+    /// Decisive answers, and those that favour the response shown first.
+    decisive: u64,
+    shown_first: u64,
+    /// Per unordered pair of models (by name).
+    model_pairs: BTreeMap<(String, String), Vec<PairAnswer>>,
+}
+
 /// Folds rating rows into metrics. Per included rating it keeps a few bytes (task,
 /// rater, one code per question); agreement is built at the end, task by task.
 pub struct Accumulator {
     rubric: RubricRef,
+    subject: Subject,
     questions: Vec<Question>,
     counts: Counts,
     /// Per question, per code (index 0 unused): how often it was given.
@@ -244,12 +428,12 @@ pub struct Accumulator {
     codes: Vec<u8>,
     raters: Vec<RaterTally>,
     rater_index: HashMap<String, u32>,
-    /// Position of the side-by-side score among the questions.
-    sxs: Option<usize>,
-    shown_scores: Vec<f64>,
-    by_swap: [(u64, f64); 2],
-    /// Per unordered pair of models (by name), the scores read with the first as A.
-    model_pairs: BTreeMap<(String, String), Vec<f64>>,
+    /// The preference questions (by index into `questions`) and what each gathers.
+    preferences: Vec<(usize, PreferenceTally)>,
+    /// Per score question: per model, the values given.
+    score_models: Vec<(usize, BTreeMap<String, Vec<f64>>)>,
+    /// The question raters are compared on.
+    primary: Option<usize>,
     /// The batch's classification questions, and per question how often each option
     /// was chosen.
     classifications: Vec<crate::rubric::Classification>,
@@ -267,7 +451,7 @@ struct RaterTally {
 }
 
 impl Accumulator {
-    /// Metrics of a batch using `rubric`, with its `classifications` questions.
+    /// Metrics of a batch using `rubric` at `version`, with its `classifications`.
     pub fn new(
         rubric: &Rubric,
         version: i32,
@@ -282,15 +466,28 @@ impl Accumulator {
             .iter()
             .map(|q| vec![0; q.names.len() + 1])
             .collect();
-        // The side-by-side score: the rubric's preference asked on a scale.
-        let sxs = questions
+        let preferences: Vec<(usize, PreferenceTally)> = questions
             .iter()
-            .position(|q| q.side.is_none() && q.midpoint.is_some());
+            .enumerate()
+            .filter(|(_, q)| q.is_preference())
+            .map(|(i, _)| (i, PreferenceTally::default()))
+            .collect();
+        let score_models = questions
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| matches!(q.reading, Reading::Score { .. }))
+            .map(|(i, _)| (i, BTreeMap::new()))
+            .collect::<Vec<_>>();
+        let primary = preferences
+            .first()
+            .map(|(i, _)| *i)
+            .or_else(|| score_models.first().map(|(i, _)| *i));
         Self {
             rubric: RubricRef {
                 name: rubric.name.clone(),
                 version,
             },
+            subject: rubric.subject,
             questions,
             counts: Counts::default(),
             tallies,
@@ -299,10 +496,9 @@ impl Accumulator {
             codes: Vec::new(),
             raters: Vec::new(),
             rater_index: HashMap::new(),
-            sxs,
-            shown_scores: Vec::new(),
-            by_swap: [(0, 0.0); 2],
-            model_pairs: BTreeMap::new(),
+            preferences,
+            score_models,
+            primary,
             class_tallies: classifications
                 .iter()
                 .map(|q| vec![0; q.options.len()])
@@ -383,6 +579,7 @@ impl Accumulator {
         };
         let (a, b) = (side("a"), side("b"));
         self.classify(top.get("classifications"));
+        let first = self.codes.len();
         for (i, q) in self.questions.iter().enumerate() {
             let map = match q.side {
                 Some("a") => &a,
@@ -393,97 +590,135 @@ impl Accumulator {
             self.tallies[i][usize::from(code)] += 1;
             self.codes.push(code);
         }
-        let Some(score) = self
-            .sxs
-            .map(|i| self.codes[self.codes.len() - self.questions.len() + i])
-        else {
-            return;
-        };
-        if score == 0 {
-            return;
-        }
-        let (min, max, _) = self.scale();
-        let mirror = |s: i64| min + max - s;
-        let score = i64::from(score) + min - 1;
-        let shown = if row.swapped { mirror(score) } else { score };
-        self.shown_scores.push(shown as f64);
-        let side = &mut self.by_swap[usize::from(row.swapped)];
-        side.0 += 1;
-        side.1 += score as f64;
-        if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
-            // One row per pair whichever way round a task had it: the first by name is A.
-            let (key, read) = if a <= b {
-                ((a, b), score)
-            } else {
-                ((b, a), mirror(score))
+        let codes = &self.codes[first..];
+        for (qi, tally) in &mut self.preferences {
+            let q = &self.questions[*qi];
+            let code = codes[*qi];
+            let Some(favours) = q.favours(code) else {
+                continue;
             };
-            match self.model_pairs.get_mut(&(key.0.clone(), key.1.clone())) {
-                Some(scores) => scores.push(read as f64),
-                None => {
-                    self.model_pairs
-                        .insert((key.0.clone(), key.1.clone()), vec![read as f64]);
+            let score = q.value(code);
+            if let (Reading::Scale { min, max, .. }, Some(score)) = (&q.reading, score) {
+                let shown = if row.swapped {
+                    min + max - score
+                } else {
+                    score
+                };
+                tally.shown_scores.push(shown as f64);
+                let side = &mut tally.by_swap[usize::from(row.swapped)];
+                side.0 += 1;
+                side.1 += score as f64;
+            }
+            let shown = if row.swapped {
+                favours.flipped()
+            } else {
+                favours
+            };
+            if shown != Favours::Tie {
+                tally.decisive += 1;
+                tally.shown_first += u64::from(shown == Favours::A);
+            }
+            if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
+                // One row per pair whichever way round a task had it: the first by name
+                // is A.
+                let mirror = |s: i64| match &q.reading {
+                    Reading::Scale { min, max, .. } => min + max - s,
+                    _ => s,
+                };
+                let (key, read) = if a <= b {
+                    ((a, b), (favours, score))
+                } else {
+                    ((b, a), (favours.flipped(), score.map(mirror)))
+                };
+                let read = (read.0, read.1.map(|s| s as f64));
+                match tally.model_pairs.get_mut(&(key.0.clone(), key.1.clone())) {
+                    Some(answers) => answers.push(read),
+                    None => {
+                        tally
+                            .model_pairs
+                            .insert((key.0.clone(), key.1.clone()), vec![read]);
+                    }
                 }
             }
         }
-    }
-
-    /// The side-by-side scale: its lowest and highest score and its midpoint.
-    fn scale(&self) -> (i64, i64, f64) {
-        self.sxs.map_or((1, 0, 0.0), |i| {
-            let q = &self.questions[i];
-            (q.min, q.max, q.midpoint.unwrap_or(q.min) as f64)
-        })
+        for (qi, models) in &mut self.score_models {
+            let q = &self.questions[*qi];
+            let Some(value) = q.value(codes[*qi]).filter(|_| codes[*qi] > 0) else {
+                continue;
+            };
+            // The response the score is of: its side's model, or the one response's.
+            let model = match (q.side, self.subject) {
+                (Some("a"), _) | (None, Subject::Single) => row.model_a.as_ref(),
+                (Some(_), _) => row.model_b.as_ref(),
+                (None, Subject::Pair) => None,
+            };
+            if let Some(model) = model {
+                models.entry(model.clone()).or_default().push(value as f64);
+            }
+        }
     }
 
     pub fn finish(mut self, tasks: i64) -> Metrics {
         self.counts.tasks = tasks;
         let nq = self.questions.len();
-        // Agreement, task by task: order the ratings by task and walk the groups.
+        // Agreement, task by task: order the ratings by task and walk the groups. A score
+        // is also measured at the ordinal level.
         let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
         order.sort_unstable_by_key(|&i| self.keys[i as usize].0);
-        let mut builders: Vec<agreement::Builder> = self
-            .questions
-            .iter()
-            .map(|q| agreement::Builder::new((1..=q.names.len() as i64).collect(), q.level()))
-            .collect();
+        let mut builders: Vec<(String, usize, agreement::Builder)> = Vec::new();
+        for (qi, q) in self.questions.iter().enumerate() {
+            let domain: Vec<i64> = (1..=q.names.len() as i64).collect();
+            builders.push((
+                q.path.clone(),
+                qi,
+                agreement::Builder::new(domain.clone(), q.level),
+            ));
+            if matches!(q.reading, Reading::Score { .. }) {
+                builders.push((
+                    format!("{}:ordinal", q.path),
+                    qi,
+                    agreement::Builder::new(domain, agreement::Level::Ordinal),
+                ));
+            }
+        }
         let mut pairs = vec![(0u64, 0u64); self.raters.len()];
         let mut values = Vec::new();
         for group in order.chunk_by(|&x, &y| self.keys[x as usize].0 == self.keys[y as usize].0) {
-            for (qi, (q, builder)) in self.questions.iter().zip(builders.iter_mut()).enumerate() {
+            for (_, qi, builder) in builders.iter_mut() {
+                let q = &self.questions[*qi];
                 values.clear();
                 for &r in group {
-                    let code = self.codes[r as usize * nq + qi];
+                    let code = self.codes[r as usize * nq + *qi];
                     if code > 0 && !q.unscaled[usize::from(code) - 1] {
                         values.push(usize::from(code) - 1);
                     }
                 }
                 builder.add_unit(&values);
             }
-            if let Some(si) = self.sxs {
+            if let Some(pi) = self.primary {
                 for (i, &x) in group.iter().enumerate() {
                     for &y in &group[i + 1..] {
-                        let (sx, sy) = (
-                            self.codes[x as usize * nq + si],
-                            self.codes[y as usize * nq + si],
+                        let (cx, cy) = (
+                            self.codes[x as usize * nq + pi],
+                            self.codes[y as usize * nq + pi],
                         );
-                        if sx == 0 || sy == 0 {
+                        if cx == 0 || cy == 0 {
                             continue;
                         }
                         for r in [self.keys[x as usize].1, self.keys[y as usize].1] {
                             pairs[r as usize].0 += 1;
-                            pairs[r as usize].1 += u64::from(sx == sy);
+                            pairs[r as usize].1 += u64::from(cx == cy);
                         }
                     }
                 }
             }
         }
-        let agreement = self
-            .questions
+        let agreement = builders
             .iter()
-            .zip(&builders)
-            .map(|(q, b)| (q.path.clone(), b.finish()))
+            .map(|(path, _, b)| (path.clone(), b.finish()))
             .collect();
         let mut fields: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        let mut yes_shares = BTreeMap::new();
         for (q, tally) in self.questions.iter().zip(&self.tallies) {
             for (code, &n) in tally.iter().enumerate().skip(1) {
                 if n > 0 {
@@ -491,6 +726,13 @@ impl Accumulator {
                         .entry(q.path.clone())
                         .or_default()
                         .insert(q.names[code - 1].clone(), n);
+                }
+            }
+            if q.yes_no {
+                // Options are yes then no: codes 1 and 2.
+                let (yes, no) = (tally[1], tally[2]);
+                if let Some(share) = stats::share(yes, yes + no) {
+                    yes_shares.insert(q.path.clone(), share);
                 }
             }
         }
@@ -506,38 +748,6 @@ impl Accumulator {
                 fields.insert(format!("classifications.{}", q.key), counted);
             }
         }
-        let scores: Vec<f64> = match self.sxs {
-            Some(si) => self
-                .codes
-                .chunks(nq)
-                .filter(|c| c[si] > 0)
-                .map(|c| f64::from(c[si]) + self.questions[si].min as f64 - 1.0)
-                .collect(),
-            None => vec![],
-        };
-        let n = scores.len() as u64;
-        let (min, max, mid) = self.scale();
-        let mut distribution: BTreeMap<String, u64> =
-            (min..=max).map(|s| (s.to_string(), 0)).collect();
-        let (mut a, mut t, mut b) = (0, 0, 0);
-        for &s in &scores {
-            *distribution.entry((s as i64).to_string()).or_default() += 1;
-            if s < mid {
-                a += 1;
-            } else if s == mid {
-                t += 1;
-            } else {
-                b += 1;
-            }
-        }
-        let sxs = SxsSummary {
-            n,
-            mean: stats::mean(&scores),
-            distribution,
-            a_wins: stats::share(a, n),
-            ties: stats::share(t, n),
-            b_wins: stats::share(b, n),
-        };
         let raters = self
             .raters
             .iter_mut()
@@ -553,72 +763,215 @@ impl Accumulator {
                 pairs_with_others: total,
             })
             .collect();
-        let side = |(n, sum): (u64, f64)| Side {
-            n,
-            mean: (n > 0).then(|| sum / n as f64),
-        };
-        let position_bias = PositionBias {
-            not_swapped: side(self.by_swap[0]),
-            swapped: side(self.by_swap[1]),
-            shown_mean: stats::mean(&self.shown_scores),
-        };
-        let pairs: Vec<ModelPair> = self
-            .model_pairs
-            .iter()
-            .map(|((a, b), scores)| {
-                let n = scores.len() as u64;
-                let count =
-                    |keep: &dyn Fn(f64) -> bool| scores.iter().filter(|s| keep(**s)).count() as u64;
-                let (aw, t, bw) = (
-                    count(&|s| s < mid),
-                    count(&|s| s == mid),
-                    count(&|s| s > mid),
-                );
-                ModelPair {
-                    model_a: a.clone(),
-                    model_b: b.clone(),
-                    n,
-                    a_wins: aw,
-                    ties: t,
-                    b_wins: bw,
-                    mean: stats::mean(scores),
-                    a_win_share: stats::share(aw, n),
-                    tie_share: stats::share(t, n),
-                    b_win_share: stats::share(bw, n),
+
+        let several = self.preferences.len() > 1;
+        let mut preferences = BTreeMap::new();
+        let mut pooled_pairs: BTreeMap<(String, String), Vec<PairAnswer>> = BTreeMap::new();
+        let (mut pooled_decisive, mut pooled_first) = (0, 0);
+        let mut only = None;
+        for (qi, tally) in &self.preferences {
+            let q = &self.questions[*qi];
+            let mut summary = self.preference_summary(*qi, &self.tallies[*qi]);
+            let bias = position_bias(q, tally);
+            let models = models(&tally.model_pairs, !several);
+            if several {
+                summary.position_bias = Some(bias);
+                summary.models = Some(models);
+                for (pair, answers) in &tally.model_pairs {
+                    pooled_pairs
+                        .entry(pair.clone())
+                        .or_default()
+                        .extend(answers.iter().map(|(f, _)| (*f, None)));
                 }
+                pooled_decisive += tally.decisive;
+                pooled_first += tally.shown_first;
+            } else {
+                only = Some((bias, models));
+            }
+            preferences.insert(q.key.clone(), summary);
+        }
+        let (position_bias, models) = match only {
+            Some((bias, models)) => (Some(bias), Some(models)),
+            None if several => (
+                Some(PositionBias::Shares {
+                    decisive: pooled_decisive,
+                    shown_first: stats::share(pooled_first, pooled_decisive),
+                }),
+                Some(models(&pooled_pairs, false)),
+            ),
+            None => (None, None),
+        };
+        let scores = self
+            .score_models
+            .iter()
+            .map(|(qi, by_model)| {
+                let q = &self.questions[*qi];
+                (q.path.clone(), self.score_summary(*qi, by_model))
             })
             .collect();
-        let mut names: Vec<String> = pairs
-            .iter()
-            .flat_map(|p| [p.model_a.clone(), p.model_b.clone()])
-            .collect();
-        names.sort();
-        names.dedup();
-        let ranking = (names.len() > 2).then(|| {
-            let index = |m: &str| {
-                names
-                    .binary_search_by(|n| n.as_str().cmp(m))
-                    .expect("known model")
-            };
-            let mut wins = vec![vec![0.0; names.len()]; names.len()];
-            for p in &pairs {
-                let (i, j) = (index(&p.model_a), index(&p.model_b));
-                wins[i][j] += p.a_wins as f64 + p.ties as f64 / 2.0;
-                wins[j][i] += p.b_wins as f64 + p.ties as f64 / 2.0;
-            }
-            bradley_terry::rank(&names, &wins)
-        });
         Metrics {
             rubric: self.rubric,
             counts: self.counts,
-            sxs,
+            preferences,
+            scores,
+            yes_shares,
             fields,
             agreement,
             raters,
             position_bias,
-            models: Models { pairs, ranking },
+            models,
         }
     }
+
+    /// The values given to question `qi` by included ratings, in order.
+    fn values_of(&self, qi: usize) -> Vec<f64> {
+        let q = &self.questions[qi];
+        self.codes
+            .chunks(self.questions.len())
+            .filter_map(|c| (c[qi] > 0).then(|| q.value(c[qi])).flatten())
+            .map(|v| v as f64)
+            .collect()
+    }
+
+    fn preference_summary(&self, qi: usize, tally: &[u64]) -> PreferenceSummary {
+        let q = &self.questions[qi];
+        let mut distribution = BTreeMap::new();
+        let (mut a, mut t, mut b) = (0, 0, 0);
+        for (code, &n) in tally.iter().enumerate().skip(1) {
+            // A scale lists every value; a choice the options given.
+            if n > 0 || matches!(q.reading, Reading::Scale { .. }) {
+                distribution.insert(q.names[code - 1].clone(), n);
+            }
+            match q.favours(code as u8) {
+                Some(Favours::A) => a += n,
+                Some(Favours::Tie) => t += n,
+                Some(Favours::B) => b += n,
+                None => {}
+            }
+        }
+        let n = a + t + b;
+        let mean = match q.reading {
+            Reading::Scale { .. } => stats::mean(&self.values_of(qi)),
+            _ => None,
+        };
+        PreferenceSummary {
+            n,
+            mean,
+            distribution,
+            a_wins: stats::share(a, n),
+            ties: stats::share(t, n),
+            b_wins: stats::share(b, n),
+            position_bias: None,
+            models: None,
+        }
+    }
+
+    fn score_summary(&self, qi: usize, by_model: &BTreeMap<String, Vec<f64>>) -> ScoreSummary {
+        let q = &self.questions[qi];
+        let values = self.values_of(qi);
+        let distribution = q
+            .names
+            .iter()
+            .zip(&self.tallies[qi][1..])
+            .map(|(name, n)| (name.clone(), *n))
+            .collect();
+        let mut models: Vec<ModelScore> = by_model
+            .iter()
+            .map(|(model, values)| ModelScore {
+                rank: 0,
+                model: model.clone(),
+                n: values.len() as u64,
+                mean: stats::mean(values),
+            })
+            .collect();
+        models.sort_by(|x, y| {
+            let mean = |m: &ModelScore| m.mean.map_or(f64::NEG_INFINITY, |e| e.value);
+            mean(y)
+                .total_cmp(&mean(x))
+                .then_with(|| x.model.cmp(&y.model))
+        });
+        for (i, m) in models.iter_mut().enumerate() {
+            m.rank = i + 1;
+        }
+        ScoreSummary {
+            n: values.len() as u64,
+            mean: stats::mean(&values),
+            distribution,
+            models,
+        }
+    }
+}
+
+/// The lean of one preference question to the response shown first.
+fn position_bias(q: &Question, tally: &PreferenceTally) -> PositionBias {
+    match q.reading {
+        Reading::Scale { .. } => {
+            let side = |(n, sum): (u64, f64)| Side {
+                n,
+                mean: (n > 0).then(|| sum / n as f64),
+            };
+            PositionBias::Scale {
+                not_swapped: side(tally.by_swap[0]),
+                swapped: side(tally.by_swap[1]),
+                shown_mean: stats::mean(&tally.shown_scores),
+            }
+        }
+        _ => PositionBias::Shares {
+            decisive: tally.decisive,
+            shown_first: stats::share(tally.shown_first, tally.decisive),
+        },
+    }
+}
+
+/// The model table of answers by unordered pair: counts, shares, the mean of scale
+/// scores (when `with_mean`), and a Bradley-Terry ranking of more than two models.
+fn models(by_pair: &BTreeMap<(String, String), Vec<PairAnswer>>, with_mean: bool) -> Models {
+    let pairs: Vec<ModelPair> = by_pair
+        .iter()
+        .map(|((a, b), answers)| {
+            let n = answers.len() as u64;
+            let count = |f: Favours| answers.iter().filter(|(x, _)| *x == f).count() as u64;
+            let (aw, t, bw) = (count(Favours::A), count(Favours::Tie), count(Favours::B));
+            let scores: Vec<f64> = answers.iter().filter_map(|(_, s)| *s).collect();
+            ModelPair {
+                model_a: a.clone(),
+                model_b: b.clone(),
+                n,
+                a_wins: aw,
+                ties: t,
+                b_wins: bw,
+                mean: if with_mean {
+                    stats::mean(&scores)
+                } else {
+                    None
+                },
+                a_win_share: stats::share(aw, n),
+                tie_share: stats::share(t, n),
+                b_win_share: stats::share(bw, n),
+            }
+        })
+        .collect();
+    let mut names: Vec<String> = pairs
+        .iter()
+        .flat_map(|p| [p.model_a.clone(), p.model_b.clone()])
+        .collect();
+    names.sort();
+    names.dedup();
+    let ranking = (names.len() > 2).then(|| {
+        let index = |m: &str| {
+            names
+                .binary_search_by(|n| n.as_str().cmp(m))
+                .expect("known model")
+        };
+        let mut wins = vec![vec![0.0; names.len()]; names.len()];
+        for p in &pairs {
+            let (i, j) = (index(&p.model_a), index(&p.model_b));
+            wins[i][j] += p.a_wins as f64 + p.ties as f64 / 2.0;
+            wins[j][i] += p.b_wins as f64 + p.ties as f64 / 2.0;
+        }
+        bradley_terry::rank(&names, &wins)
+    });
+    Models { pairs, ranking }
 }
 
 #[cfg(test)]
@@ -680,8 +1033,8 @@ mod tests {
             c.drafts + c.skipped + c.out_of_scope + c.rejected + c.returned,
             c.excluded
         );
-        assert_eq!(m.sxs.n, 2, "no excluded score leaks in");
-        assert_eq!(m.sxs.distribution["7"], 0);
+        assert_eq!(m.preferences["sxs"].n, 2, "no excluded score leaks in");
+        assert_eq!(m.preferences["sxs"].distribution["7"], 0);
         assert_eq!(m.fields["a.correctness"]["no_issues"], 2);
     }
 
@@ -692,10 +1045,18 @@ mod tests {
         acc.add(&row(1, "r1", "rated", "submitted", scored(2), false));
         acc.add(&row(2, "r1", "rated", "submitted", scored(6), true));
         let m = acc.finish(2);
-        assert_eq!(m.position_bias.not_swapped.mean, Some(2.0));
-        assert_eq!(m.position_bias.swapped.mean, Some(6.0));
-        assert_eq!(m.position_bias.shown_mean.unwrap().value, 2.0);
-        assert_eq!(m.sxs.mean.unwrap().value, 4.0);
+        let Some(PositionBias::Scale {
+            not_swapped,
+            swapped,
+            shown_mean,
+        }) = &m.position_bias
+        else {
+            panic!("a scale's lean: {:?}", m.position_bias)
+        };
+        assert_eq!(not_swapped.mean, Some(2.0));
+        assert_eq!(swapped.mean, Some(6.0));
+        assert_eq!(shown_mean.unwrap().value, 2.0);
+        assert_eq!(m.preferences["sxs"].mean.unwrap().value, 4.0);
     }
 
     #[test]
@@ -734,8 +1095,9 @@ mod tests {
             (r3.agreement_with_others, r3.skip_rate),
             (Some(0.0), Some(0.5))
         );
-        assert_eq!((m.models.pairs[0].a_wins, m.models.pairs[0].b_wins), (2, 1));
-        assert!(m.models.ranking.is_none(), "two models: no ranking");
+        let models = m.models.unwrap();
+        assert_eq!((models.pairs[0].a_wins, models.pairs[0].b_wins), (2, 1));
+        assert!(models.ranking.is_none(), "two models: no ranking");
     }
 
     #[test]
@@ -751,7 +1113,7 @@ mod tests {
         acc.add(&with(2, "gpt-x", "claude-y", 1));
         acc.add(&with(3, "claude-y", "gpt-x", 3));
         acc.add(&with(4, "claude-y", "gpt-x", 4));
-        let pairs = acc.finish(4).models.pairs;
+        let pairs = acc.finish(4).models.unwrap().pairs;
         assert_eq!(pairs.len(), 1, "{pairs:?}");
         let p = &pairs[0];
         assert_eq!(
@@ -832,6 +1194,301 @@ mod tests {
         assert_eq!(
             fields["classifications.kind"],
             BTreeMap::from([("bug".into(), 2), ("docs".into(), 1)])
+        );
+    }
+
+    /// A batch of blackhat ratings as varied as a real one: three raters, overlap on most
+    /// tasks, swaps, four models, every option, classifications, drafts and skips.
+    fn varied_blackhat_batch() -> Vec<RatingFacts> {
+        let mut seed: u64 = 20261125;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let executability = ["yes_fully", "yes_partially", "no", "no_code"];
+        let following = [
+            "no_issues",
+            "minor_issues",
+            "major_issues",
+            "not_applicable",
+        ];
+        let correctness = [
+            "no_issues",
+            "minor_issues",
+            "major_issues",
+            "cannot_assess",
+            "not_applicable",
+        ];
+        let models = ["alpha", "beta", "gamma", "delta"];
+        let mut rows = Vec::new();
+        for task in 0..60u128 {
+            let (ma, mb) = (
+                models[(task % 4) as usize],
+                models[((task / 4 + 1 + task) % 4) as usize],
+            );
+            let mb = if ma == mb {
+                models[((task + 1) % 4) as usize]
+            } else {
+                mb
+            };
+            for rater in ["r1", "r2", "r3"] {
+                if next(5) == 0 {
+                    continue;
+                }
+                let side = |next: &mut dyn FnMut(u64) -> u64| {
+                    json!({"executability": executability[next(4) as usize],
+                           "instruction_following": following[next(4) as usize],
+                           "correctness": correctness[next(5) as usize]})
+                };
+                let a = side(&mut next);
+                let b = side(&mut next);
+                let language = ["python", "rust"][next(2) as usize];
+                let answers = json!({"a": a, "b": b, "sxs": 1 + next(7),
+                    "classifications": {"language": language}});
+                let (outcome, status) = match next(12) {
+                    0 => ("skipped", "submitted"),
+                    1 => ("out_of_scope", "submitted"),
+                    2 => ("rated", "draft"),
+                    3 => ("rated", "returned"),
+                    4 => ("rated", "rejected"),
+                    5 | 6 => ("rated", "accepted"),
+                    _ => ("rated", "submitted"),
+                };
+                rows.push(RatingFacts {
+                    task_id: Uuid::from_u128(task + 1),
+                    rater: rater.into(),
+                    outcome: outcome.parse().unwrap(),
+                    status: status.parse().unwrap(),
+                    answers: answers.to_string(),
+                    swapped: next(2) == 1,
+                    time_spent_s: 30 + next(900) as i32,
+                    model_a: Some(ma.into()),
+                    model_b: Some(mb.into()),
+                });
+            }
+        }
+        rows
+    }
+
+    /// The blackhat metrics of a varied batch, figure for figure, as they were before
+    /// rubrics became documents (`tests/fixtures/metrics/blackhat.json`; written anew
+    /// only with `VERDICT_WRITE_METRICS_FIXTURE=1`, after a change meant to alter them).
+    #[test]
+    fn blackhat_metrics_are_unchanged() {
+        let questions = vec![crate::rubric::Classification {
+            key: "language".into(),
+            label: "Language".into(),
+            multiple: false,
+            required: true,
+            options: vec!["python".into(), "rust".into()],
+        }];
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &questions);
+        for row in varied_blackhat_batch() {
+            acc.add(&row);
+        }
+        let got = serde_json::to_value(acc.finish(60)).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/metrics/blackhat.json"
+        );
+        if std::env::var_os("VERDICT_WRITE_METRICS_FIXTURE").is_some() {
+            std::fs::write(path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
+        }
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(got, expected);
+    }
+
+    /// The ratings of `tests/fixtures/krippendorff/rubrics.json` for `rubric`, through the
+    /// metrics, give the alpha the `krippendorff` package gives (1e-9).
+    fn agreement_matches_the_reference(rubric: &str) {
+        let text = include_str!("../../tests/fixtures/krippendorff/rubrics.json");
+        let cases: Value = serde_json::from_str(text).unwrap();
+        let case = &cases[rubric];
+        let mut acc = Accumulator::new(by_name(rubric).unwrap(), 1, &[]);
+        for r in case["ratings"].as_array().unwrap() {
+            acc.add(&RatingFacts {
+                task_id: Uuid::from_u128(r["task"].as_u64().unwrap().into()),
+                rater: r["rater"].as_str().unwrap().into(),
+                outcome: Outcome::Rated,
+                status: Status::Submitted,
+                answers: r["answers"].to_string(),
+                swapped: false,
+                time_spent_s: 60,
+                model_a: None,
+                model_b: None,
+            });
+        }
+        let m = acc.finish(40);
+        let expected = case["alpha"].as_object().unwrap();
+        assert!(expected.len() >= 6, "{rubric}: {expected:?}");
+        for (key, alpha) in expected {
+            let got = m.agreement[key].krippendorff_alpha.unwrap();
+            let want = alpha.as_f64().unwrap();
+            assert!((got - want).abs() < 1e-9, "{rubric} {key}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn additive_agreement_matches_the_krippendorff_package() {
+        agreement_matches_the_reference("additive-5");
+    }
+
+    #[test]
+    fn aspect_agreement_matches_the_krippendorff_package() {
+        agreement_matches_the_reference("pairwise-aspects");
+    }
+
+    fn aspects(choices: [&str; 6]) -> Value {
+        json!({"helpfulness": choices[0], "clarity": choices[1], "factuality": choices[2],
+               "depth": choices[3], "engagement": choices[4], "safety": choices[5],
+               "rationale": "why"})
+    }
+
+    #[test]
+    fn each_aspect_has_shares_a_lean_and_models_and_all_are_pooled() {
+        let mut acc = Accumulator::new(by_name("pairwise-aspects").unwrap(), 2, &[]);
+        let with = |task: u128, a: &str, b: &str, answers: Value, swapped: bool| RatingFacts {
+            model_a: Some(a.into()),
+            model_b: Some(b.into()),
+            ..row(task, "r1", "rated", "submitted", answers, swapped)
+        };
+        // Helpfulness always goes to whatever was shown first; safety is always a tie.
+        let shown_first = |swapped: bool| if swapped { "b" } else { "a" };
+        for (task, (ma, mb, swapped)) in [
+            ("x", "y", false),
+            ("x", "y", true),
+            ("y", "z", false),
+            ("z", "x", true),
+            ("x", "z", false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let first = shown_first(swapped);
+            let answers = aspects([first, "a", "b", "tie", "a", "tie"]);
+            acc.add(&with(task as u128 + 1, ma, mb, answers, swapped));
+        }
+        let m = acc.finish(5);
+        assert_eq!(m.rubric.version, 2);
+        let help = &m.preferences["helpfulness"];
+        assert_eq!((help.n, help.mean), (5, None));
+        assert_eq!(
+            help.distribution,
+            BTreeMap::from([("a".into(), 3), ("b".into(), 2)])
+        );
+        assert!((help.a_wins.unwrap().value - 0.6).abs() < 1e-12);
+        let Some(PositionBias::Shares {
+            decisive,
+            shown_first,
+        }) = &help.position_bias
+        else {
+            panic!("{:?}", help.position_bias)
+        };
+        assert_eq!(
+            (*decisive, shown_first.unwrap().value),
+            (5, 1.0),
+            "always the first shown"
+        );
+        let Some(PositionBias::Shares { decisive, .. }) = &m.preferences["safety"].position_bias
+        else {
+            panic!()
+        };
+        assert_eq!(*decisive, 0, "ties are not decisive");
+        let clarity = m.preferences["clarity"].models.as_ref().unwrap();
+        assert!(
+            clarity.ranking.is_some(),
+            "three models: a ranking per aspect"
+        );
+        // Clarity always favours the task's A: read with the first model by name as A,
+        // z-x (z was A) counts as a win for z over x, i.e. a B win in the x-z row.
+        let xz = clarity
+            .pairs
+            .iter()
+            .find(|p| p.model_a == "x" && p.model_b == "z")
+            .unwrap();
+        assert_eq!((xz.a_wins, xz.ties, xz.b_wins), (1, 0, 1));
+        let pooled = m.models.as_ref().unwrap();
+        let xy = pooled
+            .pairs
+            .iter()
+            .find(|p| p.model_a == "x" && p.model_b == "y")
+            .unwrap();
+        assert_eq!(xy.n, 12, "two tasks, six aspects");
+        assert!(xy.mean.is_none());
+        assert!(pooled.ranking.is_some(), "and an overall ranking");
+        let Some(PositionBias::Shares { decisive, .. }) = &m.position_bias else {
+            panic!()
+        };
+        // Per task: helpfulness, clarity, factuality and engagement choose a side.
+        assert_eq!(*decisive, 20);
+        assert!(m.scores.is_empty() && m.yes_shares.is_empty());
+        let json = serde_json::to_value(&m).unwrap();
+        assert!(
+            json["helpfulness"]["models"]["pairs"].is_array(),
+            "each aspect under its key"
+        );
+        assert!(json.get("sxs").is_none());
+    }
+
+    #[test]
+    fn the_additive_score_has_its_mean_per_model_and_yes_shares() {
+        let mut acc = Accumulator::new(by_name("additive-5").unwrap(), 1, &[]);
+        let scored = |task: u128, rater: &str, model: &str, met: usize, repetitive: bool| {
+            let mut answers = json!({"justification": "why", "repetitive": repetitive});
+            for (i, key) in [
+                "relevant",
+                "substantial",
+                "useful",
+                "comprehensive",
+                "expert",
+            ]
+            .iter()
+            .enumerate()
+            {
+                answers[*key] = json!(i < met);
+            }
+            answers["score"] = json!(if repetitive { 0 } else { met });
+            RatingFacts {
+                model_a: Some(model.into()),
+                model_b: None,
+                ..row(task, rater, "rated", "submitted", answers, false)
+            }
+        };
+        acc.add(&scored(1, "r1", "small", 2, false));
+        acc.add(&scored(1, "r2", "small", 2, false));
+        acc.add(&scored(2, "r1", "large", 5, false));
+        acc.add(&scored(2, "r2", "large", 4, false));
+        acc.add(&scored(3, "r1", "small", 3, true));
+        let m = acc.finish(3);
+        assert!(m.preferences.is_empty() && m.position_bias.is_none() && m.models.is_none());
+        let score = &m.scores["score"];
+        assert_eq!(score.n, 5);
+        assert!((score.mean.unwrap().value - 13.0 / 5.0).abs() < 1e-12);
+        assert_eq!(score.distribution.len(), 6, "every value from 0 to 5");
+        assert_eq!((score.distribution["0"], score.distribution["2"]), (1, 2));
+        let ranks: Vec<(usize, &str, u64)> = score
+            .models
+            .iter()
+            .map(|m| (m.rank, m.model.as_str(), m.n))
+            .collect();
+        assert_eq!(ranks, [(1, "large", 2), (2, "small", 3)]);
+        assert!((score.models[0].mean.unwrap().value - 4.5).abs() < 1e-12);
+        assert!((m.yes_shares["relevant"].value - 1.0).abs() < 1e-12);
+        assert!((m.yes_shares["repetitive"].value - 0.2).abs() < 1e-12);
+        assert_eq!(m.agreement["score"].level, agreement::Level::Interval);
+        assert_eq!(
+            m.agreement["score:ordinal"].level,
+            agreement::Level::Ordinal
+        );
+        assert_eq!(m.agreement["relevant"].level, agreement::Level::Nominal);
+        let r1 = m.raters.iter().find(|r| r.rater == "r1").unwrap();
+        assert_eq!(
+            (r1.pairs_with_others, r1.agreement_with_others),
+            (2, Some(0.5)),
+            "compared on the score"
         );
     }
 }
