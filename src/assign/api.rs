@@ -188,8 +188,9 @@ pub struct OutOfScopeRequest {
     answers: Option<Value>,
 }
 
-/// Marks the prompt out of scope: correctness becomes `cannot_assess` for both
-/// responses, and the rating is left out of every metric.
+/// Marks the prompt out of scope: the answers the rubric sets for out of scope are set
+/// (blackhat: correctness `cannot_assess` for both responses), and the rating is left
+/// out of every metric.
 #[utoipa::path(post, path = "/api/v1/assignments/{id}/out-of-scope", tag = "rating",
     params(("id" = Uuid, Path, description = "assignment id")), request_body = OutOfScopeRequest,
     responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),

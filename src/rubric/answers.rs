@@ -2,8 +2,6 @@
 //! derived answers, applying out of scope, and turning it between the orientation a rater
 //! was shown and the task's canonical one. Plain functions over the document.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -14,8 +12,9 @@ use super::{Answer, Explanation, Question, Required, Rubric, Subject, Swap};
 /// `time_spent_s` sit at the top.
 pub type Answers = Map<String, Value>;
 
-/// Field path (e.g. `b.correctness_explanation`) to what is wrong with it.
-pub type Problems = BTreeMap<String, String>;
+/// Field path (e.g. `b.correctness_explanation`) to what is wrong with it: the core's one
+/// map of field errors.
+pub type Problems = crate::fields::FieldErrors;
 
 /// How strictly to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

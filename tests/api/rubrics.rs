@@ -801,3 +801,246 @@ async fn the_additive_score_runs_the_whole_loop(app: &TestApp) {
     assert!(rows.iter().all(|r| &r[at("swapped")] == "false"));
 }
 db_test!(the_additive_score_runs_the_whole_loop: TestApp);
+
+/// What the whole loop needs to know of one rubric: how to upload its tasks, what a rater
+/// answers (as shown), and what must be stored for it (canonical), given whether the
+/// rater saw A and B swapped.
+struct Loop {
+    rubric: &'static str,
+    tasks: String,
+    answers: fn() -> Value,
+    stored: fn(&Value, bool),
+    /// CSV columns its answers must have.
+    columns: &'static [&'static str],
+}
+
+fn loops() -> Vec<Loop> {
+    vec![
+        Loop {
+            rubric: "blackhat",
+            tasks: tasks_jsonl(8),
+            answers: crate::helpers::complete_answers,
+            stored: |stored, swapped| {
+                assert_eq!(stored["sxs"], if swapped { 6 } else { 2 });
+                let no_code = if swapped { "a" } else { "b" };
+                assert_eq!(stored[no_code]["executability"], "no_code");
+            },
+            columns: &[
+                "a_executability",
+                "b_correctness_explanation",
+                "sxs",
+                "sxs_explanation",
+            ],
+        },
+        Loop {
+            rubric: "additive-5",
+            tasks: single_tasks(8),
+            answers: || {
+                criteria(
+                    [true, true, true, false, false],
+                    false,
+                    "Relevant and useful, but it does not explain the approach.",
+                )
+            },
+            stored: |stored, swapped| {
+                assert!(!swapped, "one response is never swapped");
+                assert_eq!(stored["score"], 3);
+                assert_eq!(stored["useful"], true);
+            },
+            columns: &["relevant", "repetitive", "score", "justification"],
+        },
+        Loop {
+            rubric: "pairwise-aspects",
+            tasks: tasks_jsonl(8),
+            answers: || {
+                let mut answers =
+                    json!({"rationale": "A is the function asked for; B is clearer."});
+                for (aspect, side) in SHOWN {
+                    answers[aspect] = json!(side);
+                }
+                answers
+            },
+            stored: |stored, swapped| {
+                for (aspect, side) in SHOWN {
+                    let canonical = if swapped { flipped(side) } else { side };
+                    assert_eq!(stored[aspect], canonical, "{aspect}");
+                }
+            },
+            columns: &["helpfulness", "safety", "rationale"],
+        },
+        Loop {
+            rubric: "clear",
+            tasks: tasks_jsonl(8),
+            answers: || {
+                json!({"a": {"correct": "yes"},
+                       "b": {"correct": "no", "correct_explanation": "It never returns the square."},
+                       "clearer": "a"})
+            },
+            stored: |stored, swapped| {
+                assert_eq!(stored["clearer"], if swapped { "b" } else { "a" });
+                let wrong = if swapped { "a" } else { "b" };
+                assert_eq!(stored[wrong]["correct"], "no");
+            },
+            columns: &["a_correct", "b_correct_explanation", "clearer"],
+        },
+    ]
+}
+
+/// Upload, rate (with swaps where the rubric has two responses), skip, out of scope,
+/// review (accept, return and revise, reject), metrics, and both exports, for each of the
+/// built-in rubrics and one added through the API.
+async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    json_with(
+        post_rubric(app, &admin, &custom("clear", "Which is clearer?")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    for case in loops() {
+        let rubric = case.rubric;
+        let batch = app
+            .batch(
+                &admin,
+                &format!("loop-{rubric}"),
+                &case.tasks,
+                &format!("&rubric={rubric}"),
+            )
+            .await;
+        let mut rated = Vec::new();
+        let mut n = 0;
+        while let Some(next) = app.next(&rater, &batch).await {
+            n += 1;
+            assert_eq!(next["rubric"]["name"], rubric);
+            let id = next["assignment_id"].as_str().unwrap().to_owned();
+            let swapped = next["task"]["response_a"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("Use `"));
+            match n {
+                2 => {
+                    let body = json!({"reason": "too_long", "note": "needs a GPU"});
+                    json_with(app.act(&rater, &id, "skip", &body).await, StatusCode::OK).await;
+                }
+                3 => {
+                    let body = json!({"explanation": "The prompt asks for a poem, not code."});
+                    json_with(
+                        app.act(&rater, &id, "out-of-scope", &body).await,
+                        StatusCode::OK,
+                    )
+                    .await;
+                }
+                _ => {
+                    let done = json_with(
+                        app.act(&rater, &id, "submit", &(case.answers)()).await,
+                        StatusCode::OK,
+                    )
+                    .await;
+                    let rating = done["rating_id"].as_str().unwrap().to_owned();
+                    let stored = app
+                        .store
+                        .rating(rating.parse().unwrap())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    (case.stored)(&Value::Object(stored.answers.0.clone()), swapped);
+                    rated.push(rating);
+                }
+            }
+        }
+        assert_eq!((n, rated.len()), (8, 6), "{rubric}");
+
+        // Review: accept one, reject one, return one, which the rater revises.
+        let decide = |rating: &str, decision: &str| {
+            let body = json!({"decision": decision, "comment": "Look at the edge cases again.", "version": 1});
+            lead.api
+                .post(app.url(&format!("/api/v1/ratings/{rating}/review")))
+                .json(&body)
+                .go()
+        };
+        assert_eq!(decide(&rated[0], "accept").await.status(), StatusCode::OK);
+        assert_eq!(decide(&rated[1], "reject").await.status(), StatusCode::OK);
+        assert_eq!(decide(&rated[2], "return").await.status(), StatusCode::OK);
+        let revise = app.url(&format!("/api/v1/ratings/{}", rated[2]));
+        let revised = json_with(
+            rater.api.put(&revise).json(&(case.answers)()).go().await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(revised["status"], "submitted", "{rubric}: {revised}");
+
+        let metrics = json_with(
+            lead.api
+                .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+                .go()
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        let counts = &metrics["counts"];
+        assert_eq!(
+            [
+                &counts["included"],
+                &counts["skipped"],
+                &counts["out_of_scope"],
+                &counts["rejected"]
+            ],
+            [&json!(5), &json!(1), &json!(1), &json!(1)],
+            "{rubric}: {counts}"
+        );
+        assert_eq!(metrics["rubric"]["name"], rubric);
+
+        let csv = lead
+            .api
+            .get(app.url(&format!("/api/v1/batches/{batch}/export?format=csv")))
+            .go()
+            .await
+            .text()
+            .await
+            .unwrap();
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let headers: Vec<String> = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .map(str::to_owned)
+            .collect();
+        for column in case.columns {
+            assert!(
+                headers.iter().any(|h| h == column),
+                "{rubric} {column}: {headers:?}"
+            );
+        }
+        let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 8, "{rubric}");
+        let counted = rows
+            .iter()
+            .filter(|r| &r[at("counts_in_metrics")] == "true")
+            .count();
+        assert_eq!(counted, 5, "{rubric}");
+        assert!(
+            rows.iter()
+                .all(|r| &r[at("rubric")] == rubric && &r[at("rubric_version")] == "1")
+        );
+
+        let jsonl = lead
+            .api
+            .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
+            .go()
+            .await
+            .text()
+            .await
+            .unwrap();
+        let lines: Vec<Value> = jsonl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 8, "{rubric}");
+        for line in lines.iter().filter(|l| l["outcome"] == "rated") {
+            let swapped = line["swapped"].as_bool().unwrap();
+            (case.stored)(&line["answers"], swapped);
+        }
+    }
+}
+db_test!(every_rubric_runs_the_whole_loop: TestApp);
