@@ -1,5 +1,5 @@
 //! `verdict demo`: a server on a fresh database, with demo accounts and a batch of
-//! realistic tasks, for trying verdict out in a minute.
+//! realistic tasks for each built-in rubric, for trying verdict out in a minute.
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -8,11 +8,49 @@ use crate::auth::Role;
 use crate::batches::{SettingsRequest, UploadParams};
 use crate::import::Format;
 use crate::rubric::Classification;
+use crate::store::batches::Imported;
 use crate::users::NewUser;
 use crate::{AppState, Config, Store};
 
-/// The demo batch: twelve coding prompts with two answers each, written for verdict.
+/// Twelve coding prompts with two answers each, written for verdict: the blackhat batch
+/// and the six-aspect batch.
 const TASKS: &[u8] = include_bytes!("../demo/tasks.jsonl");
+
+/// Six coding prompts with one answer each, written for verdict: the additive 0-5 batch.
+const SINGLE_TASKS: &[u8] = include_bytes!("../demo/single.jsonl");
+
+/// A demo batch: its name, rubric and tasks (JSONL), two raters a task, and whether A
+/// and B are shown in a random order (a rubric that judges one response has no sides).
+struct DemoBatch {
+    name: &'static str,
+    rubric: &'static str,
+    tasks: &'static [u8],
+    randomize: Option<bool>,
+}
+
+/// The batch of each built-in rubric other than blackhat. They are made before the
+/// blackhat batch, so that one, the newest, is listed first.
+const OTHER_BATCHES: [DemoBatch; 2] = [
+    DemoBatch {
+        name: "Demo: one answer scored 0-5",
+        rubric: "additive-5",
+        tasks: SINGLE_TASKS,
+        randomize: None,
+    },
+    DemoBatch {
+        name: "Demo: answers compared on six aspects",
+        rubric: "pairwise-aspects",
+        tasks: TASKS,
+        randomize: Some(true),
+    },
+];
+
+const BLACKHAT_BATCH: DemoBatch = DemoBatch {
+    name: "Demo: coding answers",
+    rubric: "blackhat",
+    tasks: TASKS,
+    randomize: Some(true),
+};
 
 const ACCOUNTS: [(&str, Role); 4] = [
     ("admin", Role::Admin),
@@ -44,18 +82,11 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         credentials.push((username, role, password));
     }
-    let params = UploadParams {
-        name: Some("Demo: coding answers".into()),
-        rubric: Some("blackhat".into()),
-        overlap: Some(2),
-        randomize: Some(true),
-    };
-    let new = crate::batches::new_batch(state.store(), &params, None)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let imported = crate::batches::import(&state, new, Format::Jsonl, TASKS.into(), |_| {})
-        .await
-        .map_err(|e| anyhow::anyhow!("demo batch: {e}"))?;
+    let mut others = Vec::new();
+    for batch in &OTHER_BATCHES {
+        others.push(demo_batch(&state, batch).await?);
+    }
+    let imported = demo_batch(&state, &BLACKHAT_BATCH).await?;
     let question = |key: &str, label: &str, multiple: bool, options: &[&str]| Classification {
         key: key.into(),
         label: label.into(),
@@ -113,10 +144,32 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         "\nSign in as rater1 and take the next task of \"{}\" ({} tasks, 2 raters each).",
         imported.batch.name, imported.created
     );
+    for other in &others {
+        println!(
+            "Also open: \"{}\" ({} tasks, rubric {}).",
+            other.batch.name, other.created, other.batch.rubric
+        );
+    }
     println!(
         "The database lives in {} and is yours to delete. Ctrl-C stops the demo.\n",
         dir.display()
     );
     crate::serve(listener, state, crate::shutdown_signal()).await?;
     Ok(())
+}
+
+/// Makes `batch` and imports its tasks.
+async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Imported> {
+    let params = UploadParams {
+        name: Some(batch.name.into()),
+        rubric: Some(batch.rubric.into()),
+        overlap: Some(2),
+        randomize: batch.randomize,
+    };
+    let new = crate::batches::new_batch(state.store(), &params, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))?;
+    crate::batches::import(state, new, Format::Jsonl, batch.tasks.into(), |_| {})
+        .await
+        .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))
 }
