@@ -108,6 +108,9 @@ pub struct QuestionView {
     /// The form field, e.g. `a.correctness` or `sxs`.
     pub name: String,
     pub label: String,
+    /// Whether the label is shown above the options: not when it is already the
+    /// section's heading.
+    pub show_label: bool,
     pub help: String,
     pub scale: bool,
     pub options: Vec<OptionView>,
@@ -172,6 +175,7 @@ fn question(
             None => Default::default(),
         };
     QuestionView {
+        show_label: !prefix.is_empty() || question.section().trim() != question.label.trim(),
         label: question.label.clone(),
         help: question.help.clone(),
         scale: matches!(question.answer, rubric::Answer::Scale { .. }),

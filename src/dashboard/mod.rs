@@ -103,7 +103,8 @@ struct BatchPage {
     preferences: Vec<PreferenceView>,
     scores: Vec<ScoreView>,
     /// SVG drawn by `charts` from numbers and escaped labels only.
-    fields_chart: String,
+    /// Absent when every question has a chart of its own.
+    fields_chart: Option<String>,
     agreement_chart: String,
     /// The lean to the response shown first, of the one preference or all pooled.
     bias_chart: Option<String>,
@@ -129,8 +130,9 @@ async fn page(
         _ => None,
     };
     let mut preferences = Vec::new();
-    for (key, summary) in &metrics.preferences {
-        let Some(question) = rubric.question(key) else {
+    // In the order the form asks them.
+    for question in &rubric.questions {
+        let Some(summary) = metrics.preferences.get(&question.key) else {
             continue;
         };
         let bars: Vec<charts::Bar> = question
@@ -222,7 +224,11 @@ async fn page(
         layout: page_user.layout,
         held,
         held_shown: HELD_SHOWN,
-        fields_chart: charts::stacked_fields(&metrics.fields, &apart),
+        fields_chart: metrics
+            .fields
+            .keys()
+            .any(|k| !apart.contains(&k.as_str()))
+            .then(|| charts::stacked_fields(&metrics.fields, &apart)),
         agreement_chart: charts::agreement(&metrics.agreement),
         bias_chart: metrics
             .position_bias
