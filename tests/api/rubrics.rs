@@ -1044,3 +1044,80 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
     }
 }
 db_test!(every_rubric_runs_the_whole_loop: TestApp);
+
+async fn the_rubrics_page_lists_versions_and_names_every_broken_rule(app: &TestApp) {
+    let admin = app.admin().await;
+    let browser = admin.browser_for(app).await;
+    let page = browser.get(app.url("/admin/rubrics")).go().await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    for name in ["blackhat", "additive-5", "pairwise-aspects"] {
+        assert!(
+            html.contains(&format!("/api/v1/rubrics/{name}/versions/1")),
+            "{name} and its version are listed"
+        );
+    }
+    let token = crate::helpers::csrf_token(&html);
+    let mut broken = custom("from-page", "Which is clearer?");
+    broken["questions"][1]["answer"]["options"][1]["value"] = json!("a");
+    broken["subject"] = json!("trio");
+    let refused = browser
+        .post(app.url("/admin/rubrics"))
+        .form(&[
+            ("csrf_token", token.clone()),
+            ("document", broken.to_string()),
+        ])
+        .go()
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = refused.text().await.unwrap();
+    assert!(
+        html.contains("<code>subject</code>: unknown variant"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "<code>questions[1].answer.options[1].value</code>: &#34;a&#34; is offered twice"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("from-page"),
+        "the document is shown again to be fixed"
+    );
+    let not_json = browser
+        .post(app.url("/admin/rubrics"))
+        .form(&[("csrf_token", token.clone()), ("document", "{".to_owned())])
+        .go()
+        .await;
+    assert_eq!(not_json.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        not_json
+            .text()
+            .await
+            .unwrap()
+            .contains("The document is not valid JSON")
+    );
+
+    let added = browser
+        .post(app.url("/admin/rubrics"))
+        .form(&[
+            ("csrf_token", token),
+            (
+                "document",
+                custom("from-page", "Which is clearer?").to_string(),
+            ),
+        ])
+        .go()
+        .await;
+    assert_eq!(added.status(), StatusCode::SEE_OTHER);
+    let to = added.headers()["location"].to_str().unwrap().to_owned();
+    let html = browser.get(app.url(&to)).go().await.text().await.unwrap();
+    assert!(html.contains("from-page version 1 was added."), "{html}");
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM rubrics WHERE name = 'from-page'")
+            .await,
+        1
+    );
+}
+db_test!(the_rubrics_page_lists_versions_and_names_every_broken_rule: TestApp);
