@@ -4,7 +4,45 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, TestApp, db_test, json_with, tasks_jsonl};
+use crate::helpers::{Go, Persona, TestApp, db_test, json_with, tasks_jsonl};
+
+/// The metrics of a batch, as a lead reads them.
+async fn metrics_of(app: &TestApp, lead: &Persona, batch: &str) -> Value {
+    let url = app.url(&format!("/api/v1/batches/{batch}/metrics"));
+    json_with(lead.api.get(url).go().await, StatusCode::OK).await
+}
+
+/// A batch's CSV export: its header and its rows.
+async fn csv_export(
+    app: &TestApp,
+    lead: &Persona,
+    batch: &str,
+) -> (Vec<String>, Vec<csv::StringRecord>) {
+    let url = app.url(&format!("/api/v1/batches/{batch}/export?format=csv"));
+    let response = lead.api.get(url).go().await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.text().await.unwrap();
+    let mut reader = csv::Reader::from_reader(body.as_bytes());
+    let headers = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    let rows = reader.records().map(Result::unwrap).collect();
+    (headers, rows)
+}
+
+/// A batch's JSON Lines export, one object a rating.
+async fn jsonl_export(app: &TestApp, lead: &Persona, batch: &str) -> Vec<Value> {
+    let url = app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl"));
+    let response = lead.api.get(url).go().await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.text().await.unwrap();
+    body.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
 
 /// The aspects of `pairwise-aspects`, with what the rater below answers, as shown.
 const SHOWN: [(&str, &str); 6] = [
@@ -72,20 +110,7 @@ async fn six_aspects_are_stored_for_the_canonical_side_and_exported_so(app: &Tes
         swapped_ids.len()
     );
 
-    let csv = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=csv")))
-        .go()
-        .await;
-    assert_eq!(csv.status(), StatusCode::OK);
-    let body = csv.text().await.unwrap();
-    let mut reader = csv::Reader::from_reader(body.as_bytes());
-    let headers: Vec<String> = reader
-        .headers()
-        .unwrap()
-        .iter()
-        .map(str::to_owned)
-        .collect();
+    let (headers, records) = csv_export(app, &lead, &batch).await;
     for column in SHOWN.map(|(aspect, _)| aspect).iter().chain(&["rationale"]) {
         assert!(headers.iter().any(|h| h == column), "{column}: {headers:?}");
     }
@@ -95,8 +120,7 @@ async fn six_aspects_are_stored_for_the_canonical_side_and_exported_so(app: &Tes
     );
     let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
     let mut rows = 0;
-    for record in reader.records() {
-        let record = record.unwrap();
+    for record in &records {
         rows += 1;
         let swapped = swapped_ids.contains(&record[at("external_id")]);
         assert_eq!(
@@ -110,14 +134,7 @@ async fn six_aspects_are_stored_for_the_canonical_side_and_exported_so(app: &Tes
     }
     assert_eq!(rows, tasks);
 
-    let metrics: Value = json_with(
-        lead.api
-            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let metrics: Value = metrics_of(app, &lead, &batch).await;
     let helpfulness = &metrics["fields"]["helpfulness"];
     assert_eq!(
         helpfulness["a"].as_u64().unwrap_or(0) + helpfulness["b"].as_u64().unwrap_or(0),
@@ -195,11 +212,7 @@ fn custom(name: &str, clarity_label: &str) -> Value {
     })
 }
 
-async fn post_rubric(
-    app: &TestApp,
-    who: &crate::helpers::Persona,
-    doc: &Value,
-) -> reqwest::Response {
+async fn post_rubric(app: &TestApp, who: &Persona, doc: &Value) -> reqwest::Response {
     who.api
         .post(app.url("/api/v1/rubrics"))
         .json(doc)
@@ -407,31 +420,13 @@ async fn rubrics_are_versioned_documents_and_batches_keep_theirs(app: &TestApp) 
     );
 
     // Metrics and exports name the version.
-    let metrics = json_with(
-        lead.api
-            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let metrics = metrics_of(app, &lead, &batch).await;
     assert_eq!(metrics["rubric"], json!({"name": "clear", "version": 1}));
     assert_eq!(
         metrics["fields"]["a.correct"],
         json!({"yes": 1, "partly": 1})
     );
-    let jsonl = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-        .go()
-        .await
-        .text()
-        .await
-        .unwrap();
-    let rows: Vec<Value> = jsonl
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = jsonl_export(app, &lead, &batch).await;
     assert_eq!(rows.len(), 2);
     for row in &rows {
         assert_eq!(
@@ -738,14 +733,7 @@ async fn the_additive_score_runs_the_whole_loop(app: &TestApp) {
         .await;
     assert_eq!(accepted.status(), StatusCode::OK);
 
-    let metrics = json_with(
-        lead.api
-            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let metrics = metrics_of(app, &lead, &batch).await;
     let counts = &metrics["counts"];
     assert_eq!(
         (
@@ -762,21 +750,7 @@ async fn the_additive_score_runs_the_whole_loop(app: &TestApp) {
     assert_eq!(metrics["fields"]["score"], json!(expected_scores));
     assert_eq!(metrics["fields"]["relevant"], json!({"true": 4}));
 
-    let csv = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=csv")))
-        .go()
-        .await
-        .text()
-        .await
-        .unwrap();
-    let mut reader = csv::Reader::from_reader(csv.as_bytes());
-    let headers: Vec<String> = reader
-        .headers()
-        .unwrap()
-        .iter()
-        .map(str::to_owned)
-        .collect();
+    let (headers, rows) = csv_export(app, &lead, &batch).await;
     for column in [
         "relevant",
         "substantial",
@@ -790,7 +764,6 @@ async fn the_additive_score_runs_the_whole_loop(app: &TestApp) {
         assert!(headers.iter().any(|h| h == column), "{column}: {headers:?}");
     }
     let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 6, "every rating, skipped and out of scope too");
     let scored: Vec<&str> = rows
         .iter()
@@ -969,14 +942,7 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
         .await;
         assert_eq!(revised["status"], "submitted", "{rubric}: {revised}");
 
-        let metrics = json_with(
-            lead.api
-                .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-                .go()
-                .await,
-            StatusCode::OK,
-        )
-        .await;
+        let metrics = metrics_of(app, &lead, &batch).await;
         let counts = &metrics["counts"];
         assert_eq!(
             [
@@ -990,21 +956,7 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
         );
         assert_eq!(metrics["rubric"]["name"], rubric);
 
-        let csv = lead
-            .api
-            .get(app.url(&format!("/api/v1/batches/{batch}/export?format=csv")))
-            .go()
-            .await
-            .text()
-            .await
-            .unwrap();
-        let mut reader = csv::Reader::from_reader(csv.as_bytes());
-        let headers: Vec<String> = reader
-            .headers()
-            .unwrap()
-            .iter()
-            .map(str::to_owned)
-            .collect();
+        let (headers, rows) = csv_export(app, &lead, &batch).await;
         for column in case.columns {
             assert!(
                 headers.iter().any(|h| h == column),
@@ -1012,7 +964,6 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
             );
         }
         let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
-        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
         assert_eq!(rows.len(), 8, "{rubric}");
         let counted = rows
             .iter()
@@ -1024,18 +975,7 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
                 .all(|r| &r[at("rubric")] == rubric && &r[at("rubric_version")] == "1")
         );
 
-        let jsonl = lead
-            .api
-            .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-            .go()
-            .await
-            .text()
-            .await
-            .unwrap();
-        let lines: Vec<Value> = jsonl
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = jsonl_export(app, &lead, &batch).await;
         assert_eq!(lines.len(), 8, "{rubric}");
         for line in lines.iter().filter(|l| l["outcome"] == "rated") {
             let swapped = line["swapped"].as_bool().unwrap();
