@@ -1,0 +1,208 @@
+// One task of each built-in rubric rated with the keyboard only, on `verdict demo`: the
+// blackhat form, the additive 0-5 score (yes/no criteria, a derived score and a
+// justification asked in words) and the six-aspect comparison (A / tie / B). The
+// stored rating is read back as its rater and as a lead, who sees it canonical.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { login, startDemo, suite, watchedPage } from "./harness.mjs";
+
+const env = suite(startDemo);
+
+const BLACKHAT = "Demo: coding answers";
+const ADDITIVE = "Demo: one answer scored 0-5";
+const ASPECTS = "Demo: answers compared on six aspects";
+
+async function signedIn(username) {
+  const page = await watchedPage(env.browser);
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await login(page, env.server.base, username, env.server.passwords[username]);
+  return page;
+}
+
+/** From the queue, the form of the next task of the batch named `batch`. */
+async function openNext(page, batch) {
+  await page.goto(`${env.server.base}/`);
+  const row = page.locator("tbody tr", { hasText: batch });
+  await Promise.all([page.waitForNavigation(), row.locator('form[action$="/next"] button').click()]);
+  await page.waitForSelector("#rating-form");
+}
+
+async function press(page, ...keys) {
+  for (const key of keys) await page.keyboard.press(key);
+}
+
+const current = (page) => page.evaluate(() => document.querySelector("#rating-form .current")?.dataset.question);
+const focused = (page) => page.evaluate(() => document.activeElement.name ?? null);
+const responseText = (page, side) => page.locator(`section[aria-label="Response ${side}"] .rendered`).innerText();
+
+/** Ctrl+Enter, and the form of the next task (or the page saying there is none). */
+async function submitByKeyboard(page) {
+  const url = page.url();
+  await page.keyboard.down("Control");
+  await Promise.all([page.waitForNavigation(), page.keyboard.press("Enter")]);
+  await page.keyboard.up("Control");
+  assert.notEqual(page.url(), url, "the form was sent");
+}
+
+/**
+ * The rater's newest submitted rating of `batch`, as they see it and as a lead sees it;
+ * checks the rater's history page lists it as rated and submitted.
+ */
+async function stored(page, lead, batch, externalId) {
+  await page.goto(`${env.server.base}/ratings`);
+  const row = page.locator("tbody tr", { hasText: batch }).filter({ hasText: externalId });
+  assert.match(await row.textContent(), /rated\s+submitted/);
+  const list = await (await page.request.get(`${env.server.base}/api/v1/ratings?limit=100`)).json();
+  const item = list.items.find((i) => i.batch === batch && i.external_id === externalId);
+  assert.ok(item, `${externalId} is in the rater's ratings`);
+  const asShown = await (await page.request.get(`${env.server.base}/api/v1/ratings/${item.id}`)).json();
+  const canonical = await (await lead.request.get(`${env.server.base}/api/v1/ratings/${item.id}`)).json();
+  assert.equal(asShown.status, "submitted");
+  assert.equal(canonical.status, "submitted");
+  return { asShown, canonical, batchId: item.batch_id };
+}
+
+/** The task's external id, from the form's heading ("Batch · task ID"). */
+async function externalIdOf(page) {
+  const heading = await page.textContent("h1 .muted");
+  return /task (\S+)/.exec(heading)[1];
+}
+
+/**
+ * Whether the rater was shown B first, told apart without the server's word: the
+ * response shown as A is compared with the task's own A on the lead's task page.
+ */
+async function shownSwapped(lead, batchId, externalId, shownA, shownB) {
+  await lead.goto(`${env.server.base}/batches/${batchId}/tasks/${encodeURIComponent(externalId)}`);
+  const [a, b] = [await responseText(lead, "A"), await responseText(lead, "B")];
+  if (shownA === a && shownB === b) return false;
+  if (shownA === b && shownB === a) return true;
+  assert.fail(`the responses shown for ${externalId} are not the task's`);
+}
+
+test("a blackhat task rated by keyboard is stored canonical", async () => {
+  const page = await signedIn("rater1");
+  const lead = await signedIn("lead");
+  await openNext(page, BLACKHAT);
+  const externalId = await externalIdOf(page);
+  const [shownA, shownB] = [await responseText(page, "A"), await responseText(page, "B")];
+  // A and B executability, A and B instruction following (B's needs a word), A and B
+  // correctness, then the side-by-side score with its explanation.
+  await press(page, "1", "4", "1", "2");
+  assert.equal(await focused(page), "b.instruction_following_explanation");
+  await page.keyboard.type("It prints the list instead of returning it.");
+  await press(page, "Escape", "j", "1", "1", "2");
+  assert.equal(await focused(page), "sxs_explanation");
+  await page.keyboard.type("A does what was asked; B only prints.");
+  await press(page, "Escape", "j", "1", "1", "j");
+  await submitByKeyboard(page);
+
+  const { asShown, canonical, batchId } = await stored(page, lead, BLACKHAT, externalId);
+  const shown = {
+    a: { executability: "yes_fully", instruction_following: "no_issues", correctness: "no_issues" },
+    b: { executability: "no_code", instruction_following: "minor_issues", correctness: "no_issues" },
+  };
+  for (const side of ["a", "b"]) {
+    for (const [key, value] of Object.entries(shown[side])) assert.equal(asShown.answers[side][key], value, `${side}.${key} as shown`);
+  }
+  assert.equal(asShown.answers.sxs, 2);
+  const swapped = await shownSwapped(lead, batchId, externalId, shownA, shownB);
+  assert.equal(canonical.swapped, swapped, "the lead is told the orientation the rater saw");
+  assert.equal(canonical.answers.sxs, swapped ? 6 : 2, "a swapped score is mirrored");
+  const [canonA, canonB] = swapped ? ["b", "a"] : ["a", "b"];
+  assert.equal(canonical.answers[canonB].instruction_following, "minor_issues", "the answers about B follow B");
+  assert.equal(canonical.answers[canonB].instruction_following_explanation, "It prints the list instead of returning it.");
+  assert.equal(canonical.answers[canonA].executability, "yes_fully");
+  assert.deepEqual(await page.problems(), []);
+  assert.deepEqual(await lead.problems(), []);
+});
+
+test("an additive 0-5 task rated by keyboard stores the score the form showed", async () => {
+  const page = await signedIn("rater1");
+  const lead = await signedIn("lead");
+  await openNext(page, ADDITIVE);
+  const externalId = await externalIdOf(page);
+  assert.equal(await page.locator('section[aria-label="Response B"]').count(), 0, "one response");
+  const score = page.locator('[data-derived-value="score"]');
+  assert.equal(await score.textContent(), "–", "no score before every criterion is answered");
+  // Relevant, substantial, useful: yes; comprehensive, expert: no; repetitive: no.
+  const picks = [["relevant", "1", "true"], ["substantial", "1", "true"], ["useful", "1", "true"],
+    ["comprehensive", "2", "false"], ["expert", "2", "false"], ["repetitive", "2", "false"]];
+  for (const [key, digit, value] of picks) {
+    assert.equal(await current(page), key);
+    await press(page, digit);
+    assert.equal(await page.locator(`input[name="${key}"][value="${value}"]`).isChecked(), true, `${digit} answers ${key}`);
+  }
+  const shownScore = await score.textContent();
+  assert.equal(shownScore, "3");
+  // The justification is a question asked in words: e reaches its box.
+  assert.equal(await current(page), "justification");
+  await press(page, "e");
+  assert.equal(await focused(page), "justification");
+  const justification = "It finds the bug and fixes it, but says nothing about the rows it skips.";
+  await page.keyboard.type(justification);
+  await press(page, "Escape");
+  assert.equal(await focused(page), null, "Escape leaves the box");
+  // Changing one criterion by keyboard works the score out again.
+  await press(page, "k", "k", "k");
+  assert.equal(await current(page), "comprehensive");
+  await press(page, "1");
+  assert.equal(await page.locator('input[name="comprehensive"][value="true"]').isChecked(), true);
+  assert.equal(await score.textContent(), "4");
+  await submitByKeyboard(page);
+
+  const { asShown, canonical } = await stored(page, lead, ADDITIVE, externalId);
+  const expected = { relevant: true, substantial: true, useful: true, comprehensive: true, expert: false,
+    repetitive: false, score: 4, justification };
+  for (const [key, value] of Object.entries(expected)) {
+    assert.deepEqual(asShown.answers[key], value, `${key} as the rater sees it`);
+    assert.deepEqual(canonical.answers[key], value, `${key} as a lead sees it`);
+  }
+  assert.equal(canonical.swapped, false, "one response is never swapped");
+  await page.goto(`${env.server.base}/ratings/${asShown.id}`);
+  assert.equal(await page.textContent('[data-derived-value="score"]'), "4", "the rating's page shows the stored score");
+  assert.deepEqual(await page.problems(), []);
+  assert.deepEqual(await lead.problems(), []);
+});
+
+test("six-aspect tasks rated by keyboard are stored canonical, shown swapped or not", async () => {
+  const page = await signedIn("rater2");
+  const lead = await signedIn("lead");
+  const aspects = ["helpfulness", "clarity", "factuality", "depth", "engagement", "safety"];
+  const digits = { a: "1", tie: "2", b: "3" };
+  const flip = { a: "b", b: "a", tie: "tie" };
+  // As shown: A wins helpfulness and depth, B wins clarity and engagement, ties on the rest.
+  const shown = { helpfulness: "a", clarity: "b", factuality: "tie", depth: "a", engagement: "b", safety: "tie" };
+  const rationale = "A solves the problem; B reads better but misses the edge case.";
+  const seen = new Set();
+  // The batch shows A and B in a random order: rate until both orders were seen.
+  for (let n = 0; n < 10 && seen.size < 2; n++) {
+    await openNext(page, ASPECTS);
+    const externalId = await externalIdOf(page);
+    const [shownA, shownB] = [await responseText(page, "A"), await responseText(page, "B")];
+    for (const aspect of aspects) {
+      assert.equal(await current(page), aspect);
+      await press(page, digits[shown[aspect]]);
+      assert.equal(await page.locator(`input[name="${aspect}"][value="${shown[aspect]}"]`).isChecked(), true);
+    }
+    assert.equal(await current(page), "rationale");
+    await press(page, "e");
+    assert.equal(await focused(page), "rationale");
+    await page.keyboard.type(rationale);
+    await press(page, "Escape");
+    await submitByKeyboard(page);
+
+    const { asShown, canonical, batchId } = await stored(page, lead, ASPECTS, externalId);
+    const swapped = await shownSwapped(lead, batchId, externalId, shownA, shownB);
+    seen.add(swapped);
+    assert.equal(canonical.swapped, swapped, "the lead is told the orientation the rater saw");
+    for (const aspect of aspects) {
+      assert.equal(asShown.answers[aspect], shown[aspect], `${aspect} as the rater saw it`);
+      assert.equal(canonical.answers[aspect], swapped ? flip[shown[aspect]] : shown[aspect], `${aspect} canonical (swapped: ${swapped})`);
+    }
+    assert.equal(canonical.answers.rationale, rationale);
+  }
+  assert.equal(seen.size, 2, "a swapped task and one shown as stored were both rated");
+  assert.deepEqual(await page.problems(), []);
+  assert.deepEqual(await lead.problems(), []);
+});
