@@ -103,7 +103,7 @@ struct BatchPage {
     preferences: Vec<PreferenceView>,
     scores: Vec<ScoreView>,
     /// SVG drawn by `charts` from numbers and escaped labels only.
-    /// Absent when every question has a chart of its own.
+    /// Absent when the rubric has no question without a chart of its own.
     fields_chart: Option<String>,
     agreement_chart: String,
     /// The lean to the response shown first, of the one preference or all pooled.
@@ -224,11 +224,11 @@ async fn page(
         layout: page_user.layout,
         held,
         held_shown: HELD_SHOWN,
-        fields_chart: metrics
-            .fields
-            .keys()
-            .any(|k| !apart.contains(&k.as_str()))
-            .then(|| charts::stacked_fields(&metrics.fields, &apart)),
+        fields_chart: (slots
+            .iter()
+            .any(|s| s.metrics().is_some() && !apart.contains(&s.path().as_str()))
+            || !batch.classifications.is_empty())
+        .then(|| charts::stacked_fields(&metrics.fields, &apart)),
         agreement_chart: charts::agreement(&metrics.agreement),
         bias_chart: metrics
             .position_bias
