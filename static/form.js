@@ -117,6 +117,7 @@
   }
 
   function showRefusal(result) {
+    summary.classList.remove("warning");
     const found = Object.entries(result.fields);
     for (const [name, message] of found) showError(name, message);
     summary.textContent = result.summary;
@@ -128,6 +129,26 @@
     const target = form.elements[name];
     const input = target instanceof RadioNodeList ? target[0] : target;
     (input || (question && question.querySelector("input, textarea")) || summary).focus();
+  }
+
+  // The rubric's warnings: answers it takes but asks the rater to look at again. Shown
+  // once; sending the same answers again sends them.
+  let warned = "";
+  function showWarnings(result) {
+    summary.textContent = "";
+    const lead = document.createElement("p");
+    lead.textContent = result.summary;
+    const list = document.createElement("ul");
+    for (const message of result.warnings) {
+      const item = document.createElement("li");
+      item.textContent = message;
+      list.append(item);
+    }
+    summary.append(lead, list);
+    summary.classList.add("warning");
+    summary.hidden = false;
+    summary.setAttribute("tabindex", "-1");
+    summary.focus();
   }
 
   let checked = false;
@@ -153,6 +174,12 @@
         }
       }
       showRefusal(result);
+      return;
+    }
+    const warnings = result !== null && !outOfScope ? result.warnings || [] : [];
+    if (warnings.length > 0 && warned !== warnings.join("\n")) {
+      warned = warnings.join("\n");
+      showWarnings(result);
       return;
     }
     checked = true;

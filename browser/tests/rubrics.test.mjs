@@ -206,3 +206,30 @@ test("six-aspect tasks rated by keyboard are stored canonical, shown swapped or 
   assert.deepEqual(await page.problems(), []);
   assert.deepEqual(await lead.problems(), []);
 });
+
+test("answers that contradict each other are shown back once before they are sent", async () => {
+  const page = await signedIn("lead");
+  await openNext(page, BLACKHAT);
+  const url = page.url();
+  for (const side of ["a", "b"]) {
+    await page.check(`input[name="${side}.executability"][value="yes_fully"]`);
+    await page.check(`input[name="${side}.instruction_following"][value="no_issues"]`);
+  }
+  await page.check('input[name="a.correctness"][value="major_issues"]');
+  await page.fill('textarea[name="a.correctness_explanation"]', "It returns the wrong element for empty input.");
+  await page.check('input[name="b.correctness"][value="no_issues"]');
+  await page.check('input[name="sxs"][value="2"]');
+  await page.fill('textarea[name="sxs_explanation"]', "A reads better, even though it has the bug.");
+  // The demo batch's classifications: one language, what is asked.
+  await page.locator('input[name="classifications.language"]').first().check();
+  await page.locator('input[name="classifications.kind"]').first().check();
+  await page.click("#submit");
+  const summary = page.locator("#error-summary.warning");
+  await summary.waitFor({ state: "visible" });
+  assert.match(await summary.textContent(), /You prefer A, yet A has major correctness issues and B has none/);
+  assert.equal(page.url(), url, "not sent yet");
+  // The same answers again: the rater has looked, and they are sent.
+  await Promise.all([page.waitForNavigation(), page.click("#submit")]);
+  assert.notEqual(page.url(), url);
+  assert.deepEqual(await page.problems(), []);
+});

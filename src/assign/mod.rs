@@ -193,9 +193,18 @@ fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i3
     ))
 }
 
-/// What submitting `input` would be refused for, by path; nothing is saved.
-pub fn check(owned: &Owned, input: &Value) -> AppResult<()> {
-    canonical(owned, input, Mode::Submit).map(drop)
+/// What submitting `input` would be refused for, by path (an error), or else the
+/// rubric's warnings it meets (answers it takes, but asks the rater to look at again);
+/// nothing is saved.
+pub fn check(owned: &Owned, input: &Value) -> AppResult<Vec<String>> {
+    let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
+    let questions = &owned.batch.classifications.0;
+    let shown = rubric::validate(&owned.rubric, questions, input, Mode::Submit, min)
+        .map_err(AppError::invalid)?;
+    Ok(rubric::warnings(&owned.rubric, &shown)
+        .into_iter()
+        .map(str::to_owned)
+        .collect())
 }
 
 pub async fn save_draft(state: &AppState, owned: &Owned, input: &Value) -> AppResult<Rating> {

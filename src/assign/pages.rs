@@ -499,6 +499,9 @@ struct Checked {
     /// Field path to what is wrong with it; empty when the form would be taken.
     fields: FieldErrors,
     summary: String,
+    /// With no field refused: the rubric's warnings the answers meet, for the rater to
+    /// confirm or change (the form is taken either way).
+    warnings: Vec<String>,
 }
 
 /// `POST /assignments/{id}/check`: what submitting the form would be refused for (or,
@@ -520,20 +523,27 @@ async fn check(
             .iter()
             .find(|(k, _)| k == "explanation")
             .map_or("", |(_, v)| v.as_str());
-        super::scope_explanation(explanation, &owned.batch).map(drop)
+        super::scope_explanation(explanation, &owned.batch).map(|_| vec![])
     } else {
         super::check(&owned, &answers_of(&owned, &pairs))
     };
-    let fields = match result {
-        Ok(()) => FieldErrors::new(),
-        Err(AppError::Validation { fields, .. }) => fields,
+    let (fields, warnings) = match result {
+        Ok(warnings) => (FieldErrors::new(), warnings),
+        Err(AppError::Validation { fields, .. }) => (fields, vec![]),
         Err(other) => return Err(other),
     };
     let summary = match fields.get("explanation") {
         Some(why) if out_of_scope => scope_refusal(why),
+        _ if fields.is_empty() && !warnings.is_empty() => {
+            "Please look again before you submit; submit again to keep your answers.".into()
+        }
         _ => attention(fields.len()),
     };
-    Ok(Json(Checked { fields, summary }))
+    Ok(Json(Checked {
+        fields,
+        summary,
+        warnings,
+    }))
 }
 
 #[derive(Deserialize)]

@@ -483,6 +483,26 @@ fn refusal(answer: &Answer, value: &Value) -> String {
     }
 }
 
+/// The messages of the rubric's warnings that `answers` (checked, in the orientation the
+/// rater was shown, derived answers worked out) meet: allowed but unlikely combinations
+/// the rater is asked to look at again. They never refuse anything.
+pub fn warnings<'r>(rubric: &'r Rubric, answers: &Answers) -> Vec<&'r str> {
+    let at = |path: &str| match path.split_once('.') {
+        Some((side, key)) => answers.get(side).and_then(|s| s.get(key)),
+        None => answers.get(path),
+    };
+    rubric
+        .warnings
+        .iter()
+        .filter(|w| {
+            w.when
+                .iter()
+                .all(|(path, matches)| at(path).is_some_and(|v| matches.values().contains(v)))
+        })
+        .map(|w| w.message.as_str())
+        .collect()
+}
+
 /// Turns answers between the orientation a rater was shown and the canonical one: with
 /// `swapped`, the answers asked of each response trade places and every question asked
 /// once turns as its `swap` says. Applying it twice gives back what went in.
@@ -876,5 +896,42 @@ mod tests {
         assert_eq!(orient(aspects(), canonical, true), checked);
         let bad = validate(aspects(), &[], &json!({"depth": "A"}), Mode::Draft, 20).unwrap_err();
         assert_eq!(bad["depth"], "unknown value \"A\": use a, tie, b");
+    }
+
+    #[test]
+    fn warnings_name_unlikely_combinations_without_refusing_them() {
+        let mut input = complete();
+        input["a"]["correctness"] = json!("major_issues");
+        input["a"]["correctness_explanation"] = json!(WHY);
+        input["b"]["correctness"] = json!("no_issues");
+        let shown = submit(input.clone()).expect("a warning refuses nothing");
+        assert_eq!(
+            warnings(blackhat(), &shown),
+            [
+                "You prefer A, yet A has major correctness issues and B has none. Is that the preference you mean?"
+            ]
+        );
+        input["sxs"] = json!(4);
+        assert!(
+            warnings(blackhat(), &submit(input).unwrap()).is_empty(),
+            "a tie is fine"
+        );
+        let mut odd = criteria([false, true, true, true, true], false);
+        odd["substantial"] = json!(false);
+        let out = validate(additive(), &[], &odd, Mode::Submit, 20).unwrap();
+        assert_eq!(
+            warnings(additive(), &out).len(),
+            2,
+            "expert but not relevant; complete but not substantial"
+        );
+        let plain = validate(
+            additive(),
+            &[],
+            &criteria([true, true, false, false, false], false),
+            Mode::Submit,
+            20,
+        )
+        .unwrap();
+        assert!(warnings(additive(), &plain).is_empty());
     }
 }

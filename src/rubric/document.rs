@@ -115,7 +115,14 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
     for key in object.keys() {
         if !matches!(
             key.as_str(),
-            "name" | "title" | "help" | "out_of_scope_help" | "subject" | "questions" | "derived"
+            "name"
+                | "title"
+                | "help"
+                | "out_of_scope_help"
+                | "subject"
+                | "questions"
+                | "derived"
+                | "warnings"
         ) {
             errors.insert(key.clone(), "is not a field of a rubric document".into());
         }
@@ -162,6 +169,7 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
     };
     let question_items = items("questions", errors);
     let derived_items = items("derived", errors);
+    let warning_items = items("warnings", errors);
     let mut parts = Parts {
         questions: vec![],
         derived: vec![],
@@ -193,6 +201,16 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
             }
         }
     }
+    let mut warnings = vec![];
+    for (i, item) in warning_items {
+        match read::<super::Warning>(&item, &format!("warnings[{i}]")) {
+            Ok(w) => warnings.push(w),
+            Err((path, why)) => {
+                errors.insert(path, why);
+                parts.complete = false;
+            }
+        }
+    }
     let rubric = Rubric {
         name,
         title,
@@ -201,6 +219,7 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
         out_of_scope_help,
         questions,
         derived,
+        warnings,
     };
     Some((rubric, parts))
 }
@@ -352,6 +371,52 @@ fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors) {
                 format!("{at}.metrics"),
                 "a derived answer is a number: its role is score".into(),
             ),
+        }
+    }
+    // Warnings name answers by path; only a complete document has every path to check.
+    if !parts.complete {
+        return;
+    }
+    let slots = rubric.slots();
+    for (i, w) in rubric.warnings.iter().enumerate() {
+        let at = format!("warnings[{i}]");
+        if w.message.trim().is_empty() {
+            err(format!("{at}.message"), "must not be empty".into());
+        }
+        if w.when.is_empty() {
+            err(format!("{at}.when"), "must name at least one answer".into());
+        }
+        for (path, matches) in &w.when {
+            let Some(slot) = slots.iter().find(|s| s.path() == *path) else {
+                err(
+                    format!("{at}.when.{path}"),
+                    "is not an answer of this rubric (name it as a.KEY, b.KEY or KEY)".into(),
+                );
+                continue;
+            };
+            let takes = |v: &Value| match slot {
+                super::Slot::Asked { question, .. } => {
+                    !question.is_text() && accepts(&question.answer, v)
+                }
+                super::Slot::Derived(d) => {
+                    let (low, high) = d.range(rubric);
+                    v.as_i64().is_some_and(|n| (low..=high).contains(&n))
+                }
+            };
+            if matches.values().is_empty() {
+                err(
+                    format!("{at}.when.{path}"),
+                    "must name at least one answer".into(),
+                );
+            }
+            for v in matches.values() {
+                if !takes(v) {
+                    err(
+                        format!("{at}.when.{path}"),
+                        format!("{v} is not an answer it takes"),
+                    );
+                }
+            }
         }
     }
 }
@@ -823,5 +888,28 @@ mod tests {
         }
         assert_eq!(comparable(&old, &new), ["correctness", "sxs"]);
         assert_eq!(comparable(&old, &old).len(), 4);
+    }
+
+    #[test]
+    fn warnings_name_answers_the_rubric_has_with_values_they_take() {
+        let mut doc = blackhat();
+        doc["warnings"] = json!([
+            {"when": {"c.correctness": "no_issues"}, "message": "x"},
+            {"when": {"sxs": [0, 4]}, "message": "y"},
+            {"when": {"a.correctness": "maybe"}, "message": " "},
+            {"when": {}, "message": "z"}
+        ]);
+        let errors = errors_of(doc);
+        assert!(errors["warnings[0].when.c.correctness"].contains("not an answer of this rubric"));
+        assert!(errors["warnings[1].when.sxs"].contains("0 is not an answer it takes"));
+        assert!(errors["warnings[2].when.a.correctness"].contains("\"maybe\""));
+        assert_eq!(errors["warnings[2].message"], "must not be empty");
+        assert_eq!(errors["warnings[3].when"], "must name at least one answer");
+        let mut additive: Value =
+            serde_json::from_str(include_str!("../../rubrics/additive-5.json")).unwrap();
+        additive["warnings"][0]["when"] = json!({"score": [6], "justification": "x"});
+        let errors = errors_of(additive);
+        assert!(errors["warnings[0].when.score"].contains("6 is not an answer"));
+        assert!(errors["warnings[0].when.justification"].contains("not an answer it takes"));
     }
 }

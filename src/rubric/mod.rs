@@ -18,6 +18,7 @@ pub mod document;
 
 pub use answers::{
     Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, orient, validate,
+    warnings,
 };
 
 /// A rating form, as its document declares it.
@@ -39,6 +40,37 @@ pub struct Rubric {
     /// Answers the server works out from the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub derived: Vec<Derived>,
+    /// Combinations of answers that are allowed but unlikely: the form asks the rater to
+    /// look again before it sends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+/// A consistency rule: when every answer named in `when` is one of the values given for
+/// it (answers as the rater was shown them, by path: `a.correctness`, `sxs`, `score`),
+/// the rater is shown `message` and asked to confirm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warning {
+    pub when: std::collections::BTreeMap<String, Matches>,
+    pub message: String,
+}
+
+/// The answers a warning's condition matches: one value, or any of several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Matches {
+    AnyOf(Vec<Value>),
+    One(Value),
+}
+
+impl Matches {
+    pub fn values(&self) -> &[Value] {
+        match self {
+            Matches::AnyOf(values) => values,
+            Matches::One(value) => std::slice::from_ref(value),
+        }
+    }
 }
 
 /// What a rating judges.
