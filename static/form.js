@@ -300,7 +300,10 @@
     const target = event.target;
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      form.requestSubmit(document.getElementById("submit") || undefined);
+      // In the out-of-scope box, it sends the out-of-scope mark; anywhere else, the rating.
+      const outOfScope = target.closest && target.closest("#out-of-scope");
+      const button = document.getElementById(outOfScope ? "oos-submit" : "submit");
+      form.requestSubmit(button || undefined);
       return;
     }
     const typing = target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||

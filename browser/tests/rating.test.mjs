@@ -108,6 +108,29 @@ test("out of scope needs an explanation, then moves on", async () => {
   assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /out of scope\s+submitted/);
 });
 
+test("Ctrl+Enter in the out-of-scope box marks the task out of scope, not the rating", async () => {
+  const page = await onNextTask("rater1");
+  const url = page.url();
+  await press(page, "o");
+  await page.keyboard.down("Control");
+  await page.keyboard.press("Enter");
+  await page.keyboard.up("Control");
+  const error = page.locator('[data-error-for="explanation"]');
+  await error.waitFor({ state: "visible" });
+  assert.equal(await error.textContent(), "is required: say why the prompt is out of scope");
+  assert.equal(await page.isVisible("#error-summary"), false, "no rating answers were asked for");
+  assert.equal(page.url(), url);
+  await page.keyboard.type("It asks for a cover letter, not code.");
+  await page.keyboard.down("Control");
+  await Promise.all([page.waitForNavigation(), page.keyboard.press("Enter")]);
+  await page.keyboard.up("Control");
+  assert.notEqual(page.url(), url);
+  await page.goto(`${env.server.base}/ratings`);
+  const rows = (await page.locator("tbody tr").allTextContents()).join("\n");
+  assert.match(rows, /out of scope\s+submitted/);
+  assert.deepEqual(await page.problems(), []);
+});
+
 test("a draft is saved as the rater works and is there after a reload", async () => {
   const page = await onNextTask("rater1");
   await page.check('input[name="a.executability"][value="no"]');
