@@ -329,8 +329,11 @@
     } else if (event.key === "s") openPanel("skip", "input[name=reason]:checked");
     else if (event.key === "o") openPanel("out-of-scope", "textarea");
     else if (event.key === "?" && help) help.hidden = !help.hidden;
-    else if (/^[1-9]$/.test(event.key) && question) {
-      const option = question.querySelectorAll("input[type=radio], input[type=checkbox]")[Number(event.key) - 1];
+    else if (/^Digit[0-9]$/.test(event.code) && question) {
+      // 1-9 and 0 pick the first ten options; with Shift, the next ten (as their keys say).
+      const digit = Number(event.code.slice(5));
+      const index = (digit === 0 ? 10 : digit) + (event.shiftKey ? 10 : 0);
+      const option = question.querySelectorAll("input[type=radio], input[type=checkbox]")[index - 1];
       if (!option) return;
       option.checked = option.type === "checkbox" ? !option.checked : true;
       option.dispatchEvent(new Event("change", { bubbles: true }));

@@ -131,6 +131,21 @@ test("Ctrl+Enter in the out-of-scope box marks the task out of scope, not the ra
   assert.deepEqual(await page.problems(), []);
 });
 
+test("every option has a key: 0 is the tenth, Shift and a digit the ones after", async () => {
+  const page = await onNextTask("lead");
+  const language = page.locator('[data-question="classifications.language"]');
+  const current = () => page.evaluate(() => document.querySelector("#rating-form .current")?.dataset.question);
+  for (let i = 0; i < 12 && (await current()) !== "classifications.language"; i++) await press(page, "j");
+  assert.equal(await current(), "classifications.language");
+  assert.equal(await language.locator("kbd").nth(9).textContent(), "0");
+  assert.equal(await language.locator("kbd").nth(10).textContent(), "⇧1");
+  await press(page, "0");
+  assert.equal(await page.locator('input[name="classifications.language"][value="dockerfile"]').isChecked(), true);
+  await press(page, "k", "Shift+Digit1");
+  assert.equal(await page.locator('input[name="classifications.language"][value="none"]').isChecked(), true, "the eleventh");
+  assert.deepEqual(await page.problems(), []);
+});
+
 test("a draft is saved as the rater works and is there after a reload", async () => {
   const page = await onNextTask("rater1");
   await page.check('input[name="a.executability"][value="no"]');

@@ -98,8 +98,8 @@ pub struct OptionView {
     pub value: String,
     pub label: String,
     pub checked: bool,
-    /// The number key that picks it.
-    pub key: usize,
+    /// The key that picks it (`1`, `0`, `⇧1`).
+    pub key: String,
 }
 
 /// One question with its explanation box (if it has one), for one response or for the
@@ -150,7 +150,7 @@ fn question(
             checked: current == Some(&value),
             value: form_value(&value),
             label: label.to_owned(),
-            key: i + 1,
+            key: rubric::option_key(i + 1),
         })
         .collect();
     let text = question
@@ -213,7 +213,8 @@ pub struct ClassificationView {
     pub label: String,
     pub multiple: bool,
     pub required: bool,
-    pub options: Vec<(String, bool)>,
+    /// Each option, whether it is chosen, and the key that picks it.
+    pub options: Vec<(String, bool, String)>,
     pub error: Option<String>,
 }
 
@@ -285,7 +286,14 @@ pub fn form_view(
                 options: q
                     .options
                     .iter()
-                    .map(|o| (o.clone(), picked.contains(&o.as_str())))
+                    .enumerate()
+                    .map(|(i, o)| {
+                        (
+                            o.clone(),
+                            picked.contains(&o.as_str()),
+                            rubric::option_key(i + 1),
+                        )
+                    })
                     .collect(),
                 error: errors.get(&format!("classifications.{}", q.key)).cloned(),
             }

@@ -451,6 +451,14 @@ fn check_questions(questions: &[Classification], fields: &mut FieldErrors) {
                 format!("{at}.options"),
                 "must be a list of distinct, non-empty options".into(),
             );
+        } else if q.options.len() > crate::rubric::MAX_OPTIONS {
+            fields.insert(
+                format!("{at}.options"),
+                format!(
+                    "must be at most {} options (each has a key on the form)",
+                    crate::rubric::MAX_OPTIONS
+                ),
+            );
         }
     }
 }

@@ -439,10 +439,13 @@ fn check_answer(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
     let at = format!("{at}.answer");
     match &q.answer {
         Answer::Choice { options } => {
-            if options.len() < 2 {
+            if !(2..=super::MAX_OPTIONS).contains(&options.len()) {
                 err(
                     format!("{at}.options"),
-                    "must offer at least two options".into(),
+                    format!(
+                        "must offer from 2 to {} options (each has a key on the form)",
+                        super::MAX_OPTIONS
+                    ),
                 );
             }
             let mut seen = BTreeSet::new();
@@ -467,10 +470,13 @@ fn check_answer(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
             }
         }
         Answer::Scale { min, max, labels } => {
-            if min >= max || max - min > 100 {
+            if min >= max || max - min >= super::MAX_OPTIONS as i64 {
                 err(
                     format!("{at}.max"),
-                    "must be above min, by at most 100".into(),
+                    format!(
+                        "must be above min, for at most {} values (each has a key on the form)",
+                        super::MAX_OPTIONS
+                    ),
                 );
             } else if labels.len() as i64 != max - min + 1 {
                 err(
@@ -911,5 +917,28 @@ mod tests {
         let errors = errors_of(additive);
         assert!(errors["warnings[0].when.score"].contains("6 is not an answer"));
         assert!(errors["warnings[0].when.justification"].contains("not an answer it takes"));
+    }
+
+    #[test]
+    fn every_option_has_a_key_so_a_question_offers_at_most_twenty() {
+        let mut doc = blackhat();
+        let options: Vec<Value> = (0..21)
+            .map(|i| json!({"value": format!("v{i}"), "label": format!("V{i}")}))
+            .collect();
+        doc["questions"][0]["answer"]["options"] = json!(options);
+        doc["questions"][0]["explanation"]["required"] = json!("always");
+        doc["questions"][3]["answer"] = json!({"type": "scale", "min": 0, "max": 20,
+            "labels": (0..21).map(|i| i.to_string()).collect::<Vec<_>>()});
+        let errors = errors_of(doc);
+        assert!(errors["questions[0].answer.options"].contains("from 2 to 20 options"));
+        assert!(errors["questions[3].answer.max"].contains("at most 20 values"));
+        let keys: Vec<String> = (1..=20).map(super::super::option_key).collect();
+        assert_eq!(keys[..3], ["1", "2", "3"]);
+        assert_eq!(
+            (keys[9].as_str(), keys[10].as_str(), keys[19].as_str()),
+            ("0", "⇧1", "⇧0")
+        );
+        let unique: BTreeSet<&String> = keys.iter().collect();
+        assert_eq!(unique.len(), 20, "one key per option");
     }
 }

@@ -450,6 +450,20 @@ impl Rubric {
     }
 }
 
+/// The most options (or scale values) a question offers: each has its own key on the
+/// form, `1` to `9`, `0`, then Shift with `1` to `0` (see [`option_key`]).
+pub const MAX_OPTIONS: usize = 20;
+
+/// The key that picks the `n`th option (from 1) on the form, as the form shows it.
+pub fn option_key(n: usize) -> String {
+    match n {
+        1..=9 => n.to_string(),
+        10 => "0".into(),
+        11..=20 => format!("⇧{}", (n - 10) % 10),
+        _ => String::new(),
+    }
+}
+
 /// The rubric documents shipped with the binary.
 const BUILT_IN: [&str; 3] = [
     include_str!("../../rubrics/blackhat.json"),

@@ -1061,3 +1061,28 @@ async fn the_rubrics_page_lists_versions_and_names_every_broken_rule(app: &TestA
     );
 }
 db_test!(the_rubrics_page_lists_versions_and_names_every_broken_rule: TestApp);
+
+async fn a_classification_offers_at_most_twenty_options(app: &TestApp) {
+    let admin = app.admin().await;
+    let batch = app.batch(&admin, "many", &tasks_jsonl(1), "").await;
+    let options: Vec<String> = (1..=21).map(|i| format!("option {i}")).collect();
+    let change = |options: &[String]| json!({"classifications": [{"key": "topic", "label": "Topic", "options": options}]});
+    let url = app.url(&format!("/api/v1/batches/{batch}"));
+    let refused = json_with(
+        admin.api.patch(&url).json(&change(&options)).go().await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(
+        refused["fields"]["classifications[0].options"],
+        "must be at most 20 options (each has a key on the form)"
+    );
+    let taken = admin
+        .api
+        .patch(&url)
+        .json(&change(&options[..20]))
+        .go()
+        .await;
+    assert_eq!(taken.status(), StatusCode::OK);
+}
+db_test!(a_classification_offers_at_most_twenty_options: TestApp);
