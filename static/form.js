@@ -7,6 +7,13 @@
   "use strict";
 
   for (const block of document.querySelectorAll(".rendered .code")) {
+    // The block scrolls; a box around it does not, so its Copy button stays in sight
+    // however far the code is scrolled. The block takes focus, so the arrow keys scroll it.
+    const box = document.createElement("div");
+    box.className = "code-box";
+    block.before(box);
+    box.append(block);
+    block.tabIndex = 0;
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy";
@@ -21,7 +28,7 @@
       }
       setTimeout(() => { button.textContent = "Copy"; }, 1500);
     });
-    block.prepend(button);
+    box.prepend(button);
   }
 
   const form = document.getElementById("rating-form");

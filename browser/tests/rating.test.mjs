@@ -146,6 +146,37 @@ test("every option has a key: 0 is the tenth, Shift and a digit the ones after",
   assert.deepEqual(await page.problems(), []);
 });
 
+test("Copy buttons stay inside their code block's box, and the keyboard scrolls a block", async () => {
+  const page = await onNextTask("rater2");
+  for (const [width, height] of [[1366, 900], [390, 844]]) {
+    await page.setViewportSize({ width, height });
+    const boxes = await page.evaluate(() =>
+      [...document.querySelectorAll(".rendered .code-box")].map((box) => {
+        const outer = box.getBoundingClientRect();
+        const button = box.querySelector(":scope > button.copy").getBoundingClientRect();
+        const code = box.querySelector(":scope > .code");
+        return {
+          inside: button.left >= outer.left && button.right <= outer.right && button.top >= outer.top && button.bottom <= outer.bottom,
+          oneLine: button.height < 2.2 * parseFloat(getComputedStyle(box.querySelector("button.copy")).fontSize),
+          focusable: code.tabIndex === 0,
+        };
+      }),
+    );
+    assert.ok(boxes.length > 0, "the demo task has code");
+    for (const box of boxes) assert.deepEqual(box, { inside: true, oneLine: true, focusable: true }, `at ${width}px`);
+  }
+  // At the narrow width some block is wider than its box: the arrow keys scroll it.
+  const wide = page.locator(".rendered .code").filter({ has: page.locator(".src") });
+  const index = await wide.evaluateAll((blocks) => blocks.findIndex((b) => b.scrollWidth > b.clientWidth));
+  assert.ok(index >= 0, "the task's code is wider than a phone");
+  const block = wide.nth(index);
+  await block.focus();
+  await press(page, "ArrowRight", "ArrowRight", "ArrowRight");
+  // Keyboard scrolling is animated: wait for it to move.
+  await page.waitForFunction((b) => b.scrollLeft > 0, await block.elementHandle(), { timeout: 5000 });
+  assert.deepEqual(await page.problems(), []);
+});
+
 test("a draft is saved as the rater works and is there after a reload", async () => {
   const page = await onNextTask("rater1");
   await page.check('input[name="a.executability"][value="no"]');

@@ -146,8 +146,12 @@ function liveMarkup() {
     if (!own) found.push(`<script> ${s.src || s.textContent.slice(0, 60)}`);
   }
   const unwelcome = "script, style, link, img, svg, math, form, button, textarea, select, video, audio, source, picture, template, noscript, dialog, details, marquee, xmp, plaintext, listing, isindex, [style], [id], [name], [form], [autofocus], [tabindex], [contenteditable]";
-  // form.js puts a copy button on each code block.
-  const ours = (el) => el.matches(".code > button.copy:first-child") && el.attributes.length === 2 && el.getAttribute("type") === "button";
+  // form.js puts a copy button beside each code block, and makes the block focusable so
+  // the arrow keys scroll it.
+  const ours = (el) =>
+    (el.matches(".code-box > button.copy:first-child") && el.attributes.length === 2 && el.getAttribute("type") === "button") ||
+    (el.matches(".code-box > .code") && el.getAttribute("tabindex") === "0" &&
+      [...el.attributes].every((a) => ["class", "data-lang", "tabindex"].includes(a.name)));
   for (const el of document.querySelectorAll(`.rendered :is(${unwelcome})`)) if (!ours(el)) found.push(`${describe(el)} ${el.outerHTML.slice(0, 80)}`);
   return found;
 }
