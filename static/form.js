@@ -261,6 +261,16 @@
     last = now;
     if (timeInput) timeInput.value = String(Math.round(seconds));
   }
+  // Past the guidance, the page suggests skipping for the "too long to verify" reason.
+  const overGuidance = document.getElementById("over-guidance");
+  const suggestSkip = document.getElementById("suggest-skip");
+  if (suggestSkip) {
+    suggestSkip.addEventListener("click", () => {
+      const tooLong = document.querySelector('#skip-form input[name="reason"][value="too_long"]');
+      if (tooLong) tooLong.checked = true;
+      openPanel("skip", 'input[name="reason"]:checked');
+    });
+  }
   if (timer && !readOnly) {
     const value = document.getElementById("timer-value");
     const guidance = Number(timer.dataset.guidance);
@@ -269,6 +279,7 @@
       const whole = Math.floor(seconds);
       value.textContent = `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
       timer.classList.toggle("over", whole > guidance);
+      if (overGuidance) overGuidance.hidden = whole <= guidance;
       if (Math.floor(whole / 60) > savedMinute) {
         savedMinute = Math.floor(whole / 60);
         schedule();

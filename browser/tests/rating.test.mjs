@@ -177,6 +177,28 @@ test("Copy buttons stay inside their code block's box, and the keyboard scrolls 
   assert.deepEqual(await page.problems(), []);
 });
 
+test("past the 30 minutes, the form suggests skipping because it takes too long", async () => {
+  const page = await onNextTask("lead");
+  assert.equal(await page.isVisible("#over-guidance"), false, "not before");
+  // 29:57 of active time saved with the draft, as if the rater had worked that long.
+  const saved = await page.evaluate(async () => {
+    const form = document.getElementById("rating-form");
+    const body = new URLSearchParams(new FormData(form));
+    body.set("time_spent_s", "1797");
+    return (await fetch(form.dataset.draftUrl, { method: "POST", body, headers: { Accept: "application/json" } })).status;
+  });
+  assert.equal(saved, 200);
+  await page.reload();
+  await page.locator("#over-guidance").waitFor({ state: "visible", timeout: 10000 });
+  await page.click("#suggest-skip");
+  assert.equal(await page.locator("#skip").getAttribute("open"), "");
+  assert.equal(await page.locator('#skip-form input[name="reason"][value="too_long"]').isChecked(), true);
+  const url = page.url();
+  await Promise.all([page.waitForNavigation(), page.click("#skip-submit")]);
+  assert.notEqual(page.url(), url);
+  assert.deepEqual(await page.problems(), []);
+});
+
 test("a draft is saved as the rater works and is there after a reload", async () => {
   const page = await onNextTask("rater1");
   await page.check('input[name="a.executability"][value="no"]');
