@@ -418,6 +418,14 @@ fn answers_of(owned: &Owned, pairs: &FormPairs) -> Value {
     super::form_answers(&owned.rubric, &owned.batch.classifications.0, pairs)
 }
 
+/// The out-of-scope explanation a form carries ("" when it has none).
+fn scope_explanation_of(pairs: &FormPairs) -> &str {
+    pairs
+        .iter()
+        .find(|(k, _)| k == "explanation")
+        .map_or("", |(_, v)| v.as_str())
+}
+
 /// The answers of a refused form, as the page shows them again, and its time spent.
 fn as_typed(input: &Value) -> (Answers, i32) {
     let time = input["time_spent_s"]
@@ -527,11 +535,7 @@ async fn check(
         .iter()
         .any(|(k, v)| k == "check" && v == "out_of_scope");
     let result = if out_of_scope {
-        let explanation = pairs
-            .iter()
-            .find(|(k, _)| k == "explanation")
-            .map_or("", |(_, v)| v.as_str());
-        super::scope_explanation(explanation, &owned.batch).map(|_| vec![])
+        super::scope_explanation(scope_explanation_of(&pairs), &owned.batch).map(|_| vec![])
     } else {
         super::check(&owned, &answers_of(&owned, &pairs))
     };
@@ -593,11 +597,7 @@ async fn out_of_scope(
         Ok(owned) => owned,
         Err(redirect) => return Ok(redirect),
     };
-    let explanation = pairs
-        .iter()
-        .find(|(k, _)| k == "explanation")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
+    let explanation = scope_explanation_of(&pairs).to_owned();
     let input = answers_of(&owned, &pairs);
     match super::out_of_scope(&state, &owned, &page_user.user, &explanation, &input).await {
         Ok(_) => to_next(&state, &owned, &page_user.user).await,
