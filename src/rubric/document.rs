@@ -156,61 +156,15 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
         None => Subject::Pair,
     };
     let mut complete = true;
-    let mut items = |key: &str, errors: &mut DocumentErrors| -> Vec<(usize, Value)> {
-        match object.get(key) {
-            None => vec![],
-            Some(Value::Array(list)) => list.iter().cloned().enumerate().collect(),
-            Some(_) => {
-                errors.insert(key.into(), "must be a list".into());
-                complete = false;
-                vec![]
-            }
-        }
-    };
-    let question_items = items("questions", errors);
-    let derived_items = items("derived", errors);
-    let warning_items = items("warnings", errors);
-    let mut parts = Parts {
-        questions: vec![],
-        derived: vec![],
+    let (questions, question_at) =
+        read_list::<Question>(object, "questions", errors, &mut complete);
+    let (derived, derived_at) = read_list::<Derived>(object, "derived", errors, &mut complete);
+    let (warnings, _) = read_list::<super::Warning>(object, "warnings", errors, &mut complete);
+    let parts = Parts {
+        questions: question_at,
+        derived: derived_at,
         complete,
     };
-    let mut questions = vec![];
-    for (i, item) in question_items {
-        match read::<Question>(&item, &format!("questions[{i}]")) {
-            Ok(q) => {
-                questions.push(q);
-                parts.questions.push(i);
-            }
-            Err((path, why)) => {
-                errors.insert(path, why);
-                parts.complete = false;
-            }
-        }
-    }
-    let mut derived = vec![];
-    for (i, item) in derived_items {
-        match read::<Derived>(&item, &format!("derived[{i}]")) {
-            Ok(d) => {
-                derived.push(d);
-                parts.derived.push(i);
-            }
-            Err((path, why)) => {
-                errors.insert(path, why);
-                parts.complete = false;
-            }
-        }
-    }
-    let mut warnings = vec![];
-    for (i, item) in warning_items {
-        match read::<super::Warning>(&item, &format!("warnings[{i}]")) {
-            Ok(w) => warnings.push(w),
-            Err((path, why)) => {
-                errors.insert(path, why);
-                parts.complete = false;
-            }
-        }
-    }
     let rubric = Rubric {
         name,
         title,
@@ -224,15 +178,52 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
     Some((rubric, parts))
 }
 
+/// The items of the list `key` of a document that read as `T`, with their indices in the
+/// list; each that does not is named in `errors` and leaves the parts read incomplete.
+fn read_list<T: DeserializeOwned>(
+    object: &Map<String, Value>,
+    key: &str,
+    errors: &mut DocumentErrors,
+    complete: &mut bool,
+) -> (Vec<T>, Vec<usize>) {
+    let list = match object.get(key) {
+        None => return (vec![], vec![]),
+        Some(Value::Array(list)) => list,
+        Some(_) => {
+            errors.insert(key.into(), "must be a list".into());
+            *complete = false;
+            return (vec![], vec![]);
+        }
+    };
+    let mut read_ones = (vec![], vec![]);
+    for (i, item) in list.iter().enumerate() {
+        match read::<T>(item, &format!("{key}[{i}]")) {
+            Ok(one) => {
+                read_ones.0.push(one);
+                read_ones.1.push(i);
+            }
+            Err((path, why)) => {
+                errors.insert(path, why);
+                *complete = false;
+            }
+        }
+    }
+    read_ones
+}
+
+/// Whether `text` is 1 to 64 lower-case letters, digits or `joiner`, from a letter.
+fn is_identifier(text: &str, joiner: char) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text.starts_with(|c: char| c.is_ascii_lowercase())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == joiner)
+}
+
 /// A name of a rubric: lower-case letters, digits and dashes, as in `additive-5`.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
+    if is_identifier(name, '-') {
         Ok(())
     } else {
         Err("must be 1 to 64 lower-case letters, digits or dashes, starting with a letter".into())
@@ -240,13 +231,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 }
 
 fn check_key(key: &str) -> Result<(), String> {
-    let ok = !key.is_empty()
-        && key.len() <= 64
-        && key.starts_with(|c: char| c.is_ascii_lowercase())
-        && key
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !ok {
+    if !is_identifier(key, '_') {
         return Err(
             "must be 1 to 64 lower-case letters, digits or underscores, starting with a letter"
                 .into(),
