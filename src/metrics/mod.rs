@@ -380,9 +380,10 @@ impl Question {
         }
     }
 
-    /// The number a (non-zero) code stands for, on a scale or a score.
+    /// The number a code stands for, on a scale or a score; `None` for a missing answer.
     fn value(&self, code: u8) -> Option<i64> {
         match self.reading {
+            _ if code == 0 => None,
             Reading::Scale { min, .. } | Reading::Score { min } => Some(min + i64::from(code) - 1),
             _ => None,
         }
@@ -643,7 +644,7 @@ impl Accumulator {
         }
         for (qi, models) in &mut self.score_models {
             let q = &self.questions[*qi];
-            let Some(value) = q.value(codes[*qi]).filter(|_| codes[*qi] > 0) else {
+            let Some(value) = q.value(codes[*qi]) else {
                 continue;
             };
             // The response the score is of: its side's model, or the one response's.
@@ -828,7 +829,7 @@ impl Accumulator {
         let q = &self.questions[qi];
         self.codes
             .chunks(self.questions.len())
-            .filter_map(|c| (c[qi] > 0).then(|| q.value(c[qi])).flatten())
+            .filter_map(|c| q.value(c[qi]))
             .map(|v| v as f64)
             .collect()
     }
