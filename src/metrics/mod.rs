@@ -389,6 +389,14 @@ impl Question {
         }
     }
 
+    /// A score read with A and B the other way round (a scale mirrored on its midpoint).
+    fn mirrored(&self, score: i64) -> i64 {
+        match self.reading {
+            Reading::Scale { min, max, .. } => min + max - score,
+            _ => score,
+        }
+    }
+
     fn is_preference(&self) -> bool {
         matches!(self.reading, Reading::Scale { .. } | Reading::Choice { .. })
     }
@@ -599,9 +607,9 @@ impl Accumulator {
                 continue;
             };
             let score = q.value(code);
-            if let (Reading::Scale { min, max, .. }, Some(score)) = (&q.reading, score) {
+            if let (Reading::Scale { .. }, Some(score)) = (&q.reading, score) {
                 let shown = if row.swapped {
-                    min + max - score
+                    q.mirrored(score)
                 } else {
                     score
                 };
@@ -622,14 +630,10 @@ impl Accumulator {
             if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
                 // One row per pair whichever way round a task had it: the first by name
                 // is A.
-                let mirror = |s: i64| match &q.reading {
-                    Reading::Scale { min, max, .. } => min + max - s,
-                    _ => s,
-                };
                 let (key, read) = if a <= b {
                     ((a, b), (favours, score))
                 } else {
-                    ((b, a), (favours.flipped(), score.map(mirror)))
+                    ((b, a), (favours.flipped(), score.map(|s| q.mirrored(s))))
                 };
                 let read = (read.0, read.1.map(|s| s as f64));
                 match tally.model_pairs.get_mut(&(key.0.clone(), key.1.clone())) {
