@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::metrics::PositionBias;
 use crate::metrics::agreement::Agreement;
+use crate::rubric::Favours;
 
 const PALETTE: [&str; 8] = [
     "#2357c6", "#5b8def", "#9bb4e8", "#f3d27a", "#e8a15a", "#c9563c", "#8e44ad", "#7f8c8d",
@@ -18,21 +19,12 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Which side a bar of a preference's distribution stands for, and so its colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lean {
-    A,
-    Tie,
-    B,
-    /// Not a preference: one colour for every bar.
-    None,
-}
-
 /// One bar: its label, its count and its lean.
 pub struct Bar {
     pub label: String,
     pub n: u64,
-    pub lean: Lean,
+    /// The response the answer favours; `None` for a bar that is no preference.
+    pub lean: Option<Favours>,
 }
 
 /// Bars of a distribution, in order: answers favouring A in blue, B in orange, ties grey.
@@ -45,11 +37,11 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
         "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\">",
         escape(title)
     );
-    let colour = |lean: Lean| match lean {
-        Lean::A => PALETTE[0],
-        Lean::Tie => PALETTE[7],
-        Lean::B => PALETTE[4],
-        Lean::None => PALETTE[1],
+    let colour = |lean: Option<Favours>| match lean {
+        Some(Favours::A) => PALETTE[0],
+        Some(Favours::Tie) => PALETTE[7],
+        Some(Favours::B) => PALETTE[4],
+        None => PALETTE[1],
     };
     for (i, bar) in bars.iter().enumerate() {
         let height = (h - 2.0 * pad - 12.0) * bar.n as f64 / max;
@@ -70,22 +62,21 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
             h - pad + 16.0
         );
     }
-    let leans: Vec<Lean> = [Lean::A, Lean::Tie, Lean::B]
-        .into_iter()
-        .filter(|l| bars.iter().any(|b| b.lean == *l))
-        .collect();
-    for (i, lean) in leans.iter().enumerate() {
-        let text = match lean {
-            Lean::A => "A better",
-            Lean::Tie => "about the same",
-            _ => "B better",
-        };
+    let legend: Vec<(Favours, &str)> = [
+        (Favours::A, "A better"),
+        (Favours::Tie, "about the same"),
+        (Favours::B, "B better"),
+    ]
+    .into_iter()
+    .filter(|(f, _)| bars.iter().any(|b| b.lean == Some(*f)))
+    .collect();
+    for (i, (lean, text)) in legend.into_iter().enumerate() {
         let x = pad + 120.0 * i as f64;
         let _ = write!(
             svg,
             "<rect x=\"{x:.1}\" y=\"4\" width=\"10\" height=\"10\" fill=\"{}\"/>\
              <text x=\"{:.1}\" y=\"13\" font-size=\"11\">{text}</text>",
-            colour(*lean),
+            colour(Some(lean)),
             x + 14.0
         );
     }

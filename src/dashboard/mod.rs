@@ -142,23 +142,7 @@ async fn page(
                 let name = value
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_owned);
-                let lean = match (&question.metrics, scale_of(question), value.as_i64()) {
-                    (_, Some((_, _, Some(mid))), Some(v)) => match v.cmp(&mid) {
-                        std::cmp::Ordering::Less => charts::Lean::A,
-                        std::cmp::Ordering::Equal => charts::Lean::Tie,
-                        std::cmp::Ordering::Greater => charts::Lean::B,
-                    },
-                    (Some(Role::Preference { a, b, .. }), None, _) => {
-                        if a.as_deref() == Some(name.as_str()) {
-                            charts::Lean::A
-                        } else if b.as_deref() == Some(name.as_str()) {
-                            charts::Lean::B
-                        } else {
-                            charts::Lean::Tie
-                        }
-                    }
-                    _ => charts::Lean::None,
-                };
+                let lean = question.favours(&value);
                 // A scale's bars are its numbers (the labels say what they mean).
                 let shown = if scale_of(question).is_some() {
                     name.clone()
@@ -198,7 +182,7 @@ async fn page(
                 .map(|(value, n)| charts::Bar {
                     label: value.clone(),
                     n: *n,
-                    lean: charts::Lean::None,
+                    lean: None,
                 })
                 .collect();
             ScoreView {

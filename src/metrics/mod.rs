@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::lifecycle::{Exclusion, Outcome, Status};
-use crate::rubric::{Answer, Role, Rubric, Slot, Subject};
+use crate::rubric::{Answer, Favours, Role, Rubric, Slot, Subject};
 
 pub mod agreement;
 pub mod bradley_terry;
@@ -218,25 +218,6 @@ pub struct Metrics {
     pub models: Option<Models>,
 }
 
-/// Which response an answer favours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Favours {
-    A,
-    Tie,
-    B,
-}
-
-impl Favours {
-    /// The same answer read with A and B the other way round.
-    fn flipped(self) -> Self {
-        match self {
-            Favours::A => Favours::B,
-            Favours::Tie => Favours::Tie,
-            Favours::B => Favours::A,
-        }
-    }
-}
-
 /// How metrics read a question beyond its distribution and agreement.
 #[derive(Debug, Clone)]
 enum Reading {
@@ -245,12 +226,9 @@ enum Reading {
     Scale {
         min: i64,
         max: i64,
-        midpoint: i64,
     },
-    /// A preference among options: which each code (index = code - 1) favours.
-    Choice {
-        favours: Vec<Option<Favours>>,
-    },
+    /// A preference among options.
+    Choice,
     /// A number: value = code + min - 1.
     Score {
         min: i64,
@@ -272,6 +250,8 @@ struct Question {
     level: agreement::Level,
     reading: Reading,
     yes_no: bool,
+    /// For a preference: which response each code (index = code - 1) favours.
+    favours: Vec<Option<Favours>>,
 }
 
 impl Question {
@@ -304,29 +284,9 @@ impl Question {
         let none: &[serde_json::Value] = &[];
         let (unscaled_values, level, reading) = match role {
             Role::Preference {
-                midpoint: Some(midpoint),
-                ..
-            } => (
-                none,
-                agreement::Level::Ordinal,
-                Reading::Scale {
-                    min,
-                    max,
-                    midpoint: *midpoint,
-                },
-            ),
-            Role::Preference { a, b, tie, .. } => {
-                let favours = names
-                    .iter()
-                    .map(|n| {
-                        [(a, Favours::A), (b, Favours::B), (tie, Favours::Tie)]
-                            .into_iter()
-                            .find(|(v, _)| v.as_deref() == Some(n.as_str()))
-                            .map(|(_, f)| f)
-                    })
-                    .collect();
-                (none, agreement::Level::Nominal, Reading::Choice { favours })
-            }
+                midpoint: Some(_), ..
+            } => (none, agreement::Level::Ordinal, Reading::Scale { min, max }),
+            Role::Preference { .. } => (none, agreement::Level::Nominal, Reading::Choice),
             Role::Ordinal { unscaled } => (
                 unscaled.as_slice(),
                 agreement::Level::Ordinal,
@@ -340,6 +300,7 @@ impl Question {
             Role::Score => (none, agreement::Level::Interval, Reading::Score { min }),
         };
         let unscaled = values.iter().map(|v| unscaled_values.contains(v)).collect();
+        let favours = values.iter().map(|v| role.favours(v)).collect();
         Some(Self {
             path: slot.path(),
             side: slot.side().map(crate::rubric::Side::key),
@@ -350,6 +311,7 @@ impl Question {
             level,
             reading,
             yes_no,
+            favours,
         })
     }
 
@@ -363,21 +325,10 @@ impl Question {
             .map_or(0, |i| i as u8 + 1)
     }
 
-    /// Which response a (non-zero) code favours, for a preference.
+    /// Which response a code favours, for a preference; `None` for a missing answer.
     fn favours(&self, code: u8) -> Option<Favours> {
         let index = usize::from(code).checked_sub(1)?;
-        match &self.reading {
-            Reading::Scale { min, midpoint, .. } => {
-                let value = min + index as i64;
-                Some(match value.cmp(midpoint) {
-                    std::cmp::Ordering::Less => Favours::A,
-                    std::cmp::Ordering::Equal => Favours::Tie,
-                    std::cmp::Ordering::Greater => Favours::B,
-                })
-            }
-            Reading::Choice { favours } => favours.get(index).copied().flatten(),
-            Reading::Plain | Reading::Score { .. } => None,
-        }
+        self.favours.get(index).copied().flatten()
     }
 
     /// The number a code stands for, on a scale or a score; `None` for a missing answer.
@@ -398,7 +349,7 @@ impl Question {
     }
 
     fn is_preference(&self) -> bool {
-        matches!(self.reading, Reading::Scale { .. } | Reading::Choice { .. })
+        matches!(self.reading, Reading::Scale { .. } | Reading::Choice)
     }
 }
 

@@ -252,7 +252,56 @@ pub struct Derived {
     pub metrics: Option<Role>,
 }
 
+/// Which response a preference answer favours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Favours {
+    A,
+    Tie,
+    B,
+}
+
+impl Favours {
+    /// The same answer read with A and B the other way round.
+    pub fn flipped(self) -> Self {
+        match self {
+            Favours::A => Favours::B,
+            Favours::Tie => Favours::Tie,
+            Favours::B => Favours::A,
+        }
+    }
+}
+
+impl Role {
+    /// Which response `value` favours, for a preference: on a scale, below, at or above
+    /// its midpoint; among options, the one the role names `a`, `b` or `tie`.
+    pub fn favours(&self, value: &Value) -> Option<Favours> {
+        match self {
+            Role::Preference {
+                midpoint: Some(midpoint),
+                ..
+            } => Some(match value.as_i64()?.cmp(midpoint) {
+                std::cmp::Ordering::Less => Favours::A,
+                std::cmp::Ordering::Equal => Favours::Tie,
+                std::cmp::Ordering::Greater => Favours::B,
+            }),
+            Role::Preference { a, b, tie, .. } => {
+                let value = value.as_str()?;
+                [(a, Favours::A), (b, Favours::B), (tie, Favours::Tie)]
+                    .into_iter()
+                    .find(|(v, _)| v.as_deref() == Some(value))
+                    .map(|(_, f)| f)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Question {
+    /// Which response `value` favours, when the question is a preference.
+    pub fn favours(&self, value: &Value) -> Option<Favours> {
+        self.metrics.as_ref()?.favours(value)
+    }
+
     pub fn explanation_key(&self) -> String {
         format!("{}_explanation", self.key)
     }
