@@ -10,6 +10,7 @@ use crate::auth::Role;
 use crate::error::AppResult;
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
+use crate::store::ratings::HistoryRow;
 use crate::web::{Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
@@ -24,15 +25,32 @@ struct HomePage {
     /// Batch names link to their lead's page.
     can_lead: bool,
     batches: Vec<BatchSummary>,
+    /// The user's ratings a lead returned for revision, the longest waiting first.
+    returned: Vec<HistoryRow>,
+    /// For a lead: open batches with tasks no eligible rater is left to rate, as (batch
+    /// id, name, how many, the first of them).
+    stranded: Vec<(uuid::Uuid, String, i64, Vec<String>)>,
 }
 
 async fn home(page_user: PageUser, State(state): State<AppState>) -> AppResult<Html<String>> {
     let PageUser { user, layout } = page_user;
     let batches = state.store().visible_batches(user.id, user.role).await?;
+    let returned = state.store().returned_ratings(user.id, 20).await?;
+    let mut stranded = Vec::new();
+    if user.can_lead() {
+        for s in batches.iter().filter(|s| s.batch.state == "open") {
+            let (count, first) = state.store().stranded_tasks(s.batch.id, 10).await?;
+            if count > 0 {
+                stranded.push((s.batch.id, s.batch.name.clone(), count, first));
+            }
+        }
+    }
     render(&HomePage {
         layout,
         role: user.role,
         can_lead: user.can_lead(),
         batches,
+        returned,
+        stranded,
     })
 }

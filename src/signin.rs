@@ -76,10 +76,7 @@ async fn login_page(
     }
     let (token, set_cookie) = csrf::login_token(&headers, state.config().cookie_secure);
     let page = LoginPage {
-        layout: Layout {
-            user: None,
-            csrf_token: token,
-        },
+        layout: Layout::signed_out(token),
         next,
         username: String::new(),
         error: None,
@@ -122,10 +119,7 @@ async fn login(
         // The form's token again, from its cookie: a failed sign-in stores nothing either.
         let (token, _) = csrf::login_token(&headers, state.config().cookie_secure);
         let page = LoginPage {
-            layout: Layout {
-                user: None,
-                csrf_token: token,
-            },
+            layout: Layout::signed_out(token),
             next,
             username: username.to_owned(),
             error: Some("Wrong username or password.".into()),

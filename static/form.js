@@ -249,9 +249,15 @@
     }
   });
 
+  // Durations read as everywhere in the app (web::clock): m:ss, or h:mm:ss past an hour.
+  const clock = (whole) => {
+    const two = (n) => String(n).padStart(2, "0");
+    const [h, m, sec] = [Math.floor(whole / 3600), Math.floor(whole / 60) % 60, whole % 60];
+    return h > 0 ? `${h}:${two(m)}:${two(sec)}` : `${m}:${two(sec)}`;
+  };
   // Active time: counts only while the tab is visible.
   const timer = document.getElementById("timer");
-  const timeInput = document.getElementById("time-spent");
+  const timeInputs = document.querySelectorAll(".time-spent");
   let seconds = timer ? Number(timer.dataset.start) || 0 : 0;
   let last = Date.now();
   let savedMinute = Math.floor(seconds / 60);
@@ -259,11 +265,13 @@
     const now = Date.now();
     if (document.visibilityState === "visible") seconds += (now - last) / 1000;
     last = now;
-    if (timeInput) timeInput.value = String(Math.round(seconds));
+    for (const input of timeInputs) input.value = String(Math.round(seconds));
   }
   // Past the guidance, the page suggests skipping for the "too long to verify" reason.
   const overGuidance = document.getElementById("over-guidance");
   const suggestSkip = document.getElementById("suggest-skip");
+  const skipForm = document.getElementById("skip-form");
+  if (skipForm) skipForm.addEventListener("submit", () => { updateTime(); submitting = true; });
   if (suggestSkip) {
     suggestSkip.addEventListener("click", () => {
       const tooLong = document.querySelector('#skip-form input[name="reason"][value="too_long"]');
@@ -277,7 +285,7 @@
     setInterval(() => {
       updateTime();
       const whole = Math.floor(seconds);
-      value.textContent = `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+      value.textContent = clock(whole);
       timer.classList.toggle("over", whole > guidance);
       if (overGuidance) overGuidance.hidden = whole <= guidance;
       if (Math.floor(whole / 60) > savedMinute) {
@@ -290,16 +298,62 @@
 
   // Keyboard: j/k move between questions, digits choose, e explains, Esc leaves a box.
   let current = Math.max(0, questions.findIndex((q) => valueOf(q.dataset.question) === null));
+  // Brings a question into view in whatever scrolls it (the form's pane, or the page),
+  // clear of the sticky bar of buttons at the bottom, whose height changes as the
+  // out-of-scope box opens: the scroll padding keeps that much room free.
+  const bar = form.querySelector(".actions");
+  function reveal(element) {
+    const room = bar ? `${bar.offsetHeight + 8}px` : "0px";
+    const pane = form.closest(".form-pane");
+    for (const scroller of [pane, document.documentElement]) {
+      if (scroller) scroller.style.scrollPaddingBottom = room;
+    }
+    element.scrollIntoView({ block: "nearest" });
+    // Taller than the room above the bar (a long scale on a phone): its start shows.
+    const scroller = pane || document.documentElement;
+    const top = pane ? pane.getBoundingClientRect().top : 0;
+    const bottom = bar ? bar.getBoundingClientRect().top : window.innerHeight;
+    const box = element.getBoundingClientRect();
+    if (box.bottom > bottom && box.height > bottom - top) scroller.scrollTop += box.top - top;
+  }
+  // The answers' pane follows the form: a question about response A or B brings that
+  // response into view if none of it shows (on a phone they are one above the other),
+  // back where the rater last read it; any other question, whichever response is nearer.
+  const answersPane = document.getElementById("answers-pane");
+  const responses = answersPane ? [...answersPane.querySelectorAll(".response")] : [];
+  const readAt = {};
+  let followed = null;
+  const showing = (el) => {
+    const r = el.getBoundingClientRect();
+    const p = answersPane.getBoundingClientRect();
+    return Math.min(r.bottom, p.bottom) - Math.max(r.top, p.top) > 60;
+  };
+  function follow(question) {
+    if (responses.length === 0) return;
+    const side = /^([ab])\./.exec(question.dataset.question);
+    const target = side ? responses[side[1] === "b" ? responses.length - 1 : 0] : responses[0];
+    if (followed !== null && followed !== target) readAt[responses.indexOf(followed)] = answersPane.scrollTop;
+    if (side ? !showing(target) : !responses.some(showing)) {
+      const kept = readAt[responses.indexOf(target)];
+      answersPane.scrollTop = kept ?? answersPane.scrollTop + target.getBoundingClientRect().top - answersPane.getBoundingClientRect().top;
+      if (!showing(target)) answersPane.scrollTop += target.getBoundingClientRect().top - answersPane.getBoundingClientRect().top;
+    }
+    followed = target;
+  }
   function select(index, scroll = true) {
     if (questions.length === 0) return;
     current = Math.max(0, Math.min(questions.length - 1, index));
     questions.forEach((q, i) => q.classList.toggle("current", i === current));
-    if (scroll) questions[current].scrollIntoView({ block: "nearest" });
+    if (scroll) reveal(questions[current]);
+    follow(questions[current]);
   }
-  if (!readOnly) select(current, false);
+  // A rater coming back to a draft finds the first question still to answer in view.
+  if (!readOnly) select(current, current > 0);
   form.addEventListener("focusin", (event) => {
     const question = event.target.closest(".question");
     if (question) select(questions.indexOf(question), false);
+    // Tabbing into the form must not leave the field behind the bar either.
+    if (question && !(bar && bar.contains(event.target))) reveal(event.target.closest(".question, label") || event.target);
   });
   function openPanel(id, focusSelector) {
     const panel = document.getElementById(id);
@@ -311,7 +365,11 @@
   }
   const help = document.getElementById("shortcuts");
   const helpToggle = document.getElementById("shortcuts-toggle");
-  if (helpToggle) helpToggle.addEventListener("click", () => { help.hidden = !help.hidden; });
+  const toggleHelp = () => {
+    help.hidden = !help.hidden;
+    if (helpToggle) helpToggle.setAttribute("aria-expanded", String(!help.hidden));
+  };
+  if (helpToggle) helpToggle.addEventListener("click", toggleHelp);
 
   document.addEventListener("keydown", (event) => {
     if (readOnly) return;
@@ -346,13 +404,15 @@
       }
     } else if (event.key === "s") openPanel("skip", "input[name=reason]:checked");
     else if (event.key === "o") openPanel("out-of-scope", "textarea");
-    else if (event.key === "?" && help) help.hidden = !help.hidden;
+    else if (event.key === "?" && help) toggleHelp();
     else if (/^Digit[0-9]$/.test(event.code) && question) {
       // 1-9 and 0 pick the first ten options; with Shift, the next ten (as their keys say).
       const digit = Number(event.code.slice(5));
       const index = (digit === 0 ? 10 : digit) + (event.shiftKey ? 10 : 0);
       const option = question.querySelectorAll("input[type=radio], input[type=checkbox]")[index - 1];
       if (!option) return;
+      // Never answer out of sight: the question comes into view first.
+      reveal(question);
       option.checked = option.type === "checkbox" ? !option.checked : true;
       option.dispatchEvent(new Event("change", { bubbles: true }));
       const field = fields.get(question.dataset.question);

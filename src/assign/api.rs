@@ -148,6 +148,10 @@ pub struct SkipRequest {
     reason: String,
     #[schema(max_length = 5000)]
     note: Option<String>,
+    /// Active seconds spent on the task before skipping it (kept with the skip; without
+    /// it, what the draft recorded).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 604800)]
+    time_spent_s: Option<Value>,
 }
 
 /// Skips the task: it goes back to the pool for others and is never offered to the
@@ -170,6 +174,7 @@ pub async fn skip(
             &user,
             &request.reason,
             request.note.as_deref(),
+            request.time_spent_s.as_ref(),
         )
         .await?
         .into(),
@@ -186,6 +191,9 @@ pub struct OutOfScopeRequest {
     /// Any answers given so far, in the orientation shown.
     #[schema(value_type = Option<Object>)]
     answers: Option<Value>,
+    /// Active seconds spent on the task before marking it (kept with the mark).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 604800)]
+    time_spent_s: Option<Value>,
 }
 
 /// Marks the prompt out of scope: the answers the rubric sets for out of scope are set
@@ -202,9 +210,13 @@ pub async fn out_of_scope(
     ApiJson(request): ApiJson<OutOfScopeRequest>,
 ) -> AppResult<Json<RatingRef>> {
     let owned = owned(&state, id, &user).await?;
-    let answers = request
+    let mut answers = request
         .answers
         .unwrap_or_else(|| Value::Object(Default::default()));
+    // The time travels with the answers, where a submission carries it too.
+    if let (Some(time), Value::Object(fields)) = (request.time_spent_s, &mut answers) {
+        fields.insert("time_spent_s".into(), time);
+    }
     let explanation = request.explanation.unwrap_or_default();
     Ok(Json(
         super::out_of_scope(&state, &owned, &user, &explanation, &answers)

@@ -11,8 +11,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, FieldErrors};
 use crate::rubric::{self, Answers, Mode, Rubric};
+use crate::services::ServiceError;
 use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
 use crate::store::assignments::{Assignment, Task};
@@ -228,15 +229,32 @@ pub async fn submit(
     finish_with(state, owned, user, &finish, time).await
 }
 
+/// Skips the task, keeping the active time spent on it (`time_spent_s`, checked as a
+/// rating's is; none keeps what its draft recorded).
 pub async fn skip(
     state: &AppState,
     owned: &Owned,
     user: &User,
     reason: &str,
     note: Option<&str>,
+    time_spent_s: Option<&Value>,
 ) -> AppResult<Rating> {
-    let finish = skip_of(reason, note)?;
-    finish_with(state, owned, user, &finish, 0).await
+    let time = time_spent_s.map(rubric::time_spent).transpose();
+    match (skip_of(reason, note), time) {
+        (Ok(finish), Ok(time)) => finish_with(state, owned, user, &finish, time.unwrap_or(0)).await,
+        (finish, time) => {
+            // Every refused field at once: the reason, the note and the time.
+            let mut fields = match finish {
+                Err(ServiceError::Invalid(fields)) => fields,
+                Err(other) => return Err(other.into()),
+                Ok(_) => FieldErrors::new(),
+            };
+            if let Err(why) = time {
+                fields.insert("time_spent_s".into(), why);
+            }
+            Err(AppError::invalid(fields))
+        }
+    }
 }
 
 /// Why a prompt is out of scope, checked (see [`finish::scope_explanation`]); the pages

@@ -563,6 +563,8 @@ struct SkipForm {
     #[serde(default)]
     reason: String,
     note: Option<String>,
+    /// The timer's active seconds, set by the page's script.
+    time_spent_s: Option<String>,
 }
 
 async fn skip(
@@ -575,12 +577,23 @@ async fn skip(
         Ok(owned) => owned,
         Err(redirect) => return Ok(redirect),
     };
+    // A number the form carries as text; anything else is refused as the API refuses it.
+    let time = form
+        .time_spent_s
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<i64>()
+                .map_or_else(|_| Value::from(t), Value::from)
+        });
     super::skip(
         &state,
         &owned,
         &page_user.user,
         &form.reason,
         form.note.as_deref(),
+        time.as_ref(),
     )
     .await?;
     to_next(&state, &owned, &page_user.user).await

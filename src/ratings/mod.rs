@@ -131,6 +131,81 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
         .collect())
 }
 
+/// A revision in progress, as its rater left it: the answers in their orientation, the
+/// out-of-scope explanation being written, and the active time so far.
+pub struct RevisionDraft {
+    pub answers: Answers,
+    pub explanation: Option<String>,
+    pub time_spent_s: i32,
+}
+
+/// Saves what the rater has written into a revision so far, checked as a draft is (any
+/// answer may be missing), without changing the rating itself; returns when it was saved.
+pub async fn save_revision_draft(
+    state: &AppState,
+    access: &Access,
+    input: &Value,
+) -> AppResult<chrono::DateTime<chrono::Utc>> {
+    if access.viewer != Viewer::Owner {
+        return Err(AppError::Forbidden);
+    }
+    lifecycle::check_revise(access.rating.outcome, access.rating.status)?;
+    let mut given = input.as_object().cloned().unwrap_or_default();
+    let explanation = match given.remove("explanation") {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    for key in ["outcome", "reason", "note"] {
+        given.remove(key);
+    }
+    let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
+    let questions = &access.batch.classifications.0;
+    let mut answers = rubric::validate(
+        &access.rubric,
+        questions,
+        &Value::Object(given),
+        Mode::Draft,
+        min,
+    )
+    .map_err(AppError::invalid)?;
+    // Checked by `validate`, so a whole number in range.
+    let time = answers
+        .remove("time_spent_s")
+        .and_then(|t| t.as_i64())
+        .and_then(|t| i32::try_from(t).ok())
+        .unwrap_or(0);
+    let draft = serde_json::json!({
+        "answers": rubric::orient(&access.rubric, answers, access.turn()),
+        "explanation": explanation,
+    });
+    state
+        .store()
+        .save_revision_draft(access.rating.id, &draft, time)
+        .await?
+        .ok_or_else(|| {
+            lifecycle::Refusal::Closed("a lead has already decided on this rating".into()).into()
+        })
+}
+
+/// The revision its rater is writing, if they saved one.
+pub async fn revision_draft(state: &AppState, access: &Access) -> AppResult<Option<RevisionDraft>> {
+    let Some((draft, time_spent_s)) = state.store().revision_draft(access.rating.id).await? else {
+        return Ok(None);
+    };
+    let answers = match draft.get("answers") {
+        Some(Value::Object(answers)) => answers.clone(),
+        _ => Answers::new(),
+    };
+    Ok(Some(RevisionDraft {
+        answers: rubric::orient(&access.rubric, answers, access.turn()),
+        explanation: draft
+            .get("explanation")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        time_spent_s,
+    }))
+}
+
 /// Revises a rating with answers in the viewer's orientation. The body may also change
 /// its outcome (`"outcome": "rated"`, `"out_of_scope"` or `"skipped"`), with what that
 /// outcome needs: `explanation` for out of scope, `reason` (and a `note`) for a skip.

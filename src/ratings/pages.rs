@@ -1,11 +1,13 @@
 //! A rater's history of ratings, and the page to read or revise one.
 
 use askama::Template;
+use axum::Json;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::HistoryQuery;
@@ -26,6 +28,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/ratings", get(history))
         .route("/ratings/{id}", get(one).post(revise))
+        .route("/ratings/{id}/draft", post(draft))
 }
 
 #[derive(Template)]
@@ -80,15 +83,66 @@ struct RatingPage {
     prompt_html: String,
     a_html: String,
     b_html: String,
+    /// Active time so far, a revision's included (the timer goes on from it).
+    time_spent_s: i32,
+    /// The out-of-scope explanation in the box: the one being written, or the stored one.
+    oos_explanation: String,
+    /// Whether an unsent revision was restored into the form.
+    restored: bool,
+    /// What the rater is told after sending a revision.
+    confirmation: Option<String>,
+}
+
+/// What the page was asked for: `?sent=1` after a revision was taken.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RatingQuery {
+    sent: Option<u8>,
+}
+
+/// The form as it stands: what was sent back (refused), else an unsent revision, else
+/// the rating itself.
+enum Shown {
+    Refused(Answers, FieldErrors, i32),
+    Saved,
 }
 
 async fn page(
     state: &AppState,
     access: &Access,
     layout: Layout,
-    answers: Answers,
-    errors: FieldErrors,
+    shown: Shown,
+    confirmation: Option<String>,
 ) -> AppResult<RatingPage> {
+    let revisable = access.revisable() && access.viewer == Viewer::Owner;
+    let draft = if revisable {
+        super::revision_draft(state, access).await?
+    } else {
+        None
+    };
+    let stored_explanation = (access.rating.outcome == Outcome::OutOfScope)
+        .then(|| access.rating.note.clone())
+        .flatten();
+    let restored = draft.is_some() && matches!(shown, Shown::Saved);
+    let (answers, errors, time, oos_explanation) = match (shown, draft) {
+        (Shown::Refused(answers, errors, time), _) => {
+            let sent = answers.get("explanation").and_then(Value::as_str);
+            let explanation = sent.map(str::to_owned).or(stored_explanation);
+            (answers, errors, time, explanation.unwrap_or_default())
+        }
+        (Shown::Saved, Some(draft)) => (
+            draft.answers,
+            FieldErrors::new(),
+            draft.time_spent_s,
+            draft.explanation.or(stored_explanation).unwrap_or_default(),
+        ),
+        (Shown::Saved, None) => (
+            access.answers(),
+            FieldErrors::new(),
+            0,
+            stored_explanation.unwrap_or_default(),
+        ),
+    };
     let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(access.turn());
@@ -103,7 +157,7 @@ async fn page(
         note: r.note.clone(),
         skip_reason: r.skip_reason.clone(),
         review_comment: r.review_comment.clone(),
-        revisable: access.revisable() && access.viewer == Viewer::Owner,
+        revisable,
         form: form_view(
             &access.rubric,
             &access.batch.classifications.0,
@@ -119,6 +173,10 @@ async fn page(
         prompt_html,
         a_html,
         b_html,
+        time_spent_s: time.max(r.time_spent_s),
+        oos_explanation,
+        restored,
+        confirmation,
     })
 }
 
@@ -126,20 +184,66 @@ async fn one(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<RatingQuery>,
 ) -> AppResult<Response> {
     let access = access(state.store(), id, &page_user.user).await?;
-    let answers = access.answers();
+    let confirmation = query.sent.is_some().then(|| confirmation(&access));
     Ok(render(
         &page(
             &state,
             &access,
             page_user.layout,
-            answers,
-            FieldErrors::new(),
+            Shown::Saved,
+            confirmation,
         )
         .await?,
     )?
     .into_response())
+}
+
+/// What a rater reads after sending a revision, from where the rating now stands.
+fn confirmation(access: &Access) -> String {
+    match access.rating.outcome {
+        Outcome::Skipped => {
+            "Your revision was saved: the task is skipped and goes to another rater.".into()
+        }
+        _ if access.rating.status == Status::Submitted => {
+            "Your revision was saved and is back with the leads for review.".into()
+        }
+        _ => format!(
+            "Your revision was saved; the rating is now {}.",
+            access.rating.status
+        ),
+    }
+}
+
+/// `POST /ratings/{id}/draft`: the revise form's automatic save (form-encoded, so a page
+/// being closed can still send it as a beacon). The rating itself is unchanged.
+async fn draft(
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
+) -> AppResult<Json<serde_json::Value>> {
+    let access = access(state.store(), id, &page_user.user).await?;
+    let input = revision_input(&access, &pairs);
+    let saved_at = super::save_revision_draft(&state, &access, &input).await?;
+    Ok(Json(serde_json::json!({ "saved_at": saved_at })))
+}
+
+/// The revise form's fields as the service takes them: the answers, and what an
+/// out-of-scope rating's form also says (what it becomes and why).
+fn revision_input(access: &Access, pairs: &[(String, String)]) -> serde_json::Value {
+    let mut input =
+        crate::assign::form_answers(&access.rubric, &access.batch.classifications.0, pairs);
+    if let Some(fields) = input.as_object_mut() {
+        for key in ["outcome", "explanation", "reason", "note"] {
+            if let Some((_, value)) = pairs.iter().find(|(k, _)| k == key) {
+                fields.insert(key.to_owned(), value.as_str().into());
+            }
+        }
+    }
+    input
 }
 
 async fn revise(
@@ -149,21 +253,18 @@ async fn revise(
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
     let access = access(state.store(), id, &page_user.user).await?;
-    let mut input =
-        crate::assign::form_answers(&access.rubric, &access.batch.classifications.0, &pairs);
-    // An out-of-scope rating's form also says what it becomes and why.
-    if let Some(fields) = input.as_object_mut() {
-        for key in ["outcome", "explanation", "reason", "note"] {
-            if let Some((_, value)) = pairs.iter().find(|(k, _)| k == key) {
-                fields.insert(key.to_owned(), value.as_str().into());
-            }
-        }
-    }
+    let input = revision_input(&access, &pairs);
     match super::revise(&state, &access, &page_user.user, &input).await {
-        Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}")).into_response()),
+        Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}?sent=1")).into_response()),
         Err(AppError::Validation { fields, .. }) => {
-            let answers = input.as_object().cloned().unwrap_or_default();
-            let page = page(&state, &access, page_user.layout, answers, fields).await?;
+            let mut answers = input.as_object().cloned().unwrap_or_default();
+            let time = answers
+                .remove("time_spent_s")
+                .and_then(|t| t.as_i64())
+                .and_then(|t| i32::try_from(t).ok())
+                .unwrap_or(0);
+            let shown = Shown::Refused(answers, fields, time);
+            let page = page(&state, &access, page_user.layout, shown, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
         Err(other) => Err(other),

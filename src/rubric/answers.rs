@@ -50,6 +50,16 @@ pub const MAX_TEXT_CHARS: usize = 20_000;
 /// The most time a rating may claim, a week: anything more is a broken clock.
 pub const MAX_TIME_SPENT_S: i64 = 7 * 24 * 3600;
 
+/// Active time as a rating, a skip or an out-of-scope mark carries it: whole seconds
+/// from 0 to [`MAX_TIME_SPENT_S`].
+pub fn time_spent(value: &Value) -> Result<i32, String> {
+    value
+        .as_i64()
+        .filter(|s| (0..=MAX_TIME_SPENT_S).contains(s))
+        .and_then(|s| i32::try_from(s).ok())
+        .ok_or_else(|| format!("must be a whole number of seconds from 0 to {MAX_TIME_SPENT_S}"))
+}
+
 /// Checks `input` against `rubric` and the batch's `classifications`, returning the
 /// answers with texts trimmed, derived answers worked out and nothing but known fields,
 /// or every broken rule by path.
@@ -127,15 +137,12 @@ pub fn validate(
     }
     match input.get("time_spent_s") {
         None | Some(Value::Null) => {}
-        Some(v) => match v.as_i64() {
-            Some(s) if (0..=MAX_TIME_SPENT_S).contains(&s) => {
+        Some(v) => match time_spent(v) {
+            Ok(s) => {
                 out.insert("time_spent_s".into(), Value::from(s));
             }
-            _ => {
-                errors.insert(
-                    "time_spent_s".into(),
-                    format!("must be a whole number of seconds from 0 to {MAX_TIME_SPENT_S}"),
-                );
+            Err(why) => {
+                errors.insert("time_spent_s".into(), why);
             }
         },
     }

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
 use super::page::{Cursor, Page};
-use super::{StoreResult, read, transaction};
+use super::{StoreResult, read, transaction, write};
 use crate::lifecycle::{self, Outcome, Refusal, Status};
 use crate::rubric::Answers;
 
@@ -165,6 +165,80 @@ impl super::Store {
             at: row.rating.created_at,
             id: row.rating.id,
         }))
+    }
+
+    /// Keeps what the rater has written into a revision so far, beside the rating (see
+    /// migration 0006), with the larger of the saved and the given active time. `None`
+    /// when the rating may no longer be revised.
+    pub async fn save_revision_draft(
+        &self,
+        rating_id: Uuid,
+        draft: &Value,
+        time_spent_s: i32,
+    ) -> StoreResult<Option<DateTime<Utc>>> {
+        let now = Utc::now();
+        let changed = write!(self, |pool| {
+            sqlx::query(
+                "UPDATE ratings SET revision_draft = $2,
+                     revision_time_s = CASE WHEN revision_time_s IS NULL OR $3 > revision_time_s
+                         THEN $3 ELSE revision_time_s END
+                 WHERE id = $1 AND status IN ($4, $5)",
+            )
+            .bind(rating_id)
+            .bind(Json(draft))
+            .bind(time_spent_s)
+            .bind(Status::Submitted)
+            .bind(Status::Returned)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok((changed == 1).then_some(now))
+    }
+
+    /// The revision saved so far, if any, and its active time.
+    pub async fn revision_draft(&self, rating_id: Uuid) -> StoreResult<Option<(Value, i32)>> {
+        let row: Option<(Option<Json<Value>>, Option<i32>)> = read!(self, |pool| {
+            sqlx::query_as("SELECT revision_draft, revision_time_s FROM ratings WHERE id = $1")
+                .bind(rating_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.and_then(|(draft, time)| draft.map(|d| (d.0, time.unwrap_or(0)))))
+    }
+
+    /// How many of a rater's ratings a lead returned for revision (the menu shows it).
+    pub async fn returned_count(&self, rater_id: Uuid) -> StoreResult<i64> {
+        let (count,): (i64,) = read!(self, |pool| {
+            sqlx::query_as("SELECT COUNT(*) FROM ratings WHERE rater_id = $1 AND status = $2")
+                .bind(rater_id)
+                .bind(Status::Returned)
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(count)
+    }
+
+    /// The first `limit` of a rater's returned ratings, the longest waiting first.
+    pub async fn returned_ratings(
+        &self,
+        rater_id: Uuid,
+        limit: i64,
+    ) -> StoreResult<Vec<HistoryRow>> {
+        let sql = format!(
+            "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name
+             FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
+             WHERE r.rater_id = $1 AND r.status = $2
+             ORDER BY r.updated_at, r.id LIMIT $3"
+        );
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, HistoryRow>(&sql)
+                .bind(rater_id)
+                .bind(Status::Returned)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+        })?)
     }
 
     /// The change history of a rating, oldest first: (action, actor, at, before, after).
@@ -361,6 +435,7 @@ impl super::Store {
                 sqlx::query(
                     "UPDATE ratings SET outcome = $2, answers = $3, skip_reason = $4, note = $5,
                          time_spent_s = CASE WHEN $6 > time_spent_s THEN $6 ELSE time_spent_s END,
+                         revision_draft = NULL, revision_time_s = NULL,
                          status = $8, version = version + 1, updated_at = $7
                      WHERE id = $1",
                 )

@@ -28,6 +28,19 @@ pub mod shape;
 pub struct Layout {
     pub user: Option<User>,
     pub csrf_token: String,
+    /// How many of the user's ratings a lead returned for revision (shown in the menu).
+    pub returned: i64,
+}
+
+impl Layout {
+    /// The layout for someone not signed in.
+    pub fn signed_out(csrf_token: String) -> Self {
+        Self {
+            user: None,
+            csrf_token,
+            returned: 0,
+        }
+    }
 }
 
 /// A signed-in user visiting a page, with the layout filled in. Pages that need a higher
@@ -44,11 +57,13 @@ impl FromRequestParts<AppState> for PageUser {
         let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
         let session = session_of(parts)?;
         let csrf_token = csrf::token(&session).await?;
+        let returned = state.store().returned_count(user.id).await?;
         Ok(Self {
             user: user.clone(),
             layout: Layout {
                 user: Some(user),
                 csrf_token,
+                returned,
             },
         })
     }
@@ -66,6 +81,18 @@ pub fn session_of(parts: &Parts) -> Result<Session, AppError> {
 /// Renders a page template into a response.
 pub fn render(page: &impl Template) -> Result<Html<String>, AppError> {
     page.render().map(Html).map_err(AppError::internal)
+}
+
+/// A duration as every page shows one: `m:ss`, or `h:mm:ss` from an hour on, the way the
+/// rating form's timer counts (static/form.js writes the same).
+pub fn clock(seconds: impl std::borrow::Borrow<i32>) -> String {
+    let total = (*seconds.borrow()).max(0);
+    let (hours, minutes, secs) = (total / 3600, total / 60 % 60, total % 60);
+    if hours > 0 {
+        format!("{hours}:{minutes:02}:{secs:02}")
+    } else {
+        format!("{minutes}:{secs:02}")
+    }
 }
 
 /// The largest JSON body the API reads: room for every explanation of a rating at its
@@ -243,10 +270,17 @@ struct ErrorPage {
 }
 
 /// Finishes error responses: logs internal errors with the request id and puts that id in
-/// the answer; on page routes turns a 401 into a trip to the login page and any other
-/// error into an HTML page.
+/// the answer; on page routes (unless asked for JSON) turns a 401 into a trip to the
+/// login page and any other error into an HTML page.
 pub async fn finish_errors(req: Request, next: Next) -> Response {
-    let is_api = req.uri().path().starts_with("/api/");
+    // The API answers errors in JSON; so does a page route asked for JSON by a page's
+    // script (the form's saves and checks), which shows the fields named in it.
+    let wants_json = req
+        .headers()
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/json") && !accept.contains("text/html"));
+    let is_api = req.uri().path().starts_with("/api/") || wants_json;
     let is_get = req.method() == axum::http::Method::GET;
     let target = req
         .uri()
@@ -287,10 +321,7 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
         return Redirect::to(&format!("/login?{query}")).into_response();
     }
     let page = ErrorPage {
-        layout: Layout {
-            user: None,
-            csrf_token: String::new(),
-        },
+        layout: Layout::signed_out(String::new()),
         status: info.status.as_u16(),
         reason: info.status.canonical_reason().unwrap_or("Error").to_owned(),
         message: info.message.clone(),
@@ -324,5 +355,19 @@ pub async fn healthz(axum::extract::State(state): axum::extract::State<AppState>
         )
             .into_response(),
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clock;
+
+    #[test]
+    fn durations_read_as_the_timer_counts() {
+        assert_eq!(clock(0), "0:00");
+        assert_eq!(clock(65), "1:05");
+        assert_eq!(clock(1800), "30:00");
+        assert_eq!(clock(3725), "1:02:05");
+        assert_eq!(clock(-5), "0:00");
     }
 }

@@ -21,3 +21,4 @@ mod rubrics;
 mod schema;
 mod tokens;
 mod users;
+mod workday;

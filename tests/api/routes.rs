@@ -61,6 +61,7 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     // A rater's own work: nobody else's, not even an admin's.
     ("GET", "/ratings/{rating}", [303, 200, 404, 200, 200, 303]),
     ("POST", "/ratings/{rating}", [303, 422, 404, 403, 403, 303]),
+    ("POST", "/ratings/{rating}/draft", [303, 200, 404, 403, 403, 303]),
     ("GET", "/api/v1/ratings/{rating}", [401, 200, 404, 200, 200, 401]),
     ("GET", "/api/v1/ratings/{rating}/history", [401, 200, 404, 200, 200, 401]),
     ("PUT", "/api/v1/ratings/{rating}", [401, 422, 404, 403, 403, 401]),

@@ -1,0 +1,190 @@
+// The form beside the answers, on a laptop screen and on a phone: the responses stay in
+// sight while a question is answered, the current question never sits under the sticky
+// bar of buttons, code blocks keep their Copy button inside their box, and every option
+// of every question has a key. Runs on `verdict demo`, whose batches use the three
+// built-in rubrics.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { login, startDemo, suite, watchedPage } from "./harness.mjs";
+
+const env = suite(startDemo);
+
+const SCREENS = [
+  { name: "laptop", width: 1366, height: 900 },
+  { name: "phone", width: 390, height: 844 },
+];
+
+/** A rater signed in at this screen size, on their queue. */
+async function signedIn(screen, username) {
+  const page = await watchedPage(env.browser);
+  await page.setViewportSize({ width: screen.width, height: screen.height });
+  await login(page, env.server.base, username, env.server.passwords[username]);
+  return page;
+}
+
+/** From the queue, the form of the next task of `batch`. */
+async function nextOf(page, batch) {
+  await page.goto(`${env.server.base}/`);
+  const row = page.locator("tbody tr", { hasText: batch });
+  await Promise.all([page.waitForNavigation(), row.locator('form[action$="/next"] button').click()]);
+  await page.waitForSelector("#rating-form");
+  return page;
+}
+
+const onForm = async (screen, username, batch) => nextOf(await signedIn(screen, username), batch);
+
+/** Where the current question, the sticky bar and the responses are on the screen. */
+function geometry(page) {
+  return page.evaluate(() => {
+    const box = (el) => {
+      const r = el.getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom, left: r.left, right: r.right };
+    };
+    const pane = document.getElementById("form-pane");
+    const current = document.querySelector(".question.current");
+    // How much of each response shows on the screen, inside the pane that scrolls it.
+    const answers = document.getElementById("answers-pane").getBoundingClientRect();
+    const shown = [...document.querySelectorAll(".response")].map((el) => {
+      const r = el.getBoundingClientRect();
+      const top = Math.max(r.top, answers.top, 0);
+      const bottom = Math.min(r.bottom, answers.bottom, window.innerHeight);
+      const left = Math.max(r.left, answers.left, 0);
+      const right = Math.min(r.right, answers.right, window.innerWidth);
+      return Math.max(0, bottom - top) * Math.max(0, right - left);
+    });
+    // The part of a question that is answered: its legend down to its options or box.
+    const answer = current.querySelector("[role=radiogroup], [role=group], textarea");
+    const legend = current.querySelector(":scope > legend");
+    return {
+      name: current.dataset.question,
+      question: box(current),
+      answer: { ...box(answer), top: legend.getBoundingClientRect().top },
+      pane: box(pane),
+      bar: box(document.querySelector("#rating-form .actions")),
+      viewport: { width: window.innerWidth, height: window.innerHeight },
+      responseArea: Math.max(...shown),
+      pageScrolls: document.documentElement.scrollHeight > window.innerHeight + 1,
+    };
+  });
+}
+
+function assertInView(g, when) {
+  const { pane, bar, viewport } = g;
+  // The whole question where it fits above the bar; else at least its answer part.
+  const room = bar.top - pane.top;
+  const question = g.question.bottom - g.question.top <= room ? g.question : g.answer;
+  assert.ok(question.top >= pane.top - 1 && question.top >= -1, `${when}: ${g.name} starts above the form pane`);
+  assert.ok(question.bottom <= viewport.height + 1, `${when}: ${g.name} ends below the screen`);
+  assert.ok(question.left >= -1 && question.right <= viewport.width + 1, `${when}: ${g.name} is off the side`);
+  // Sticky at the bottom of the pane: the question must end above the bar's top.
+  assert.ok(question.bottom <= bar.top + 1, `${when}: ${g.name} (bottom ${question.bottom}) is under the sticky bar (top ${bar.top})`);
+  // At least a block of a response shows beside (or above) the form.
+  assert.ok(g.responseArea >= 150 * 150, `${when}: no response in view beside ${g.name} (${g.responseArea} px²)`);
+  assert.equal(g.pageScrolls, false, `${when}: the page itself scrolls; only the panes should`);
+}
+
+for (const screen of SCREENS) {
+  test(`${screen.name}: the responses and the current question stay in view, clear of the sticky bar`, async () => {
+    const page = await onForm(screen, "rater1", "Demo: coding answers");
+    const count = await page.locator("#rating-form [data-question]").count();
+    assert.ok(count >= 8, `the blackhat form has its questions (${count})`);
+    assertInView(await geometry(page), "on arrival");
+    // Down through every question with j, and back up with k.
+    for (let i = 1; i < count; i++) {
+      await page.keyboard.press("j");
+      assertInView(await geometry(page), `after ${i} × j`);
+    }
+    for (let i = 1; i < count; i++) {
+      await page.keyboard.press("k");
+      assertInView(await geometry(page), `after ${i} × k`);
+    }
+    // Scrolled away by hand, a digit brings the question back before it answers it.
+    await page.evaluate(() => { document.getElementById("form-pane").scrollTop = 1e6; });
+    const target = await page.evaluate(() => document.querySelector(".question.current").dataset.question);
+    await page.keyboard.press("1");
+    const chosen = await page.locator(`input[name="${target}"]:checked`);
+    assert.equal(await chosen.count(), 1, "the digit answered the current question");
+    assertInView(await geometry(page), "after answering with a digit");
+    // The out-of-scope box makes the bar taller; the question still clears it.
+    await page.keyboard.press("o");
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("j");
+    assertInView(await geometry(page), "with the out-of-scope box open");
+    assert.deepEqual(await page.problems(), []);
+  });
+
+  test(`${screen.name}: Copy buttons stay inside their code block's box, however far it scrolls`, async () => {
+    const page = await onForm(screen, "rater2", "Demo: coding answers");
+    const boxes = page.locator(".rendered .code-box");
+    const count = await boxes.count();
+    assert.ok(count >= 3, `the demo task has code blocks (${count})`);
+    for (let i = 0; i < count; i++) {
+      const box = boxes.nth(i);
+      await box.scrollIntoViewIfNeeded();
+      const inside = await box.evaluate((el) => {
+        const code = el.querySelector(".code");
+        const copy = el.querySelector(":scope > button.copy");
+        const check = () => {
+          const b = copy.getBoundingClientRect();
+          const c = code.getBoundingClientRect();
+          return b.left >= c.left && b.right <= c.right && b.top >= c.top && b.bottom <= c.bottom &&
+            copy.scrollWidth <= copy.clientWidth + 1 && b.height < 40;
+        };
+        const before = check();
+        code.scrollLeft = code.scrollWidth;
+        const after = check();
+        code.scrollLeft = 0;
+        return { before, after, focusable: code.tabIndex === 0, text: copy.textContent };
+      });
+      assert.deepEqual(inside, { before: true, after: true, focusable: true, text: "Copy" }, `code block ${i + 1}`);
+    }
+    // The arrow keys scroll a focused block sideways.
+    const wide = await page.evaluateHandle(() =>
+      [...document.querySelectorAll(".rendered .code")].find((c) => c.scrollWidth > c.clientWidth + 20));
+    if (await wide.evaluate((el) => el !== undefined)) {
+      await wide.evaluate((el) => el.focus());
+      for (let i = 0; i < 5; i++) await page.keyboard.press("ArrowRight");
+      // Keyboard scrolling is animated: wait for it to move.
+      await page.waitForFunction((el) => el.scrollLeft > 0, wide, { timeout: 5000 });
+    }
+    assert.deepEqual(await page.problems(), []);
+  });
+
+  test(`${screen.name}: every option of every rubric's questions has a key, shown beside it`, async () => {
+    // One sign-in for the three (sign-ins are rate-limited per account).
+    const page = await signedIn(screen, "rater1");
+    for (const batch of ["Demo: coding answers", "Demo: one answer scored 0-5", "Demo: answers compared on six aspects"]) {
+      await nextOf(page, batch);
+      const questions = await page.evaluate(() =>
+        [...document.querySelectorAll("#rating-form [data-question]")].map((q) => ({
+          name: q.dataset.question,
+          keys: [...q.querySelectorAll("input[type=radio], input[type=checkbox]")]
+            .map((input) => input.parentElement.querySelector("kbd")?.textContent ?? ""),
+          legend: q.querySelector(":scope > legend")?.textContent.trim() ?? "",
+          group: q.querySelector("[role=radiogroup], [role=group]")?.getAttribute("aria-labelledby") ?? "",
+          text: q.querySelector("textarea:not([name$=_explanation])") !== null,
+        })));
+      assert.ok(questions.length > 0, batch);
+      for (const q of questions) {
+        assert.ok(q.legend.length > 0, `${batch} ${q.name}: a legend names the group`);
+        if (q.text) continue;
+        assert.ok(q.group.length > 0, `${batch} ${q.name}: the options are a labelled group`);
+        assert.ok(q.keys.every((k) => k.length > 0), `${batch} ${q.name}: an option without a key (${q.keys})`);
+        assert.equal(new Set(q.keys).size, q.keys.length, `${batch} ${q.name}: two options share a key`);
+      }
+      // The last key of the question with the most options picks its last option.
+      const first = questions.filter((q) => !q.text).sort((x, y) => y.keys.length - x.keys.length)[0];
+      await page.locator(`[data-question="${first.name}"] input`).first().focus();
+      const last = first.keys[first.keys.length - 1];
+      const shift = last.startsWith("⇧") || last.startsWith("Shift");
+      const digit = last.replace(/^(⇧|Shift\+?)/, "");
+      await page.keyboard.press(`${shift ? "Shift+" : ""}Digit${digit}`);
+      const picked = await page.evaluate((name) => {
+        const inputs = [...document.querySelectorAll(`[data-question="${name}"] input[type=radio], [data-question="${name}"] input[type=checkbox]`)];
+        return inputs.findIndex((i) => i.checked);
+      }, first.name);
+      assert.equal(picked, first.keys.length - 1, `${batch}: the key ${last} picks the last option`);
+    }
+    assert.deepEqual(await page.problems(), []);
+  });
+}

@@ -1,0 +1,5 @@
+-- What a rater has written into a revision of a rating but not yet sent, saved as they
+-- type. Kept beside the rating, never in it: the lead, the metrics and the exports see
+-- the rating as last sent until the revision is. Sending the revision clears it.
+ALTER TABLE ratings ADD COLUMN revision_draft TEXT;
+ALTER TABLE ratings ADD COLUMN revision_time_s INTEGER CHECK (revision_time_s >= 0);
