@@ -188,3 +188,18 @@ for (const screen of SCREENS) {
     assert.deepEqual(await page.problems(), []);
   });
 }
+
+test("phone: the queue and the rater's ratings fit 390 px without scrolling sideways", async () => {
+  const page = await signedIn(SCREENS[1], "rater2");
+  const fits = () => page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    widest: Math.max(...[...document.querySelectorAll("main *")].map((el) => el.getBoundingClientRect().right)),
+  }));
+  const queue = await fits();
+  assert.ok(queue.page <= 390 && queue.widest <= 390, `the queue is ${JSON.stringify(queue)} wide`);
+  assert.equal(await page.locator("table.queue tbody tr").count(), 3, "the three demo batches");
+  await page.goto(`${env.server.base}/ratings`);
+  const ratings = await fits();
+  assert.ok(ratings.page <= 390 && ratings.widest <= 390, `your ratings are ${JSON.stringify(ratings)} wide`);
+  assert.deepEqual(await page.problems(), []);
+});
