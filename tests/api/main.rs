@@ -19,5 +19,6 @@ mod review;
 mod routes;
 mod rubrics;
 mod schema;
+mod settings_page;
 mod tokens;
 mod users;

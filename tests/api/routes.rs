@@ -103,6 +103,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/admin/batches", [303, 403, 403, 403, 200, 303]),
     ("GET", "/admin/batches/{batch}", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/batches/{batch}", [303, 403, 403, 403, 422, 303]),
+    // Only the CSRF token: no settings to confirm, 422.
+    ("POST", "/admin/batches/{batch}/confirm", [303, 403, 403, 403, 422, 303]),
     ("POST", "/api/v1/batches", [401, 403, 403, 403, 422, 401]),
     ("PATCH", "/api/v1/batches/{batch}", [401, 403, 403, 403, 200, 401]),
     ("GET", "/admin/audit", [303, 403, 403, 403, 200, 303]),

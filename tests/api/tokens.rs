@@ -329,7 +329,7 @@ async fn an_admin_resets_a_password_from_the_users_page(app: &TestApp) {
     assert_eq!(audit["total"], 1);
     assert_eq!(
         audit["items"][0]["detail"],
-        json!({"password_changed": true})
+        json!({"user_id": rater.id, "changed": ["password"], "before": {}, "after": {}})
     );
 }
 db_test!(an_admin_resets_a_password_from_the_users_page: TestApp);
