@@ -9,6 +9,7 @@ mod batches;
 mod cli;
 mod conformance;
 mod connections;
+mod dashboard;
 mod durability;
 mod hardening;
 mod input;
