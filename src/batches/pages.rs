@@ -182,6 +182,9 @@ struct SettingsForm {
     /// Take the questions from the JSON below instead of the rows.
     use_json: bool,
     classifications_json: String,
+    /// The JSON as the page showed it: edited without `use_json`, it would be ignored
+    /// silently, so that is an error instead.
+    classifications_shown: String,
 }
 
 impl SettingsForm {
@@ -213,6 +216,8 @@ impl SettingsForm {
             questions,
             use_json: false,
             classifications_json: serde_json::to_string_pretty(&settings.classifications)
+                .unwrap_or_default(),
+            classifications_shown: serde_json::to_string_pretty(&settings.classifications)
                 .unwrap_or_default(),
         }
     }
@@ -250,6 +255,7 @@ impl SettingsForm {
                 "lead" => form.leads.push(value),
                 "use_json" => form.use_json = true,
                 "classifications" => form.classifications_json = value,
+                "classifications_shown" => form.classifications_shown = value,
                 _ => {}
             }
         }
@@ -292,6 +298,16 @@ impl SettingsForm {
                 }
             }
         } else {
+            // Browsers send textareas with CRLF line ends.
+            let crlf = |text: &str| text.replace("\r\n", "\n").trim().to_owned();
+            if crlf(&self.classifications_json) != crlf(&self.classifications_shown) {
+                fields.insert(
+                    "classifications".into(),
+                    "was edited: tick \"Use this JSON\" to save it instead of the question \
+                     rows, or undo the edit"
+                        .into(),
+                );
+            }
             let mut questions = Vec::new();
             for (i, row) in self.questions.iter().enumerate() {
                 if row.remove || row.is_blank() {
@@ -445,9 +461,13 @@ async fn settings(
 ) -> AppResult<Response> {
     visible(&state, id, &page_user.user).await?;
     let form = SettingsForm::of(&current(&state, id).await?);
-    let notice = query.saved.filter(|s| !s.is_empty()).map(|saved| {
-        let names: Vec<&str> = saved.split(',').map(super::settings::label).collect();
-        format!("Saved: {} changed.", names.join(", "))
+    let notice = query.saved.and_then(|saved| {
+        let names: Vec<&str> = saved
+            .split(',')
+            .filter(|s| super::settings::SETTINGS.contains(s))
+            .map(super::settings::label)
+            .collect();
+        (!names.is_empty()).then(|| format!("Saved: {} changed.", names.join(", ")))
     });
     let page = settings_page(&state, page_user, id, form, FieldErrors::new(), notice).await?;
     Ok(render(&page)?.into_response())
@@ -676,5 +696,33 @@ mod tests {
             field_label("classifications[0].key"),
             "Classification question 1, key"
         );
+    }
+
+    #[test]
+    fn json_edited_without_choosing_it_is_an_error_not_ignored() {
+        let shown = "[\n  {\"key\": \"a\"}\n]";
+        let form = |json: &str, use_json: bool| {
+            let mut fields = vec![
+                ("overlap", "1"),
+                ("lease_minutes", "45"),
+                ("min_explanation_len", "20"),
+                ("classifications", json),
+                ("classifications_shown", shown),
+            ];
+            if use_json {
+                fields.push(("use_json", "on"));
+            }
+            SettingsForm::parse(pairs(&fields)).request().1
+        };
+        assert!(
+            form(&shown.replace('\n', "\r\n"), false).is_empty(),
+            "CRLF is no edit"
+        );
+        let edited = form("[]", false);
+        assert!(
+            edited["classifications"].starts_with("was edited"),
+            "{edited:?}"
+        );
+        assert!(form("[]", true).is_empty());
     }
 }

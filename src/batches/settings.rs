@@ -108,17 +108,18 @@ impl Settings {
     }
 
     /// Each setting as JSON, in the order the settings page asks them.
-    fn values(&self) -> [(&'static str, Value); 8] {
-        [
-            ("state", json!(self.state)),
-            ("overlap", json!(self.overlap)),
-            ("randomize", json!(self.randomize)),
-            ("lease_minutes", json!(self.lease_minutes)),
-            ("min_explanation_len", json!(self.min_explanation_len)),
-            ("classifications", json!(self.classifications)),
-            ("raters", json!(self.raters)),
-            ("leads", json!(self.leads)),
-        ]
+    fn values(&self) -> Vec<(&'static str, Value)> {
+        let values = [
+            json!(self.state),
+            json!(self.overlap),
+            json!(self.randomize),
+            json!(self.lease_minutes),
+            json!(self.min_explanation_len),
+            json!(self.classifications),
+            json!(self.raters),
+            json!(self.leads),
+        ];
+        SETTINGS.into_iter().zip(values).collect()
     }
 
     /// The settings that differ in `after`, in the order the settings page asks them.
@@ -158,6 +159,18 @@ impl Change {
         describe(&self.setting, &self.after)
     }
 }
+
+/// Every setting's name in the API, in the order the settings page asks them.
+pub const SETTINGS: [&str; 8] = [
+    "state",
+    "overlap",
+    "randomize",
+    "lease_minutes",
+    "min_explanation_len",
+    "classifications",
+    "raters",
+    "leads",
+];
 
 /// A setting's name in words.
 pub fn label(setting: &str) -> &'static str {
@@ -518,5 +531,14 @@ mod tests {
         );
         assert_eq!(describe("classifications", &json!([])), "none");
         assert_eq!(describe("randomize", &json!(false)), "off");
+    }
+
+    #[test]
+    fn every_setting_is_compared_and_has_words() {
+        let names: Vec<&str> = settings().values().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, SETTINGS);
+        for name in SETTINGS {
+            assert_ne!(label(name), "Setting", "{name}");
+        }
     }
 }
