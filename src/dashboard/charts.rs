@@ -467,6 +467,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn text_on_a_colour_is_the_ink_that_contrasts_more() {
+        assert_eq!(ink("#ffffff"), "#000");
+        assert_eq!(ink("#1f77b4"), "#fff");
+        assert_eq!(ink("#bcbd22"), "#000");
+    }
+
+    #[test]
+    fn an_option_has_one_colour_on_every_row() {
+        let rows = [
+            BTreeMap::from([("no".to_owned(), 1u64), ("yes".to_owned(), 2)]),
+            BTreeMap::from([("maybe".to_owned(), 1u64), ("yes".to_owned(), 1)]),
+        ];
+        let colours = option_colours(&rows);
+        let names: Vec<&str> = colours.iter().map(|(o, _)| o.as_str()).collect();
+        assert_eq!(names, ["no", "yes", "maybe"]);
+        let distinct: std::collections::BTreeSet<&str> = colours.iter().map(|(_, c)| *c).collect();
+        assert_eq!(distinct.len(), 3);
+        let svg = stacked_fields(
+            &BTreeMap::from([("a".into(), rows[0].clone()), ("b".into(), rows[1].clone())]),
+            &[],
+        );
+        let yes = colours[1].1;
+        assert_eq!(
+            svg.matches(&format!("fill=\"{yes}\"><title>yes:")).count(),
+            2,
+            "{svg}"
+        );
+        assert!(
+            svg.contains(&format!("fill=\"{yes}\"/><text")),
+            "in the legend: {svg}"
+        );
+    }
+
+    #[test]
     fn labels_are_escaped_in_charts() {
         let mut fields = BTreeMap::new();
         fields.insert(

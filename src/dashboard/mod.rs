@@ -435,3 +435,56 @@ async fn release(
     crate::assign::release(&state, id, &lead).await?;
     Ok(axum::response::Redirect::to(&format!("/batches/{batch}#held")).into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(since: &str, until: &str, rater: &str) -> ExportForm {
+        ExportForm {
+            since: since.into(),
+            until: until.into(),
+            rater: rater.into(),
+            ..ExportForm::default()
+        }
+    }
+
+    #[test]
+    fn the_to_day_is_included_and_empty_filters_are_left_out() {
+        let raters = ["ana".to_owned()];
+        let query = form("2026-11-01", "2026-11-30", "ana")
+            .query(&raters)
+            .unwrap();
+        assert_eq!(
+            (query.since.as_deref(), query.until.as_deref()),
+            (Some("2026-11-01"), Some("2026-12-01"))
+        );
+        assert_eq!(query.format.as_deref(), Some("csv"));
+        let any = form(" ", "", "").query(&raters).unwrap();
+        assert_eq!(
+            serde_urlencoded::to_string(&any).unwrap(),
+            "format=csv",
+            "nothing but the format"
+        );
+    }
+
+    #[test]
+    fn every_bad_filter_is_named() {
+        let bad = ExportForm {
+            format: "xml".into(),
+            outcome: "maybe".into(),
+            status: "draft".into(),
+            ..form("2026-11-30", "2026-11-01", "ghost")
+        };
+        let fields = bad.query(&["ana".to_owned()]).unwrap_err();
+        assert_eq!(
+            fields.keys().collect::<Vec<_>>(),
+            ["format", "outcome", "rater", "status", "until"]
+        );
+        let times = form("2026-11-01T10:00:00Z", "2026-02-30", "")
+            .query(&[])
+            .unwrap_err();
+        assert_eq!(times["since"], "must be a date like 2026-11-21");
+        assert_eq!(times["until"], "must be a date like 2026-11-21");
+    }
+}
