@@ -241,3 +241,40 @@ async fn a_save_that_changes_nothing_records_nothing(app: &TestApp) {
     );
 }
 db_test!(a_save_that_changes_nothing_records_nothing: TestApp);
+
+/// The same for accounts: a role or state it already has is no change and no entry; a
+/// password reset always is one, without the password.
+async fn an_account_change_that_changes_nothing_records_nothing(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let url = app.url(&format!("/api/v1/users/{}", rater.id));
+    let same = admin
+        .api
+        .patch(&url)
+        .json(&json!({"role": "rater", "active": true}))
+        .go()
+        .await;
+    assert_eq!(same.status(), StatusCode::OK);
+    let updates = || async {
+        json_with(
+            audit(app, "?action=user.update", &admin).await,
+            StatusCode::OK,
+        )
+        .await
+    };
+    assert_eq!(updates().await["total"], 0);
+    let reset = admin
+        .api
+        .patch(&url)
+        .json(&json!({"role": "rater", "password": "a fresh and long passphrase"}))
+        .go()
+        .await;
+    assert_eq!(reset.status(), StatusCode::OK);
+    let found = updates().await;
+    assert_eq!(found["total"], 1);
+    assert_eq!(
+        found["items"][0]["detail"],
+        json!({"user_id": rater.id, "changed": ["password"], "before": {}, "after": {}})
+    );
+}
+db_test!(an_account_change_that_changes_nothing_records_nothing: TestApp);
