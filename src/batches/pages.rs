@@ -143,6 +143,11 @@ impl QuestionRow {
         }
     }
 
+    /// Lines the options box shows: every option and one more, at least 4.
+    fn rows(&self) -> usize {
+        (self.options.lines().count() + 1).clamp(4, MAX_OPTIONS + 1)
+    }
+
     fn is_blank(&self) -> bool {
         self.key.trim().is_empty() && self.label.trim().is_empty() && self.options.trim().is_empty()
     }
