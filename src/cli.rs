@@ -399,7 +399,7 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
             let user = users::create(&state, new, None)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let detail = serde_json::json!({ "role": user.role.as_str() });
+            let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
             audit::record_in(store, Actor::Cli, "user.create", &user.username, detail).await;
             println!("created {} ({})", user.username, user.role);
         }
@@ -430,7 +430,9 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             store.set_password_hash(user.id, &hash).await?;
-            let detail = serde_json::json!({ "password_changed": true });
+            let detail = serde_json::json!({
+                "user_id": user.id, "changed": ["password"], "before": {}, "after": {}
+            });
             audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
             println!(
                 "password changed for {username}; their sessions have ended and their API \
@@ -440,8 +442,13 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
         UserCommand::Deactivate { username } => {
             let user = find_user(store, &username).await?;
             store.set_active(user.id, false).await?;
-            let detail = serde_json::json!({ "active": false });
-            audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
+            if user.active {
+                let detail = serde_json::json!({
+                    "user_id": user.id, "changed": ["active"],
+                    "before": {"active": true}, "after": {"active": false}
+                });
+                audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
+            }
             println!(
                 "deactivated {username}; their sessions have ended, their API tokens are \
                  revoked and the tasks they held went back to the pool"

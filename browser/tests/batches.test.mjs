@@ -51,16 +51,64 @@ test("a bad file lists every bad line and stores nothing", async () => {
   assert.equal(await page.locator("tr", { hasText: "broken" }).count(), 0);
 });
 
-test("settings are changed from the batch page, with errors beside their fields", async () => {
+test("settings are reviewed and confirmed, with raters ticked and questions edited as a form", async () => {
   const page = await uploadPage();
   await page.click('tr:has-text("go strings") a:has-text("Settings")');
-  await page.fill('textarea[name="raters"]', "nobody");
-  await page.click('button:has-text("Save")');
-  assert.match(await page.textContent("main"), /no user named "nobody"/);
+  const settingsUrl = page.url();
+  // Raters are ticked from the accounts that rate, not typed.
+  await page.check('#raters-picker input[name="raters_scope"][value="only"]');
+  await page.check('#raters-picker input[name="rater"][value="rater"]');
+  assert.equal(await page.locator('#raters-picker input[name="rater"][value="admin"]').count(), 0);
   await page.fill('input[name="overlap"]', "2");
-  await page.fill('textarea[name="raters"]', "rater");
-  await page.click('button:has-text("Save")');
+  // A question in the empty row, and one more added with the button.
+  await page.fill('input[name="q0.key"]', "Bad Key");
+  await page.fill('input[name="q0.label"]', "Language");
+  await page.fill('textarea[name="q0.options"]', "python\nrust");
+  await page.click("#add-question");
+  await page.fill('input[name="q1.key"]', "kind");
+  await page.fill('input[name="q1.label"]', "Kind");
+  await page.fill('textarea[name="q1.options"]', "bug\nfeature");
+  await page.check('input[name="q1.multiple"]');
+  await page.click('button:has-text("Review changes")');
+  // Refused whole: the error beside its question, and what was typed is kept.
+  assert.match(await page.textContent(".error-summary"), /Nothing was saved: 1 field needs changing/);
+  assert.match(await page.textContent('.question-row[data-index="0"] .error'), /key must be 1-64 of a-z/);
+  assert.equal(await page.inputValue('input[name="q1.key"]'), "kind");
+  assert.equal(await page.isChecked('#raters-picker input[name="rater"][value="rater"]'), true);
+
+  await page.fill('input[name="q0.key"]', "language");
+  await page.click('button:has-text("Review changes")');
+  // The confirmation lists each change, before and after; nothing applied yet.
+  assert.match(await page.textContent("h2"), /You are about to change/);
+  const settings = await page.locator(".confirm-changes tbody th").allTextContents();
+  assert.deepEqual(settings, ["Raters per task", "Classification questions", "Raters"]);
+  const values = await page.locator(".confirm-changes tbody td").allTextContents();
+  assert.deepEqual(values, [
+    "1", "2",
+    "none", "Language (language): python, rust; Kind (kind, several choices): bug, feature",
+    "every rater", "rater",
+  ]);
+
+  // Cancel leaves the settings as they were.
+  await page.click('a:has-text("Cancel")');
+  assert.equal(await page.inputValue('input[name="overlap"]'), "1");
+  assert.equal(await page.isChecked('#raters-picker input[name="raters_scope"][value="all"]'), true);
+
+  // Again, and this time confirm.
+  await page.fill('input[name="overlap"]', "2");
+  await page.check('#raters-picker input[name="raters_scope"][value="only"]');
+  await page.check('#raters-picker input[name="rater"][value="rater"]');
+  await page.fill('input[name="q0.key"]', "language");
+  await page.fill('input[name="q0.label"]', "Language");
+  await page.fill('textarea[name="q0.options"]', "python\nrust");
+  await page.click('button:has-text("Review changes")');
+  await page.click('button:has-text("Confirm")');
+  assert.equal(new URL(page.url()).pathname, new URL(settingsUrl).pathname);
+  assert.equal(await page.textContent('p.notice[role="status"]'), "Saved: Raters per task, Classification questions, Raters changed.");
   assert.equal(await page.inputValue('input[name="overlap"]'), "2");
-  assert.equal(await page.inputValue('textarea[name="raters"]'), "rater");
+  assert.equal(await page.isChecked('#raters-picker input[name="rater"][value="rater"]'), true);
+  assert.equal(await page.inputValue('input[name="q0.key"]'), "language");
+  assert.equal(await page.inputValue('textarea[name="q0.options"]'), "python\nrust");
+  assert.equal(await page.inputValue('input[name="q1.key"]'), "", "an empty row for the next question");
   assert.deepEqual(await page.problems([422]), []);
 });

@@ -158,7 +158,8 @@ pub async fn release(state: &AppState, id: Uuid, lead: &User) -> AppResult<Assig
     };
     ended.state = "expired".into();
     let detail = serde_json::json!({
-        "batch": batch.batch.name, "task": assignment.task_id, "rater": assignment.rater_id
+        "batch": batch.batch.name, "batch_id": batch.batch.id, "task": assignment.task_id,
+        "rater": assignment.rater_id
     });
     crate::audit::record(state, lead, "assignment.release", &id.to_string(), detail).await;
     Ok(ended)

@@ -23,6 +23,8 @@ use crate::web::paging::{PageLinks, Paged, params};
 use crate::web::{ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
 
+pub mod words;
+
 pub fn api_router() -> ApiRouter {
     ApiRouter::new().routes(routes!(list))
 }
@@ -136,11 +138,8 @@ struct AuditPage {
 }
 
 impl AuditPage {
-    fn detail(entry: &AuditView) -> String {
-        match &entry.detail {
-            Value::Object(map) if map.is_empty() => String::new(),
-            other => other.to_string(),
-        }
+    fn words(entry: &AuditView) -> words::EntryWords {
+        words::words(entry)
     }
 }
 

@@ -67,7 +67,8 @@ pub async fn upload(
     let size = bytes.len();
     let imported = super::import(&state, new, format, bytes, |_| {}).await?;
     let detail = serde_json::json!({
-        "created": imported.created, "unchanged": imported.unchanged, "bytes": size
+        "batch_id": imported.batch.id, "created": imported.created,
+        "unchanged": imported.unchanged, "bytes": size
     });
     crate::audit::record(&state, &admin, "batch.upload", &imported.batch.name, detail).await;
     Ok((

@@ -1,22 +1,22 @@
 //! Batches: uploading tasks, settings, and who may work on them.
 
-use std::collections::HashSet;
-
 use axum::Router;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::import;
 use crate::rubric::{Classification, Subject};
 use crate::state::AppState;
 use crate::store::StoreError;
-use crate::store::batches::{Batch, BatchChanges, BatchSummary, Imported, NewBatch, Progress};
+use crate::store::batches::{Batch, BatchSummary, Imported, NewBatch, Progress};
 use crate::store::users::User;
 
 pub mod api;
 pub mod pages;
+pub mod settings;
+
+pub use settings::{SettingsRequest, preview, update};
 
 pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
@@ -302,195 +302,4 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
         differs("randomize", batch.randomize.to_string());
     }
     Err(AppError::invalid(fields))
-}
-
-/// Settings as a PATCH body.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SettingsRequest {
-    /// `open` or `closed`.
-    #[schema(schema_with = crate::web::openapi::batch_states)]
-    pub state: Option<String>,
-    #[schema(minimum = 1, maximum = 100)]
-    pub overlap: Option<i32>,
-    pub randomize: Option<bool>,
-    /// Minutes a task stays with its rater without activity (1 to 1440).
-    #[schema(minimum = 1, maximum = 1440)]
-    pub lease_minutes: Option<i32>,
-    #[schema(minimum = 0, maximum = 1000)]
-    pub min_explanation_len: Option<i32>,
-    pub classifications: Option<Vec<Classification>>,
-    /// Usernames who may rate; `null` opens the batch to every rater.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<String>>)]
-    pub raters: Option<Option<Vec<String>>>,
-    /// Usernames who may lead; `null` lets every lead lead it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<String>>)]
-    pub leads: Option<Option<Vec<String>>>,
-}
-
-/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
-
-/// Checks a settings change (every broken field reported) and applies it.
-/// `actor` is the admin who asked (recorded in the audit log), `None` from the demo.
-pub async fn update(
-    state: &AppState,
-    id: Uuid,
-    request: SettingsRequest,
-    actor: Option<&User>,
-) -> AppResult<Batch> {
-    let changed: Vec<&str> = [
-        ("state", request.state.is_some()),
-        ("overlap", request.overlap.is_some()),
-        ("randomize", request.randomize.is_some()),
-        ("lease_minutes", request.lease_minutes.is_some()),
-        ("min_explanation_len", request.min_explanation_len.is_some()),
-        ("classifications", request.classifications.is_some()),
-        ("raters", request.raters.is_some()),
-        ("leads", request.leads.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(name, given)| given.then_some(name))
-    .collect();
-    let mut fields = FieldErrors::new();
-    if let Some(s) = request.state.as_deref()
-        && s != "open"
-        && s != "closed"
-    {
-        fields.insert(
-            "state".into(),
-            format!("unknown state {s:?}: use open or closed"),
-        );
-    }
-    let ranges = [
-        ("overlap", request.overlap, 1, MAX_OVERLAP),
-        ("lease_minutes", request.lease_minutes, 1, MAX_LEASE_MINUTES),
-        (
-            "min_explanation_len",
-            request.min_explanation_len,
-            0,
-            MAX_MIN_EXPLANATION,
-        ),
-    ];
-    for (name, value, min, max) in ranges {
-        if let Some(v) = value
-            && !(min..=max).contains(&v)
-        {
-            fields.insert(name.into(), format!("must be from {min} to {max}"));
-        }
-    }
-    if let Some(questions) = &request.classifications {
-        check_questions(questions, &mut fields);
-    }
-    let raters = members(state, "raters", request.raters, Role::Rater, &mut fields).await?;
-    let leads = members(state, "leads", request.leads, Role::Lead, &mut fields).await?;
-    if !fields.is_empty() {
-        return Err(AppError::invalid(fields));
-    }
-    let changes = BatchChanges {
-        state: request.state,
-        overlap: request.overlap,
-        randomize: request.randomize,
-        lease_minutes: request.lease_minutes,
-        min_explanation_len: request.min_explanation_len,
-        classifications: request.classifications,
-        raters,
-        leads,
-    };
-    let batch = state
-        .store()
-        .update_batch(id, &changes)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    if changes.raters.is_some() {
-        // Raters taken off the batch lose the tasks they held; their drafts stay theirs.
-        let released = state
-            .store()
-            .release(crate::store::assignments::Release::NotAllowed { batch: batch.id })
-            .await?;
-        if !released.is_empty() {
-            tracing::info!(batch = %batch.name, count = released.len(), "assignments of removed raters released");
-        }
-    }
-    if let Some(actor) = actor {
-        let detail = serde_json::json!({ "changed": changed });
-        crate::audit::record(state, actor, "batch.settings", &batch.name, detail).await;
-    }
-    Ok(batch)
-}
-
-fn check_questions(questions: &[Classification], fields: &mut FieldErrors) {
-    let mut keys = HashSet::new();
-    for (i, q) in questions.iter().enumerate() {
-        let at = format!("classifications[{i}]");
-        let key_ok = !q.key.is_empty()
-            && q.key.len() <= 64
-            && q.key
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !key_ok {
-            fields.insert(format!("{at}.key"), "must be 1-64 of a-z, 0-9 and _".into());
-        } else if !keys.insert(q.key.as_str()) {
-            fields.insert(format!("{at}.key"), format!("{:?} is used twice", q.key));
-        }
-        if q.label.trim().is_empty() {
-            fields.insert(format!("{at}.label"), "is required".into());
-        }
-        let unique: HashSet<&String> = q.options.iter().collect();
-        if q.options.is_empty()
-            || unique.len() != q.options.len()
-            || q.options.iter().any(|o| o.trim().is_empty())
-        {
-            fields.insert(
-                format!("{at}.options"),
-                "must be a list of distinct, non-empty options".into(),
-            );
-        } else if q.options.len() > crate::rubric::MAX_OPTIONS {
-            fields.insert(
-                format!("{at}.options"),
-                format!(
-                    "must be at most {} options (each has a key on the form)",
-                    crate::rubric::MAX_OPTIONS
-                ),
-            );
-        }
-    }
-}
-
-/// Resolves a members list of usernames to ids, reporting unknown or unfit users.
-async fn members(
-    state: &AppState,
-    field: &str,
-    requested: Option<Option<Vec<String>>>,
-    least: Role,
-    fields: &mut FieldErrors,
-) -> AppResult<Option<Option<Vec<Uuid>>>> {
-    let Some(Some(names)) = requested else {
-        return Ok(requested.map(|_| None));
-    };
-    let mut ids = Vec::with_capacity(names.len());
-    let mut problems = Vec::new();
-    for name in &names {
-        match state.store().user_by_name(name).await? {
-            // A user named twice is one member.
-            Some(user) if user.active && user.role >= least => {
-                if !ids.contains(&user.id) {
-                    ids.push(user.id);
-                }
-            }
-            Some(user) if user.active => problems.push(format!("{name} is a {}", user.role)),
-            Some(_) => problems.push(format!("{name} is deactivated")),
-            None => problems.push(format!("no user named {name:?}")),
-        }
-    }
-    if !problems.is_empty() {
-        fields.insert(field.into(), problems.join("; "));
-    }
-    Ok(Some(Some(ids)))
 }

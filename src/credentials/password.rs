@@ -23,8 +23,15 @@ pub const MIN_SCORE: zxcvbn::Score = zxcvbn::Score::Three;
 /// length, and a password whose first hundred characters are strong is strong.
 const SCORED_CHARS: usize = 100;
 
-/// What the pages and the CLI say a password must be.
-pub const POLICY: &str = "at least 10 characters and hard to guess: not a common password,      word, name, date, keyboard pattern or repetition, and not the username";
+/// What the pages say a password must be, from the limits [`policy_violation`] checks,
+/// so the words cannot drift from the rule.
+pub fn policy() -> String {
+    format!(
+        "from {MIN_PASSWORD_LEN} to {MAX_PASSWORD_LEN} characters and hard to guess: not a \
+         common password, word, name, date, keyboard pattern or repetition, and not the \
+         username (a phrase of a few unrelated words works well)"
+    )
+}
 
 /// Why a password is refused, or `None` if it is acceptable. `user_inputs` are words a
 /// guesser would try first for this account (its username).
@@ -154,6 +161,19 @@ static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stated_policy_gives_the_lengths_the_check_enforces() {
+        let stated = policy();
+        assert!(stated.contains(&format!("from {MIN_PASSWORD_LEN} to {MAX_PASSWORD_LEN}")));
+        let short = "q".repeat(MIN_PASSWORD_LEN - 1);
+        assert_eq!(
+            policy_violation(&short, &[]),
+            Some(format!("must be at least {MIN_PASSWORD_LEN} characters"))
+        );
+        let long = "q".repeat(MAX_PASSWORD_LEN + 1);
+        assert!(policy_violation(&long, &[]).is_some());
+    }
 
     fn hasher() -> Hasher {
         Hasher::new(&Config::default())

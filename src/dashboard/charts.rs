@@ -12,6 +12,104 @@ const PALETTE: [&str; 8] = [
     "#2357c6", "#5b8def", "#9bb4e8", "#f3d27a", "#e8a15a", "#c9563c", "#8e44ad", "#7f8c8d",
 ];
 
+/// One colour per option in the answers chart, assigned in order of first appearance so
+/// that an option keeps its colour on every row; the legend names each.
+const OPTION_COLOURS: [&str; 12] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#ad494a",
+];
+
+/// The text colour readable on `fill` (a `#rrggbb` colour): black or white, whichever
+/// contrasts more (WCAG relative luminance).
+fn ink(fill: &str) -> &'static str {
+    let channel = |i: usize| {
+        let c = f64::from(u8::from_str_radix(&fill[i..i + 2], 16).unwrap_or(0)) / 255.0;
+        if c <= 0.03928 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let l = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+    // Contrast with black is (l + 0.05) / 0.05, with white 1.05 / (l + 0.05).
+    if (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) {
+        "#000"
+    } else {
+        "#fff"
+    }
+}
+
+/// How a legend entry draws its mark.
+#[derive(Clone, Copy)]
+pub enum Mark {
+    Square,
+    Dot,
+    Tick,
+    Band,
+}
+
+/// One legend entry: its mark, colour and words.
+pub struct Key {
+    pub mark: Mark,
+    pub colour: &'static str,
+    pub text: String,
+}
+
+/// Draws a legend at (`x`, `y`) within `width`, as many entries a row as fit; returns
+/// the height it took. Each entry is a mark and its words, so colour is never the only
+/// cue.
+fn legend(svg: &mut String, keys: &[Key], x: f64, y: f64, width: f64) -> f64 {
+    let (cell_w, row_h) = (150.0, 16.0);
+    let per_row = ((width / cell_w).floor() as usize).max(1);
+    for (i, key) in keys.iter().enumerate() {
+        let (col, row) = (i % per_row, i / per_row);
+        let (kx, ky) = (x + cell_w * col as f64, y + row_h * row as f64);
+        let colour = key.colour;
+        let mark = match key.mark {
+            Mark::Square => format!(
+                "<rect x=\"{kx:.1}\" y=\"{ky:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/>"
+            ),
+            Mark::Dot => format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{colour}\"/>",
+                kx + 5.0,
+                ky + 5.0
+            ),
+            Mark::Tick => format!(
+                "<rect x=\"{:.1}\" y=\"{ky:.1}\" width=\"3\" height=\"10\" fill=\"{colour}\"/>",
+                kx + 3.5
+            ),
+            Mark::Band => format!(
+                "<rect x=\"{kx:.1}\" y=\"{:.1}\" width=\"10\" height=\"6\" fill=\"{colour}\"/>",
+                ky + 2.0
+            ),
+        };
+        let _ = write!(
+            svg,
+            "<g class=\"legend-key\">{mark}<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#1d2733\">{}</text></g>",
+            kx + 14.0,
+            ky + 9.0,
+            escape(&key.text)
+        );
+    }
+    row_h * keys.len().div_ceil(per_row) as f64
+}
+
+/// The colour of each option of `rows`, in order of first appearance.
+pub fn option_colours<'a>(
+    rows: impl IntoIterator<Item = &'a BTreeMap<String, u64>>,
+) -> Vec<(String, &'static str)> {
+    let mut seen: Vec<(String, &'static str)> = Vec::new();
+    for options in rows {
+        for option in options.keys() {
+            if !seen.iter().any(|(o, _)| o == option) {
+                let colour = OPTION_COLOURS[seen.len() % OPTION_COLOURS.len()];
+                seen.push((option.clone(), colour));
+            }
+        }
+    }
+    seen
+}
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -62,43 +160,58 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
             h - pad + 16.0
         );
     }
-    let legend: Vec<(Favours, &str)> = [
+    let mut keys: Vec<Key> = [
         (Favours::A, "A better"),
         (Favours::Tie, "about the same"),
         (Favours::B, "B better"),
     ]
     .into_iter()
     .filter(|(f, _)| bars.iter().any(|b| b.lean == Some(*f)))
+    .map(|(lean, text)| Key {
+        mark: Mark::Square,
+        colour: colour(Some(lean)),
+        text: text.into(),
+    })
     .collect();
-    for (i, (lean, text)) in legend.into_iter().enumerate() {
-        let x = pad + 120.0 * i as f64;
-        let _ = write!(
-            svg,
-            "<rect x=\"{x:.1}\" y=\"4\" width=\"10\" height=\"10\" fill=\"{}\"/>\
-             <text x=\"{:.1}\" y=\"13\" font-size=\"11\">{text}</text>",
-            colour(Some(lean)),
-            x + 14.0
-        );
+    if bars.iter().any(|b| b.lean.is_none()) {
+        keys.push(Key {
+            mark: Mark::Square,
+            colour: colour(None),
+            text: "ratings per answer".into(),
+        });
     }
+    legend(&mut svg, &keys, pad, 4.0, w - 2.0 * pad);
     svg.push_str("</svg>");
     svg
 }
 
 /// One stacked bar per question (but those in `apart`, charted on their own): the share
-/// of each option.
+/// of each option, each option in its own colour on every row, named in the legend.
 pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &[&str]) -> String {
     let (label_w, bar_w, row_h) = (190.0, 420.0, 26.0);
+    let width = label_w + bar_w + 10.0;
     let rows: Vec<_> = fields
         .iter()
         .filter(|(k, _)| !apart.contains(&k.as_str()))
         .collect();
-    let h = row_h * rows.len() as f64 + 10.0;
+    let colours = option_colours(rows.iter().map(|(_, options)| *options));
+    let keys: Vec<Key> = colours
+        .iter()
+        .map(|(option, colour)| Key {
+            mark: Mark::Square,
+            colour,
+            text: option.clone(),
+        })
+        .collect();
+    let mut body = String::new();
+    let top = legend(&mut body, &keys, 0.0, 4.0, width) + 10.0;
+    let h = top + row_h * rows.len() as f64 + 10.0;
     let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {} {h}\" role=\"img\" aria-label=\"Answers per question\">",
-        label_w + bar_w + 10.0
+        "<svg class=\"chart\" viewBox=\"0 0 {width} {h}\" role=\"img\" aria-label=\"Answers per question: the share of each option; the table below gives the numbers\">"
     );
+    svg.push_str(&body);
     for (i, (path, options)) in rows.iter().enumerate() {
-        let y = i as f64 * row_h + 5.0;
+        let y = top + i as f64 * row_h + 5.0;
         let total: u64 = options.values().sum();
         let _ = write!(
             svg,
@@ -107,31 +220,33 @@ pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &
             escape(path)
         );
         let mut x = label_w;
-        for (j, (option, n)) in options.iter().enumerate() {
-            let width = if total > 0 {
-                bar_w * *n as f64 / total as f64
-            } else {
-                0.0
-            };
+        for (option, n) in options.iter() {
             let share = if total > 0 {
-                100.0 * *n as f64 / total as f64
+                *n as f64 / total as f64
             } else {
                 0.0
             };
+            let width = bar_w * share;
+            let fill = colours
+                .iter()
+                .find(|(o, _)| o == option)
+                .map_or(OPTION_COLOURS[0], |(_, c)| c);
             let _ = write!(
                 svg,
-                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {n} ({share:.0}%)</title></rect>",
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"{fill}\"><title>{}: {n} ({:.0}%)</title></rect>",
                 row_h - 6.0,
-                PALETTE[j % PALETTE.len()],
-                escape(option)
+                escape(option),
+                100.0 * share
             );
             if width > 60.0 {
                 let _ = write!(
                     svg,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#fff\">{} {share:.0}%</text>",
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"{}\">{} {:.0}%</text>",
                     x + 4.0,
                     y + 14.0,
-                    escape(option)
+                    ink(fill),
+                    escape(option),
+                    100.0 * share
                 );
             }
             x += width;
@@ -144,13 +259,33 @@ pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &
 /// Percent agreement per question with its 95% (Wilson) interval, and alpha as a mark.
 pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
     let (label_w, bar_w, row_h) = (190.0, 420.0, 24.0);
-    let h = row_h * agreement.len() as f64 + 24.0;
+    let width = label_w + bar_w + 10.0;
+    let keys = [
+        Key {
+            mark: Mark::Dot,
+            colour: "#2357c6",
+            text: "percent agreement".into(),
+        },
+        Key {
+            mark: Mark::Band,
+            colour: "#9bb4e8",
+            text: "its 95% interval".into(),
+        },
+        Key {
+            mark: Mark::Tick,
+            colour: "#c9563c",
+            text: "Krippendorff's alpha".into(),
+        },
+    ];
+    let mut body = String::new();
+    let top = legend(&mut body, &keys, label_w, 4.0, bar_w) + 6.0;
+    let h = top + row_h * agreement.len() as f64 + 24.0;
     let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {} {h}\" role=\"img\" aria-label=\"Agreement per question\">",
-        label_w + bar_w + 10.0
+        "<svg class=\"chart\" viewBox=\"0 0 {width} {h}\" role=\"img\" aria-label=\"Agreement per question; the table below gives the numbers\">"
     );
+    svg.push_str(&body);
     for (i, (path, a)) in agreement.iter().enumerate() {
-        let y = i as f64 * row_h + 6.0;
+        let y = top + i as f64 * row_h + 6.0;
         let _ = write!(
             svg,
             "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{}</text>",
@@ -211,7 +346,8 @@ pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
 pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
     let (w, h) = (420.0, 90.0);
     let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"Position bias\">"
+        "<svg class=\"chart\" viewBox=\"0 0 {w} {}\" role=\"img\" aria-label=\"Position bias\">",
+        h + 22.0
     );
     let _ = write!(
         svg,
@@ -290,6 +426,38 @@ pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
             }
         }
     }
+    let keys = match bias {
+        PositionBias::Scale { .. } => vec![
+            Key {
+                mark: Mark::Dot,
+                colour: PALETTE[0],
+                text: "mean, A shown first".into(),
+            },
+            Key {
+                mark: Mark::Dot,
+                colour: PALETTE[4],
+                text: "mean, B shown first".into(),
+            },
+        ],
+        PositionBias::Shares { .. } => vec![
+            Key {
+                mark: Mark::Dot,
+                colour: PALETTE[0],
+                text: "share to the first shown".into(),
+            },
+            Key {
+                mark: Mark::Band,
+                colour: "#9bb4e8",
+                text: "its 95% interval".into(),
+            },
+            Key {
+                mark: Mark::Tick,
+                colour: "#7f8c8d",
+                text: "no lean (50%)".into(),
+            },
+        ],
+    };
+    legend(&mut svg, &keys, 0.0, h + 6.0, w);
     svg.push_str("</svg>");
     svg
 }
@@ -297,6 +465,40 @@ pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_on_a_colour_is_the_ink_that_contrasts_more() {
+        assert_eq!(ink("#ffffff"), "#000");
+        assert_eq!(ink("#1f77b4"), "#fff");
+        assert_eq!(ink("#bcbd22"), "#000");
+    }
+
+    #[test]
+    fn an_option_has_one_colour_on_every_row() {
+        let rows = [
+            BTreeMap::from([("no".to_owned(), 1u64), ("yes".to_owned(), 2)]),
+            BTreeMap::from([("maybe".to_owned(), 1u64), ("yes".to_owned(), 1)]),
+        ];
+        let colours = option_colours(&rows);
+        let names: Vec<&str> = colours.iter().map(|(o, _)| o.as_str()).collect();
+        assert_eq!(names, ["no", "yes", "maybe"]);
+        let distinct: std::collections::BTreeSet<&str> = colours.iter().map(|(_, c)| *c).collect();
+        assert_eq!(distinct.len(), 3);
+        let svg = stacked_fields(
+            &BTreeMap::from([("a".into(), rows[0].clone()), ("b".into(), rows[1].clone())]),
+            &[],
+        );
+        let yes = colours[1].1;
+        assert_eq!(
+            svg.matches(&format!("fill=\"{yes}\"><title>yes:")).count(),
+            2,
+            "{svg}"
+        );
+        assert!(
+            svg.contains(&format!("fill=\"{yes}\"/><text")),
+            "in the legend: {svg}"
+        );
+    }
 
     #[test]
     fn labels_are_escaped_in_charts() {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use askama::Template;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -12,13 +13,15 @@ use uuid::Uuid;
 
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
+use crate::error::FieldErrors;
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::export::ExportQuery;
 use crate::metrics::{Accumulator, Metrics, PreferenceSummary, ScoreSummary};
 use crate::rubric::{Answer, Role, Rubric};
 use crate::state::AppState;
 use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
 
 pub mod charts;
@@ -28,10 +31,13 @@ pub fn api_router() -> ApiRouter {
 }
 
 pub fn page_router() -> Router<AppState> {
-    Router::new().route("/batches/{id}", get(page)).route(
-        "/batches/{batch}/assignments/{id}/release",
-        axum::routing::post(release),
-    )
+    Router::new()
+        .route("/batches/{id}", get(page))
+        .route("/batches/{id}/export", get(export))
+        .route(
+            "/batches/{batch}/assignments/{id}/release",
+            axum::routing::post(release),
+        )
 }
 
 /// How many open assignments the batch page lists.
@@ -83,6 +89,8 @@ struct PreferenceView {
     summary: PreferenceSummary,
     /// SVG drawn by `charts` from numbers and escaped labels only.
     chart: String,
+    /// The chart's numbers, for the table beside it.
+    bars: Vec<charts::Bar>,
     /// With several preferences, this one's own lean.
     bias_chart: Option<String>,
 }
@@ -92,6 +100,94 @@ struct ScoreView {
     label: String,
     summary: ScoreSummary,
     chart: String,
+    bars: Vec<charts::Bar>,
+}
+
+/// The export form as typed: every field text, empty for "any".
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+pub struct ExportForm {
+    #[serde(default)]
+    format: String,
+    #[serde(default)]
+    outcome: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    rater: String,
+    /// Submitted on or after this day (`YYYY-MM-DD`).
+    #[serde(default)]
+    since: String,
+    /// Submitted on or before this day.
+    #[serde(default)]
+    until: String,
+}
+
+impl ExportForm {
+    /// The export's query for these filters, or every field that is wrong. `raters` are
+    /// the batch's raters, whom the rater filter picks from. The "to" day is included
+    /// whole: the query asks for ratings submitted before the next day.
+    fn query(&self, raters: &[String]) -> Result<ExportQuery, FieldErrors> {
+        let given = |text: &str| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+        let day = |text: &Option<String>| {
+            text.as_deref()
+                .and_then(|t| chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d").ok())
+        };
+        let (since, until) = (given(&self.since), given(&self.until));
+        let until_query = match day(&until) {
+            Some(d) => d.succ_opt().map(|next| next.to_string()),
+            None => until.clone(),
+        };
+        let query = ExportQuery {
+            format: Some(given(&self.format).unwrap_or_else(|| "csv".into())),
+            outcome: given(&self.outcome),
+            status: given(&self.status),
+            rater: given(&self.rater),
+            since: since.clone(),
+            until: until_query,
+        };
+        let mut fields = match crate::export::parse(&query) {
+            Ok(_) => FieldErrors::new(),
+            Err(AppError::Validation { fields, .. }) => fields,
+            Err(other) => FieldErrors::from([("export".to_owned(), other.to_string())]),
+        };
+        // A day is what the form asks for; the API's RFC 3339 times are not offered here.
+        for (field, text) in [("since", &since), ("until", &until)] {
+            if text.is_some() && day(text).is_none() {
+                fields.insert(field.into(), "must be a date like 2026-11-21".into());
+            }
+        }
+        if let (Some(from), Some(to)) = (day(&since), day(&until))
+            && to < from
+        {
+            fields.insert("until".into(), "must be on or after the from date".into());
+        }
+        if let Some(rater) = &query.rater
+            && !raters.contains(rater)
+        {
+            fields.insert(
+                "rater".into(),
+                format!("{rater:?} is not one of this batch's raters"),
+            );
+        }
+        if fields.is_empty() {
+            Ok(query)
+        } else {
+            Err(fields)
+        }
+    }
+}
+
+/// An export form field's name in words.
+fn export_label(field: &str) -> &'static str {
+    match field {
+        "format" => "Format",
+        "outcome" => "Outcome",
+        "status" => "Status",
+        "rater" => "Rater",
+        "since" => "Submitted from",
+        "until" => "Submitted to",
+        _ => "Export",
+    }
 }
 
 #[derive(Template)]
@@ -113,6 +209,46 @@ struct BatchPage {
     /// Tasks raters hold open now, oldest first.
     held: Vec<crate::store::assignments::Held>,
     held_shown: i64,
+    /// The export form, the raters it offers, and what is wrong with it.
+    export: ExportForm,
+    export_raters: Vec<String>,
+    export_errors: FieldErrors,
+    /// Each outcome's name and its words.
+    outcomes: Vec<(&'static str, String)>,
+    statuses: &'static [&'static str],
+}
+
+impl BatchPage {
+    fn export_summary(&self) -> Vec<String> {
+        self.export_errors
+            .iter()
+            .map(|(field, why)| format!("{}: {why}", export_label(field)))
+            .collect()
+    }
+
+    /// Whether any question has two counted ratings of a task to compare.
+    fn has_agreement(&self) -> bool {
+        self.metrics.agreement.values().any(|a| a.pairs > 0)
+    }
+
+    /// Whether the answers chart has anything to show.
+    fn has_answers(&self) -> bool {
+        self.metrics
+            .fields
+            .values()
+            .any(|options| options.values().any(|n| *n > 0))
+    }
+}
+
+/// The raters an export may be filtered on: whoever rated the batch, and its members.
+fn batch_raters(batch: &BatchView, metrics: &Metrics) -> Vec<String> {
+    let mut names: Vec<String> = metrics.raters.iter().map(|r| r.rater.clone()).collect();
+    if let Some(Some(members)) = &batch.raters {
+        names.extend(members.iter().cloned());
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 async fn page(
@@ -121,7 +257,60 @@ async fn page(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let (batch, metrics, rubric) = compute(&state, id, &lead).await?;
+    let form = ExportForm {
+        format: "csv".into(),
+        ..ExportForm::default()
+    };
+    let page = build(
+        &state,
+        &lead,
+        page_user.layout,
+        id,
+        form,
+        FieldErrors::new(),
+    )
+    .await?;
+    Ok(render(&page)?.into_response())
+}
+
+/// `GET /batches/{id}/export`: the batch page's export form. Good filters go on to the
+/// export itself (`303` to `GET /api/v1/batches/{id}/export` with them); bad ones show
+/// the page again with each wrong field named.
+async fn export(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(form): ApiQuery<ExportForm>,
+) -> AppResult<Response> {
+    let summary = crate::batches::visible(&state, id, &lead).await?;
+    let batch = crate::batches::view(&state, summary, &lead).await?;
+    let mut raters: Vec<String> = state.store().batch_raters(id).await?;
+    if let Some(Some(members)) = &batch.raters {
+        raters.extend(members.iter().cloned());
+    }
+    match form.query(&raters) {
+        Ok(query) => {
+            let encoded = serde_urlencoded::to_string(&query).map_err(AppError::internal)?;
+            let to = format!("/api/v1/batches/{id}/export?{encoded}");
+            Ok(axum::response::Redirect::to(&to).into_response())
+        }
+        Err(errors) => {
+            let page = build(&state, &lead, page_user.layout, id, form, errors).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+    }
+}
+
+async fn build(
+    state: &AppState,
+    lead: &User,
+    layout: Layout,
+    id: Uuid,
+    export: ExportForm,
+    export_errors: FieldErrors,
+) -> AppResult<BatchPage> {
+    let (batch, metrics, rubric) = compute(state, id, lead).await?;
     let held = state.store().held(id, HELD_SHOWN).await?;
     let scale_of = |q: &crate::rubric::Question| match (&q.answer, &q.metrics) {
         (Answer::Scale { min, max, .. }, Some(Role::Preference { midpoint, .. })) => {
@@ -160,6 +349,7 @@ async fn page(
         preferences.push(PreferenceView {
             label: question.label.clone(),
             chart: charts::bars(&question.label, &bars),
+            bars,
             bias_chart: summary
                 .position_bias
                 .as_ref()
@@ -187,6 +377,7 @@ async fn page(
                 .collect();
             ScoreView {
                 chart: charts::bars(&label, &bars),
+                bars,
                 label,
                 summary: summary.clone(),
             }
@@ -204,8 +395,16 @@ async fn page(
         .chain(metrics.scores.keys())
         .map(String::as_str)
         .collect();
-    let page = BatchPage {
-        layout: page_user.layout,
+    Ok(BatchPage {
+        layout,
+        export_raters: batch_raters(&batch, &metrics),
+        export,
+        export_errors,
+        outcomes: crate::lifecycle::Outcome::ALL
+            .iter()
+            .map(|o| (o.as_str(), o.label()))
+            .collect(),
+        statuses: crate::lifecycle::Status::FINISHED_NAMES,
         held,
         held_shown: HELD_SHOWN,
         fields_chart: (slots
@@ -223,8 +422,7 @@ async fn page(
         scores,
         batch,
         metrics,
-    };
-    Ok(render(&page)?.into_response())
+    })
 }
 
 /// `POST /batches/{batch}/assignments/{id}/release`: the batch page's Release button.
@@ -236,4 +434,57 @@ async fn release(
 ) -> AppResult<Response> {
     crate::assign::release(&state, id, &lead).await?;
     Ok(axum::response::Redirect::to(&format!("/batches/{batch}#held")).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(since: &str, until: &str, rater: &str) -> ExportForm {
+        ExportForm {
+            since: since.into(),
+            until: until.into(),
+            rater: rater.into(),
+            ..ExportForm::default()
+        }
+    }
+
+    #[test]
+    fn the_to_day_is_included_and_empty_filters_are_left_out() {
+        let raters = ["ana".to_owned()];
+        let query = form("2026-11-01", "2026-11-30", "ana")
+            .query(&raters)
+            .unwrap();
+        assert_eq!(
+            (query.since.as_deref(), query.until.as_deref()),
+            (Some("2026-11-01"), Some("2026-12-01"))
+        );
+        assert_eq!(query.format.as_deref(), Some("csv"));
+        let any = form(" ", "", "").query(&raters).unwrap();
+        assert_eq!(
+            serde_urlencoded::to_string(&any).unwrap(),
+            "format=csv",
+            "nothing but the format"
+        );
+    }
+
+    #[test]
+    fn every_bad_filter_is_named() {
+        let bad = ExportForm {
+            format: "xml".into(),
+            outcome: "maybe".into(),
+            status: "draft".into(),
+            ..form("2026-11-30", "2026-11-01", "ghost")
+        };
+        let fields = bad.query(&["ana".to_owned()]).unwrap_err();
+        assert_eq!(
+            fields.keys().collect::<Vec<_>>(),
+            ["format", "outcome", "rater", "status", "until"]
+        );
+        let times = form("2026-11-01T10:00:00Z", "2026-02-30", "")
+            .query(&[])
+            .unwrap_err();
+        assert_eq!(times["since"], "must be a date like 2026-11-21");
+        assert_eq!(times["until"], "must be a date like 2026-11-21");
+    }
 }

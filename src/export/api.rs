@@ -96,7 +96,8 @@ pub async fn export(
         })
         .fuse();
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
-    let detail = serde_json::to_value(&query).map_err(AppError::internal)?;
+    let mut detail = serde_json::to_value(&query).map_err(AppError::internal)?;
+    detail["batch_id"] = serde_json::json!(id);
     crate::audit::record(&state, &lead, "batch.export", &summary.batch.name, detail).await;
     let filename = format!(
         "{}-ratings-{}.{}",

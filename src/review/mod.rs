@@ -140,7 +140,8 @@ pub async fn decide(
         Ok(rating) => {
             tracing::info!(lead = %lead.username, rating = %rating.id, decision = %chosen, "rating reviewed");
             let detail = serde_json::json!({
-                "decision": chosen, "batch": access.batch.name, "comment": comment
+                "decision": chosen, "batch": access.batch.name, "batch_id": access.batch.id,
+                "comment": comment
             });
             let target = rating.id.to_string();
             crate::audit::record(state, lead, "rating.review", &target, detail).await;

@@ -507,6 +507,20 @@ impl super::Store {
         })?)
     }
 
+    /// The usernames of everyone who rated the batch (drafts included), sorted.
+    pub async fn batch_raters(&self, id: Uuid) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT DISTINCT u.username FROM ratings r JOIN users u ON u.id = r.rater_id
+                 WHERE r.batch_id = $1 ORDER BY u.username",
+            )
+            .bind(id)
+            .fetch_all(pool)
+            .await
+        })?;
+        Ok(rows.into_iter().map(|(name,)| name).collect())
+    }
+
     /// Caches a task's rendered HTML.
     pub async fn set_rendered(
         &self,

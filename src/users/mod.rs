@@ -121,7 +121,7 @@ pub async fn create(state: &AppState, new: NewUser, actor: Option<&User>) -> App
         .await?;
     tracing::info!(username = %user.username, role = %user.role, "user created");
     if let Some(actor) = actor {
-        let detail = serde_json::json!({ "role": user.role.as_str() });
+        let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
         crate::audit::record(state, actor, "user.create", &user.username, detail).await;
     }
     Ok(user)
@@ -176,15 +176,21 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
     if !fields.is_empty() {
         return Err(AppError::invalid(fields));
     }
-    let mut detail = serde_json::Map::new();
-    if let Some(role) = role {
-        detail.insert("role".into(), role.as_str().into());
+    // What really changes, before and after (a password's value never).
+    let mut changed: Vec<&str> = Vec::new();
+    let (mut before, mut after) = (serde_json::Map::new(), serde_json::Map::new());
+    if let Some(role) = role.filter(|r| *r != user.role) {
+        changed.push("role");
+        before.insert("role".into(), user.role.as_str().into());
+        after.insert("role".into(), role.as_str().into());
     }
-    if let Some(active) = changes.active {
-        detail.insert("active".into(), active.into());
+    if let Some(active) = changes.active.filter(|a| *a != user.active) {
+        changed.push("active");
+        before.insert("active".into(), user.active.into());
+        after.insert("active".into(), active.into());
     }
     if changes.password.is_some() {
-        detail.insert("password_changed".into(), true.into());
+        changed.push("password");
     }
     if let Some(role) = role {
         state.store().set_role(user.id, role).await?;
@@ -197,7 +203,12 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
         state.store().set_password_hash(user.id, &hash).await?;
     }
     tracing::info!(admin = %admin.username, username = %user.username, "user changed");
-    crate::audit::record(state, admin, "user.update", &user.username, detail.into()).await;
+    if !changed.is_empty() {
+        let detail = serde_json::json!({
+            "user_id": user.id, "changed": changed, "before": before, "after": after
+        });
+        crate::audit::record(state, admin, "user.update", &user.username, detail).await;
+    }
     find(state, id).await
 }
 

@@ -34,7 +34,10 @@ struct UsersPage {
     form: CreateForm,
     errors: FieldErrors,
     /// What a password must be, shown beside the field.
-    password_policy: &'static str,
+    password_policy: String,
+    /// The length limits the password fields carry (the server checks them too).
+    min_password_len: usize,
+    max_password_len: usize,
     /// The account whose password was just reset, by name.
     reset_done: Option<String>,
     /// A refused reset: the account and why.
@@ -83,7 +86,9 @@ async fn page(
         roles: Role::ALL,
         form,
         errors,
-        password_policy: crate::auth::password::POLICY,
+        password_policy: crate::auth::password::policy(),
+        min_password_len: crate::auth::password::MIN_PASSWORD_LEN,
+        max_password_len: crate::auth::password::MAX_PASSWORD_LEN,
         reset_done,
         reset_error: reset.error,
     })

@@ -106,13 +106,18 @@ async fn admin_and_lead_actions_are_recorded_and_only_admins_read_them(app: &Tes
             .cloned()
             .unwrap_or(Value::Null)
     };
+    // Each entry names what it changed, before and after, and the ids to link to. The
+    // overlap asked for was the batch's already: not a change, so not recorded.
     assert_eq!(
         by_action("user.update")["detail"],
-        json!({"role": "lead", "active": false})
+        json!({"user_id": newcomer, "changed": ["role", "active"],
+               "before": {"role": "rater", "active": true},
+               "after": {"role": "lead", "active": false}})
     );
     assert_eq!(
         by_action("batch.settings")["detail"],
-        json!({"changed": ["overlap", "lease_minutes"]})
+        json!({"batch_id": batch, "changed": ["lease_minutes"],
+               "before": {"lease_minutes": 45}, "after": {"lease_minutes": 30}})
     );
     assert_eq!(by_action("rating.review")["detail"]["decision"], "accept");
     assert_eq!(by_action("batch.export")["detail"]["format"], "jsonl");
@@ -151,6 +156,18 @@ async fn admin_and_lead_actions_are_recorded_and_only_admins_read_them(app: &Tes
         html.contains("batch.settings") && html.contains("newcomer"),
         "{html}"
     );
+    // In words, with links to what each entry names.
+    for shown in [
+        "Lease: 45 minutes → 30 minutes",
+        "Role: rater → lead",
+        "Active: yes → no",
+        "Decision: accept",
+        &format!("<a href=\"/admin/batches/{batch}\">audited</a>"),
+        &format!("<a href=\"/admin/users#user-{newcomer}\">newcomer</a>"),
+        &format!("<a href=\"/review/{rating}\">{rating}</a>"),
+    ] {
+        assert!(html.contains(shown), "{shown}: {html}");
+    }
     let refused = lead
         .browser_for(app)
         .await
@@ -161,3 +178,103 @@ async fn admin_and_lead_actions_are_recorded_and_only_admins_read_them(app: &Tes
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
 }
 db_test!(admin_and_lead_actions_are_recorded_and_only_admins_read_them: TestApp);
+
+/// A settings save that changes nothing writes nothing and records nothing, whether it
+/// comes from the API or from the settings page; a real change records each setting
+/// before and after, once.
+async fn a_save_that_changes_nothing_records_nothing(app: &TestApp) {
+    let admin = app.admin().await;
+    let batch = app
+        .batch(&admin, "steady", &tasks_jsonl(2), "&randomize=false")
+        .await;
+    let url = app.url(&format!("/api/v1/batches/{batch}"));
+    let same = json!({"state": "open", "overlap": 1, "randomize": false, "lease_minutes": 45,
+                      "raters": null, "classifications": []});
+    let before = crate::helpers::contents(app).await;
+    let saved = admin.api.patch(&url).json(&same).go().await;
+    assert_eq!(saved.status(), StatusCode::OK);
+    let browser = admin.browser_for(app).await;
+    let page = browser
+        .get(app.url(&format!("/admin/batches/{batch}")))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    let form = crate::settings_page::form_of(&page);
+    let again = browser
+        .post(app.url(&format!("/admin/batches/{batch}")))
+        .form(&form)
+        .go()
+        .await;
+    assert_eq!(again.status(), StatusCode::OK);
+    assert!(
+        again
+            .text()
+            .await
+            .unwrap()
+            .contains("Nothing to save: the settings are as they were.")
+    );
+    assert_eq!(
+        crate::helpers::contents(app).await,
+        before,
+        "no write, no audit entry"
+    );
+
+    let changed = admin
+        .api
+        .patch(&url)
+        .json(&json!({"overlap": 2, "lease_minutes": 45}))
+        .go()
+        .await;
+    assert_eq!(changed.status(), StatusCode::OK);
+    let entries = json_with(
+        audit(app, "?action=batch.settings", &admin).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(entries["total"], 1, "{entries}");
+    assert_eq!(
+        entries["items"][0]["detail"],
+        json!({"batch_id": batch, "changed": ["overlap"],
+               "before": {"overlap": 1}, "after": {"overlap": 2}})
+    );
+}
+db_test!(a_save_that_changes_nothing_records_nothing: TestApp);
+
+/// The same for accounts: a role or state it already has is no change and no entry; a
+/// password reset always is one, without the password.
+async fn an_account_change_that_changes_nothing_records_nothing(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let url = app.url(&format!("/api/v1/users/{}", rater.id));
+    let same = admin
+        .api
+        .patch(&url)
+        .json(&json!({"role": "rater", "active": true}))
+        .go()
+        .await;
+    assert_eq!(same.status(), StatusCode::OK);
+    let updates = || async {
+        json_with(
+            audit(app, "?action=user.update", &admin).await,
+            StatusCode::OK,
+        )
+        .await
+    };
+    assert_eq!(updates().await["total"], 0);
+    let reset = admin
+        .api
+        .patch(&url)
+        .json(&json!({"role": "rater", "password": "a fresh and long passphrase"}))
+        .go()
+        .await;
+    assert_eq!(reset.status(), StatusCode::OK);
+    let found = updates().await;
+    assert_eq!(found["total"], 1);
+    assert_eq!(
+        found["items"][0]["detail"],
+        json!({"user_id": rater.id, "changed": ["password"], "before": {}, "after": {}})
+    );
+}
+db_test!(an_account_change_that_changes_nothing_records_nothing: TestApp);

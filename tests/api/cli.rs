@@ -473,7 +473,11 @@ async fn the_command_line_writes_the_audit_log(db: &TestDb) {
             cli("user.update", "ines"),
         ]
     );
-    assert_eq!(entries[4].detail.0["active"], false);
+    assert_eq!(
+        entries[4].detail.0["after"]["active"], false,
+        "deactivated: active before and after"
+    );
+    assert_eq!(entries[4].detail.0["before"]["active"], true);
     assert_eq!(entries[3].detail.0["created"], 2);
 }
 db_test!(the_command_line_writes_the_audit_log: TestDb);

@@ -85,6 +85,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/batches/{batch}", [303, 403, 403, 200, 200, 303]),
     ("GET", "/api/v1/batches/{batch}/metrics", [401, 403, 403, 200, 200, 401]),
     ("GET", "/api/v1/batches/{batch}/export", [401, 403, 403, 200, 200, 401]),
+    // The batch page's export form: no filters, so on to the export itself.
+    ("GET", "/batches/{batch}/export", [303, 403, 403, 303, 303, 303]),
     ("GET", "/batches/{batch}/tasks/{task}", [303, 403, 403, 200, 200, 303]),
     ("GET", "/api/v1/batches/{batch}/tasks/{task}", [401, 403, 403, 200, 200, 401]),
     ("GET", "/review", [303, 403, 403, 200, 200, 303]),
@@ -104,6 +106,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/admin/batches", [303, 403, 403, 403, 200, 303]),
     ("GET", "/admin/batches/{batch}", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/batches/{batch}", [303, 403, 403, 403, 422, 303]),
+    // Only the CSRF token: no settings to confirm, 422.
+    ("POST", "/admin/batches/{batch}/confirm", [303, 403, 403, 403, 422, 303]),
     ("POST", "/api/v1/batches", [401, 403, 403, 403, 422, 401]),
     ("PATCH", "/api/v1/batches/{batch}", [401, 403, 403, 403, 200, 401]),
     ("GET", "/admin/audit", [303, 403, 403, 403, 200, 303]),

@@ -299,9 +299,25 @@ async fn guessable_passwords_are_refused_wherever_a_password_is_set(app: &TestAp
         .text()
         .await
         .unwrap();
+    // The rule is stated from the limits the check enforces, next to both password
+    // fields (the new account's and each reset), and the fields carry the same limits.
+    let (min, max) = (
+        verdict::auth::password::MIN_PASSWORD_LEN,
+        verdict::auth::password::MAX_PASSWORD_LEN,
+    );
     assert!(
-        page.contains("A password must be at least 10 characters and hard to guess"),
+        page.contains(&format!(
+            "A password must be from {min} to {max} characters and hard to guess"
+        )),
         "the page states the rule"
+    );
+    assert!(page.contains(&format!(
+        "A new password must be from {min} to {max} characters"
+    )));
+    assert_eq!(
+        page.matches(&format!("minlength=\"{min}\" maxlength=\"{max}\""))
+            .count(),
+        1 + page.matches("New password for ").count()
     );
     let weak = browser
         .post(app.url("/admin/users"))

@@ -1,0 +1,544 @@
+//! A batch's settings: a change is checked whole (every broken field reported, nothing
+//! changed), compared with what the batch has, and only what really differs is written
+//! and recorded in the audit log, as each setting before and after.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{MAX_LEASE_MINUTES, MAX_MIN_EXPLANATION, MAX_OVERLAP};
+use crate::auth::Role;
+use crate::error::{AppError, AppResult, FieldErrors};
+use crate::rubric::Classification;
+use crate::state::AppState;
+use crate::store::batches::{Batch, BatchChanges};
+use crate::store::users::User;
+
+/// Settings as a PATCH body.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsRequest {
+    /// `open` or `closed`.
+    #[schema(schema_with = crate::web::openapi::batch_states)]
+    pub state: Option<String>,
+    #[schema(minimum = 1, maximum = 100)]
+    pub overlap: Option<i32>,
+    pub randomize: Option<bool>,
+    /// Minutes a task stays with its rater without activity (1 to 1440).
+    #[schema(minimum = 1, maximum = 1440)]
+    pub lease_minutes: Option<i32>,
+    #[schema(minimum = 0, maximum = 1000)]
+    pub min_explanation_len: Option<i32>,
+    pub classifications: Option<Vec<Classification>>,
+    /// Usernames who may rate; `null` opens the batch to every rater.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub raters: Option<Option<Vec<String>>>,
+    /// Usernames who may lead; `null` lets every lead lead it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub leads: Option<Option<Vec<String>>>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+impl From<Settings> for SettingsRequest {
+    /// A request that sets every setting to these.
+    fn from(s: Settings) -> Self {
+        Self {
+            state: Some(s.state),
+            overlap: Some(s.overlap),
+            randomize: Some(s.randomize),
+            lease_minutes: Some(s.lease_minutes),
+            min_explanation_len: Some(s.min_explanation_len),
+            classifications: Some(s.classifications),
+            raters: Some(s.raters),
+            leads: Some(s.leads),
+        }
+    }
+}
+
+/// Every setting an admin may change, whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub state: String,
+    pub overlap: i32,
+    pub randomize: bool,
+    pub lease_minutes: i32,
+    pub min_explanation_len: i32,
+    pub classifications: Vec<Classification>,
+    /// The usernames the batch is restricted to, sorted; `None`: every rater.
+    pub raters: Option<Vec<String>>,
+    /// The same for leads; `None`: every lead.
+    pub leads: Option<Vec<String>>,
+}
+
+impl Settings {
+    /// A batch's settings; `members` are its (role, username) rows.
+    pub fn of(batch: &Batch, members: &[(String, String)]) -> Self {
+        let of = |role: &str, restricted: bool| {
+            restricted.then(|| {
+                let mut names: Vec<String> = members
+                    .iter()
+                    .filter(|(r, _)| r == role)
+                    .map(|(_, u)| u.clone())
+                    .collect();
+                names.sort();
+                names
+            })
+        };
+        Self {
+            state: batch.state.clone(),
+            overlap: batch.overlap,
+            randomize: batch.randomize,
+            lease_minutes: batch.lease_minutes,
+            min_explanation_len: batch.min_explanation_len,
+            classifications: batch.classifications.0.clone(),
+            raters: of("rater", batch.raters_restricted),
+            leads: of("lead", batch.leads_restricted),
+        }
+    }
+
+    /// Each setting as JSON, in the order the settings page asks them.
+    fn values(&self) -> Vec<(&'static str, Value)> {
+        let values = [
+            json!(self.state),
+            json!(self.overlap),
+            json!(self.randomize),
+            json!(self.lease_minutes),
+            json!(self.min_explanation_len),
+            json!(self.classifications),
+            json!(self.raters),
+            json!(self.leads),
+        ];
+        SETTINGS.into_iter().zip(values).collect()
+    }
+
+    /// The settings that differ in `after`, in the order the settings page asks them.
+    pub fn changes_to(&self, after: &Settings) -> Vec<Change> {
+        self.values()
+            .into_iter()
+            .zip(after.values())
+            .filter(|((_, before), (_, after))| before != after)
+            .map(|((setting, before), (_, after))| Change {
+                setting: setting.to_owned(),
+                before,
+                after,
+            })
+            .collect()
+    }
+}
+
+/// One setting that changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Its name in the API (`overlap`, `raters`, ...).
+    pub setting: String,
+    pub before: Value,
+    pub after: Value,
+}
+
+impl Change {
+    pub fn label(&self) -> &'static str {
+        label(&self.setting)
+    }
+
+    pub fn before_text(&self) -> String {
+        describe(&self.setting, &self.before)
+    }
+
+    pub fn after_text(&self) -> String {
+        describe(&self.setting, &self.after)
+    }
+}
+
+/// Every setting's name in the API, in the order the settings page asks them.
+pub const SETTINGS: [&str; 8] = [
+    "state",
+    "overlap",
+    "randomize",
+    "lease_minutes",
+    "min_explanation_len",
+    "classifications",
+    "raters",
+    "leads",
+];
+
+/// A setting's name in words.
+pub fn label(setting: &str) -> &'static str {
+    match setting {
+        "state" => "State",
+        "overlap" => "Raters per task",
+        "randomize" => "Random A/B order",
+        "lease_minutes" => "Lease",
+        "min_explanation_len" => "Shortest explanation",
+        "classifications" => "Classification questions",
+        "raters" => "Raters",
+        "leads" => "Leads",
+        _ => "Setting",
+    }
+}
+
+/// A setting's value in words, as the confirmation and the audit log show it.
+pub fn describe(setting: &str, value: &Value) -> String {
+    match (setting, value) {
+        ("randomize", Value::Bool(on)) => if *on { "on" } else { "off" }.into(),
+        ("lease_minutes", Value::Number(n)) => format!("{n} minutes"),
+        ("min_explanation_len", Value::Number(n)) => format!("{n} characters"),
+        ("raters", Value::Null) => "every rater".into(),
+        ("leads", Value::Null) => "every lead".into(),
+        ("raters" | "leads", Value::Array(names)) if names.is_empty() => "nobody".into(),
+        ("raters" | "leads", Value::Array(names)) => names
+            .iter()
+            .map(|n| n.as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(", "),
+        ("classifications", Value::Array(questions)) if questions.is_empty() => "none".into(),
+        ("classifications", Value::Array(questions)) => questions
+            .iter()
+            .map(|q| {
+                let options: Vec<&str> = q["options"]
+                    .as_array()
+                    .map(|o| o.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let mut flags = Vec::new();
+                if q["multiple"] == Value::Bool(true) {
+                    flags.push("several choices");
+                }
+                if q["required"] == Value::Bool(false) {
+                    flags.push("optional");
+                }
+                let flags = if flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", flags.join(", "))
+                };
+                format!(
+                    "{} ({}{flags}): {}",
+                    q["label"].as_str().unwrap_or_default(),
+                    q["key"].as_str().unwrap_or_default(),
+                    options.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        (_, Value::String(s)) => s.clone(),
+        (_, other) => other.to_string(),
+    }
+}
+
+/// What a change would do to a batch, checked.
+pub struct Preview {
+    pub batch: Batch,
+    pub before: Settings,
+    pub after: Settings,
+    pub changes: Vec<Change>,
+    /// The members the change sets, as ids (when it sets them).
+    raters: Option<Option<Vec<Uuid>>>,
+    leads: Option<Option<Vec<Uuid>>>,
+}
+
+/// Checks `request` against batch `id` and works out what it would change, without
+/// changing anything. Every broken field is reported at once (422), together with
+/// `known`: problems the caller found first (a form field that is not a number, say).
+pub async fn preview(
+    state: &AppState,
+    id: Uuid,
+    request: SettingsRequest,
+    mut known: FieldErrors,
+) -> AppResult<Preview> {
+    let batch = state.store().batch(id).await?.ok_or(AppError::NotFound)?;
+    let now = state.store().batch_members(id).await?;
+    let before = Settings::of(&batch, &now);
+    let fields = &mut known;
+    if let Some(s) = request.state.as_deref()
+        && s != "open"
+        && s != "closed"
+    {
+        fields.insert(
+            "state".into(),
+            format!("unknown state {s:?}: use open or closed"),
+        );
+    }
+    let ranges = [
+        ("overlap", request.overlap, 1, MAX_OVERLAP),
+        ("lease_minutes", request.lease_minutes, 1, MAX_LEASE_MINUTES),
+        (
+            "min_explanation_len",
+            request.min_explanation_len,
+            0,
+            MAX_MIN_EXPLANATION,
+        ),
+    ];
+    for (name, value, min, max) in ranges {
+        if let Some(v) = value
+            && !(min..=max).contains(&v)
+        {
+            fields.insert(name.into(), format!("must be from {min} to {max}"));
+        }
+    }
+    if let Some(questions) = &request.classifications {
+        check_questions(questions, fields);
+    }
+    let raters = members(state, "raters", request.raters, Role::Rater, fields).await?;
+    let leads = members(state, "leads", request.leads, Role::Lead, fields).await?;
+    if !known.is_empty() {
+        return Err(AppError::invalid(known));
+    }
+    let names = |resolved: &Option<Option<Vec<(Uuid, String)>>>, now: &Option<Vec<String>>| {
+        match resolved {
+            None => now.clone(),
+            Some(None) => None,
+            Some(Some(users)) => {
+                let mut names: Vec<String> = users.iter().map(|(_, n)| n.clone()).collect();
+                names.sort();
+                Some(names)
+            }
+        }
+    };
+    let after = Settings {
+        state: request.state.unwrap_or_else(|| before.state.clone()),
+        overlap: request.overlap.unwrap_or(before.overlap),
+        randomize: request.randomize.unwrap_or(before.randomize),
+        lease_minutes: request.lease_minutes.unwrap_or(before.lease_minutes),
+        min_explanation_len: request
+            .min_explanation_len
+            .unwrap_or(before.min_explanation_len),
+        classifications: request
+            .classifications
+            .unwrap_or_else(|| before.classifications.clone()),
+        raters: names(&raters, &before.raters),
+        leads: names(&leads, &before.leads),
+    };
+    let changes = before.changes_to(&after);
+    let ids = |resolved: Option<Option<Vec<(Uuid, String)>>>| {
+        resolved.map(|m| m.map(|users| users.into_iter().map(|(id, _)| id).collect()))
+    };
+    Ok(Preview {
+        batch,
+        before,
+        after,
+        changes,
+        raters: ids(raters),
+        leads: ids(leads),
+    })
+}
+
+/// Checks a settings change (every broken field reported) and applies what differs from
+/// the batch's settings now. A change that changes nothing writes nothing and records
+/// nothing. `actor` is the admin who asked (recorded in the audit log), `None` from the
+/// demo. Returns the batch and what changed.
+pub async fn update(
+    state: &AppState,
+    id: Uuid,
+    request: SettingsRequest,
+    actor: Option<&User>,
+) -> AppResult<(Batch, Vec<Change>)> {
+    let preview = preview(state, id, request, FieldErrors::new()).await?;
+    apply(state, preview, actor).await
+}
+
+/// Writes a checked change.
+pub async fn apply(
+    state: &AppState,
+    preview: Preview,
+    actor: Option<&User>,
+) -> AppResult<(Batch, Vec<Change>)> {
+    let Preview {
+        batch,
+        after,
+        changes,
+        raters,
+        leads,
+        ..
+    } = preview;
+    if changes.is_empty() {
+        return Ok((batch, changes));
+    }
+    let changed = |setting: &str| changes.iter().any(|c| c.setting == setting);
+    let write = BatchChanges {
+        state: changed("state").then(|| after.state.clone()),
+        overlap: changed("overlap").then_some(after.overlap),
+        randomize: changed("randomize").then_some(after.randomize),
+        lease_minutes: changed("lease_minutes").then_some(after.lease_minutes),
+        min_explanation_len: changed("min_explanation_len").then_some(after.min_explanation_len),
+        classifications: changed("classifications").then(|| after.classifications.clone()),
+        raters: if changed("raters") { raters } else { None },
+        leads: if changed("leads") { leads } else { None },
+    };
+    let batch = state
+        .store()
+        .update_batch(batch.id, &write)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if write.raters.is_some() {
+        // Raters taken off the batch lose the tasks they held; their drafts stay theirs.
+        let released = state
+            .store()
+            .release(crate::store::assignments::Release::NotAllowed { batch: batch.id })
+            .await?;
+        if !released.is_empty() {
+            tracing::info!(batch = %batch.name, count = released.len(), "assignments of removed raters released");
+        }
+    }
+    if let Some(actor) = actor {
+        let pick = |before: bool| -> serde_json::Map<String, Value> {
+            changes
+                .iter()
+                .map(|c| {
+                    let v = if before { &c.before } else { &c.after };
+                    (c.setting.clone(), v.clone())
+                })
+                .collect()
+        };
+        let detail = json!({
+            "batch_id": batch.id,
+            "changed": changes.iter().map(|c| c.setting.as_str()).collect::<Vec<_>>(),
+            "before": pick(true),
+            "after": pick(false),
+        });
+        crate::audit::record(state, actor, "batch.settings", &batch.name, detail).await;
+    }
+    Ok((batch, changes))
+}
+
+fn check_questions(questions: &[Classification], fields: &mut FieldErrors) {
+    let mut keys = HashSet::new();
+    for (i, q) in questions.iter().enumerate() {
+        let at = format!("classifications[{i}]");
+        let key_ok = !q.key.is_empty()
+            && q.key.len() <= 64
+            && q.key
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !key_ok {
+            fields.insert(format!("{at}.key"), "must be 1-64 of a-z, 0-9 and _".into());
+        } else if !keys.insert(q.key.as_str()) {
+            fields.insert(format!("{at}.key"), format!("{:?} is used twice", q.key));
+        }
+        if q.label.trim().is_empty() {
+            fields.insert(format!("{at}.label"), "is required".into());
+        }
+        let unique: HashSet<&String> = q.options.iter().collect();
+        if q.options.is_empty()
+            || unique.len() != q.options.len()
+            || q.options.iter().any(|o| o.trim().is_empty())
+        {
+            fields.insert(
+                format!("{at}.options"),
+                "must be a list of distinct, non-empty options".into(),
+            );
+        } else if q.options.len() > crate::rubric::MAX_OPTIONS {
+            fields.insert(
+                format!("{at}.options"),
+                format!(
+                    "must be at most {} options (each has a key on the form)",
+                    crate::rubric::MAX_OPTIONS
+                ),
+            );
+        }
+    }
+}
+
+/// Resolves a members list of usernames to (id, username), reporting unknown or unfit
+/// users.
+async fn members(
+    state: &AppState,
+    field: &str,
+    requested: Option<Option<Vec<String>>>,
+    least: Role,
+    fields: &mut FieldErrors,
+) -> AppResult<Option<Option<Vec<(Uuid, String)>>>> {
+    let Some(Some(names)) = requested else {
+        return Ok(requested.map(|_| None));
+    };
+    let mut users: Vec<(Uuid, String)> = Vec::with_capacity(names.len());
+    let mut problems = Vec::new();
+    for name in &names {
+        match state.store().user_by_name(name).await? {
+            // A user named twice is one member.
+            Some(user) if user.active && user.role >= least => {
+                if !users.iter().any(|(id, _)| *id == user.id) {
+                    users.push((user.id, user.username));
+                }
+            }
+            Some(user) if user.active => problems.push(format!("{name} is a {}", user.role)),
+            Some(_) => problems.push(format!("{name} is deactivated")),
+            None => problems.push(format!("no user named {name:?}")),
+        }
+    }
+    if !problems.is_empty() {
+        fields.insert(field.into(), problems.join("; "));
+    }
+    Ok(Some(Some(users)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            state: "open".into(),
+            overlap: 2,
+            randomize: true,
+            lease_minutes: 45,
+            min_explanation_len: 20,
+            classifications: vec![],
+            raters: None,
+            leads: Some(vec!["lee".into()]),
+        }
+    }
+
+    #[test]
+    fn only_settings_that_differ_are_changes() {
+        let before = settings();
+        assert!(before.changes_to(&before.clone()).is_empty());
+        let after = Settings {
+            overlap: 3,
+            raters: Some(vec!["ana".into(), "ben".into()]),
+            ..settings()
+        };
+        let changes = before.changes_to(&after);
+        let seen: Vec<(&str, String, String)> = changes
+            .iter()
+            .map(|c| (c.label(), c.before_text(), c.after_text()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("Raters per task", "2".into(), "3".into()),
+                ("Raters", "every rater".into(), "ana, ben".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn classifications_read_as_words() {
+        let questions = json!([{"key": "language", "label": "Language", "multiple": true,
+            "required": false, "options": ["python", "rust"]}]);
+        assert_eq!(
+            describe("classifications", &questions),
+            "Language (language, several choices, optional): python, rust"
+        );
+        assert_eq!(describe("classifications", &json!([])), "none");
+        assert_eq!(describe("randomize", &json!(false)), "off");
+    }
+
+    #[test]
+    fn every_setting_is_compared_and_has_words() {
+        let names: Vec<&str> = settings().values().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, SETTINGS);
+        for name in SETTINGS {
+            assert_ne!(label(name), "Setting", "{name}");
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! The batch page for leads: empty states, legends, the export form and the model
+//! table, for every built-in rubric.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with};
+
+async fn page(app: &TestApp, browser: &reqwest::Client, batch: &str) -> String {
+    let page = browser
+        .get(app.url(&format!("/batches/{batch}")))
+        .go()
+        .await;
+    assert_eq!(page.status(), StatusCode::OK);
+    page.text().await.unwrap()
+}
+
+/// Every chart of a page, as its SVG text.
+fn charts(html: &str) -> Vec<&str> {
+    html.split("<svg class=\"chart\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("</svg>").expect("svg end")])
+        .collect()
+}
+
+/// Takes every task of `batch` as `rater` and submits `answers` for each.
+async fn rate_all(app: &TestApp, rater: &Persona, batch: &str, answers: &Value) -> usize {
+    let mut n = 0;
+    while let Some(next) = app.next(rater, batch).await {
+        let id = next["assignment_id"].as_str().unwrap();
+        json_with(app.act(rater, id, "submit", answers).await, StatusCode::OK).await;
+        n += 1;
+    }
+    n
+}
+
+fn pair_tasks(models: &[(&str, &str)]) -> String {
+    models
+        .iter()
+        .enumerate()
+        .map(|(i, (a, b))| {
+            json!({"external_id": format!("t{i}"), "prompt": format!("Task {i}"),
+                   "response_a": "```python\nprint(1)\n```", "response_b": "Print one.",
+                   "model_a": a, "model_b": b})
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn single_tasks(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            json!({"external_id": format!("s{i}"), "prompt": format!("Task {i}"),
+                   "response": "```python\nprint(1)\n```", "model": "solo"})
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+/// The rubric, its tasks, and answers a rater may submit for any of them.
+fn rubrics() -> [(&'static str, String, Value); 3] {
+    [
+        (
+            "blackhat",
+            pair_tasks(&[("alpha", "beta"), ("beta", "alpha")]),
+            complete_answers(),
+        ),
+        (
+            "additive-5",
+            single_tasks(2),
+            json!({"relevant": true, "substantial": true, "useful": false,
+                   "comprehensive": false, "expert": false, "repetitive": false,
+                   "justification": "Relevant and substantial, no more."}),
+        ),
+        (
+            "pairwise-aspects",
+            pair_tasks(&[("alpha", "beta"), ("beta", "alpha")]),
+            json!({"helpfulness": "a", "clarity": "b", "factuality": "tie", "depth": "a",
+                   "engagement": "tie", "safety": "b",
+                   "rationale": "A runs; B is easier to read."}),
+        ),
+    ]
+}
+
+async fn an_unrated_batch_shows_empty_states_and_a_rated_one_charts_with_legends(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let browser = lead.browser_for(app).await;
+    for (rubric, tasks, answers) in rubrics() {
+        let query = if rubric == "additive-5" {
+            format!("&rubric={rubric}")
+        } else {
+            format!("&rubric={rubric}&randomize=false")
+        };
+        let batch = app.batch(&admin, rubric, &tasks, &query).await;
+        let html = page(app, &browser, &batch).await;
+        assert!(
+            charts(&html).is_empty(),
+            "{rubric}: no empty charts before any rating"
+        );
+        for empty in [
+            "No counted ratings yet: the figures below fill in once raters submit ratings.",
+            "No ratings yet.",
+            "No agreement to show yet",
+        ] {
+            assert!(html.contains(empty), "{rubric}: {empty}");
+        }
+        if rubric != "additive-5" {
+            assert!(
+                html.contains("No counted ratings of tasks that name their two models yet."),
+                "{rubric}"
+            );
+        }
+
+        assert_eq!(rate_all(app, &rater, &batch, &answers).await, 2, "{rubric}");
+        let html = page(app, &browser, &batch).await;
+        let drawn = charts(&html);
+        assert!(!drawn.is_empty(), "{rubric}: charts once rated");
+        for svg in &drawn {
+            // A name for the chart, and a legend of marks with words.
+            assert!(
+                svg.contains("role=\"img\" aria-label=\""),
+                "{rubric}: {svg}"
+            );
+            assert!(svg.contains("class=\"legend-key\""), "{rubric}: {svg}");
+        }
+        assert!(
+            html.contains("<summary>The numbers</summary>"),
+            "{rubric}: the charts' numbers as a table"
+        );
+        assert!(!html.contains("No counted ratings yet"), "{rubric}");
+    }
+}
+db_test!(an_unrated_batch_shows_empty_states_and_a_rated_one_charts_with_legends: TestApp);
+
+async fn an_option_keeps_its_colour_on_every_row_of_the_answers_chart(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(
+            &admin,
+            "colours",
+            &pair_tasks(&[("alpha", "beta")]),
+            "&randomize=false",
+        )
+        .await;
+    rate_all(app, &rater, &batch, &complete_answers()).await;
+    let html = page(app, &lead.browser_for(app).await, &batch).await;
+    let answers = charts(&html)
+        .into_iter()
+        .find(|svg| svg.contains("Answers per question"))
+        .expect("the answers chart");
+    // `no_issues` is answered on several rows: one colour, the legend's.
+    let segment_colours: std::collections::BTreeSet<&str> = answers
+        .split("<rect ")
+        .filter(|r| r.contains("><title>no_issues:"))
+        .filter_map(|r| r.split("fill=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(segment_colours.len(), 1, "{answers}");
+    let legend_colour = answers
+        .split("<g class=\"legend-key\">")
+        .find(|k| k.contains(">no_issues</text>"))
+        .and_then(|k| k.split("fill=\"").nth(1)?.split('"').next())
+        .expect("no_issues in the legend");
+    assert_eq!(segment_colours.into_iter().next(), Some(legend_colour));
+}
+db_test!(an_option_keeps_its_colour_on_every_row_of_the_answers_chart: TestApp);
+
+async fn the_model_table_has_one_row_per_unordered_pair(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    // alpha is A in one task and B in the other; the rater prefers A both times, so
+    // each model wins once.
+    let batch = app
+        .batch(
+            &admin,
+            "models",
+            &pair_tasks(&[("alpha", "beta"), ("beta", "alpha")]),
+            "&randomize=false",
+        )
+        .await;
+    rate_all(app, &rater, &batch, &complete_answers()).await;
+    let metrics = json_with(
+        lead.api
+            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+            .go()
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let pairs = metrics["models"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{pairs:?}");
+    let p = &pairs[0];
+    assert_eq!(
+        (&p["model_a"], &p["model_b"], &p["n"]),
+        (&json!("alpha"), &json!("beta"), &json!(2))
+    );
+    assert_eq!(
+        (&p["a_wins"], &p["ties"], &p["b_wins"]),
+        (&json!(1), &json!(0), &json!(1))
+    );
+    let html = page(app, &lead.browser_for(app).await, &batch).await;
+    assert_eq!(
+        html.matches("<th scope=\"row\">alpha vs beta</th>").count(),
+        1
+    );
+    assert!(!html.contains("beta vs alpha"));
+    assert!(
+        html.contains("alpha: 1") && html.contains("beta: 1"),
+        "wins each way"
+    );
+}
+db_test!(the_model_table_has_one_row_per_unordered_pair: TestApp);
+
+async fn the_export_form_downloads_what_its_filters_keep(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let other = app.persona("other", verdict::auth::Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "filtered",
+            &pair_tasks(&[("alpha", "beta"), ("beta", "alpha"), ("alpha", "gamma")]),
+            "&randomize=false&overlap=2",
+        )
+        .await;
+    rate_all(app, &rater, &batch, &complete_answers()).await;
+    // The other rater rates one task and skips another.
+    let next = app.next(&other, &batch).await.unwrap();
+    let id = next["assignment_id"].as_str().unwrap();
+    json_with(
+        app.act(&other, id, "submit", &complete_answers()).await,
+        StatusCode::OK,
+    )
+    .await;
+    let next = app.next(&other, &batch).await.unwrap();
+    let id = next["assignment_id"].as_str().unwrap();
+    let skip = app
+        .act(&other, id, "skip", &json!({"reason": "unfamiliar"}))
+        .await;
+    assert_eq!(skip.status(), StatusCode::OK);
+
+    let browser = lead.browser_for(app).await;
+    let html = page(app, &browser, &batch).await;
+    for option in [
+        "<option value=\"rater\">rater</option>",
+        "<option value=\"other\">other</option>",
+        "<option value=\"out_of_scope\">out of scope</option>",
+        "<option value=\"accepted\">accepted</option>",
+    ] {
+        assert!(html.contains(option), "{option}");
+    }
+    assert!(html.contains("<input type=\"date\" name=\"since\""));
+
+    let today = chrono::Utc::now().date_naive();
+    let form = |outcome: &str, rater: &str, since: String, until: String, format: &str| {
+        format!(
+            "/batches/{batch}/export?outcome={outcome}&status=&rater={rater}&since={since}&until={until}&format={format}"
+        )
+    };
+    let go = browser
+        .get(app.url(&form(
+            "rated",
+            "other",
+            today.to_string(),
+            today.to_string(),
+            "jsonl",
+        )))
+        .go()
+        .await;
+    assert_eq!(go.status(), StatusCode::SEE_OTHER);
+    let to = go.headers()["location"].to_str().unwrap().to_owned();
+    // The "to" day is included whole: the export asks for before the next day.
+    let tomorrow = today.succ_opt().unwrap();
+    assert_eq!(
+        to,
+        format!(
+            "/api/v1/batches/{batch}/export?format=jsonl&outcome=rated&rater=other&since={today}&until={tomorrow}"
+        )
+    );
+    let download = browser.get(app.url(&to)).go().await;
+    assert_eq!(download.status(), StatusCode::OK);
+    let rows: Vec<Value> = download
+        .text()
+        .await
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (&rows[0]["rater"], &rows[0]["outcome"]),
+        (&json!("other"), &json!("rated"))
+    );
+
+    // Every rater, every outcome: all five finished ratings (the skip too), as CSV.
+    let all = browser
+        .get(app.url(&form("", "", String::new(), String::new(), "csv")))
+        .go()
+        .await;
+    let to = all.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, format!("/api/v1/batches/{batch}/export?format=csv"));
+    let csv = browser.get(app.url(&to)).go().await.text().await.unwrap();
+    assert_eq!(csv.lines().count(), 1 + 5, "{csv}");
+
+    // Bad filters: each named, nothing downloaded.
+    let yesterday = today.pred_opt().unwrap();
+    let bad = browser
+        .get(app.url(&form(
+            "maybe",
+            "ghost",
+            "last week".into(),
+            yesterday.to_string(),
+            "xml",
+        )))
+        .go()
+        .await;
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = bad.text().await.unwrap();
+    assert!(
+        html.contains("Nothing was exported: 4 filters need changing."),
+        "{html}"
+    );
+    for named in [
+        "Outcome: unknown outcome &#34;maybe&#34;",
+        "Rater: &#34;ghost&#34; is not one of this batch&#39;s raters",
+        "Submitted from: must be a date like 2026-11-21",
+        "Format: unknown format &#34;xml&#34;",
+    ] {
+        assert!(html.contains(named), "{named}: {html}");
+    }
+    let backwards = browser
+        .get(app.url(&form(
+            "",
+            "",
+            today.to_string(),
+            yesterday.to_string(),
+            "csv",
+        )))
+        .go()
+        .await;
+    assert_eq!(backwards.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        backwards
+            .text()
+            .await
+            .unwrap()
+            .contains("Submitted to: must be on or after the from date")
+    );
+}
+db_test!(the_export_form_downloads_what_its_filters_keep: TestApp);
