@@ -43,6 +43,9 @@ pub fn page_router() -> Router<AppState> {
 /// How many open assignments the batch page lists.
 const HELD_SHOWN: i64 = 500;
 
+/// How many tasks no rater is left for the batch page names.
+const STRANDED_SHOWN: i64 = 50;
+
 /// Computes the metrics of a batch the lead may see; with the rubric they were made under.
 pub async fn compute(
     state: &AppState,
@@ -209,6 +212,9 @@ struct BatchPage {
     /// Tasks raters hold open now, oldest first.
     held: Vec<crate::store::assignments::Held>,
     held_shown: i64,
+    /// Tasks no eligible rater is left to rate (how many, and the first of them), while
+    /// the batch is open.
+    stranded: (i64, Vec<String>),
     /// The export form, the raters it offers, and what is wrong with it.
     export: ExportForm,
     export_raters: Vec<String>,
@@ -312,6 +318,11 @@ async fn build(
 ) -> AppResult<BatchPage> {
     let (batch, metrics, rubric) = compute(state, id, lead).await?;
     let held = state.store().held(id, HELD_SHOWN).await?;
+    let stranded = if batch.state == "open" {
+        state.store().stranded_tasks(id, STRANDED_SHOWN).await?
+    } else {
+        (0, Vec::new())
+    };
     let scale_of = |q: &crate::rubric::Question| match (&q.answer, &q.metrics) {
         (Answer::Scale { min, max, .. }, Some(Role::Preference { midpoint, .. })) => {
             Some((*min, *max, *midpoint))
@@ -407,6 +418,7 @@ async fn build(
         statuses: crate::lifecycle::Status::FINISHED_NAMES,
         held,
         held_shown: HELD_SHOWN,
+        stranded,
         fields_chart: (slots
             .iter()
             .any(|s| s.metrics().is_some() && !apart.contains(&s.path().as_str()))

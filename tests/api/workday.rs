@@ -348,6 +348,11 @@ async fn progress_has_its_denominator_and_stranded_tasks_are_flagged(app: &TestA
     assert!(home.contains("class=\"card stranded\""), "{home}");
     assert!(home.contains("1 task of"));
     assert!(home.contains(&format!(r#"href="/batches/{batch}/tasks/t3""#)));
+    // The batch's page says it too.
+    let dashboard = page(app, &lead_browser, &format!("/batches/{batch}")).await;
+    assert!(dashboard.contains(r#"id="stranded""#), "{dashboard}");
+    assert!(dashboard.contains("2 of 3 done (66%)"));
+    assert!(dashboard.contains(&format!(r#"href="/batches/{batch}/tasks/t3""#)));
     // Raters are not shown it.
     let rater_home = page(app, &rater.browser_for(app).await, "/").await;
     assert!(!rater_home.contains("class=\"card stranded\""));
@@ -355,5 +360,7 @@ async fn progress_has_its_denominator_and_stranded_tasks_are_flagged(app: &TestA
     app.persona("fresh", verdict::auth::Role::Rater).await;
     let home = page(app, &lead_browser, "/").await;
     assert!(!home.contains("class=\"card stranded\""));
+    let dashboard = page(app, &lead_browser, &format!("/batches/{batch}")).await;
+    assert!(!dashboard.contains(r#"id="stranded""#));
 }
 db_test!(progress_has_its_denominator_and_stranded_tasks_are_flagged: TestApp);
