@@ -233,10 +233,13 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
         },
     };
     let rater = given(text.rater);
-    if let Some(name) = &rater
-        && state.store().user_by_name(name).await?.is_none()
-    {
-        fields.insert("rater".into(), format!("{name:?} is not a user's name"));
+    if let Some(name) = &rater {
+        // Text no account can be named (control characters, NUL) never reaches the
+        // database, which may refuse it outright.
+        let possible = name.chars().count() <= 200 && !name.chars().any(char::is_control);
+        if !possible || state.store().user_by_name(name).await?.is_none() {
+            fields.insert("rater".into(), format!("{name:?} is not a user's name"));
+        }
     }
     let outcome = match given(text.outcome).map(|o| o.parse::<Outcome>()) {
         None => None,

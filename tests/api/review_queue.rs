@@ -277,6 +277,7 @@ async fn bad_filters_are_refused_naming_the_field(app: &TestApp) {
     let cases = [
         ("?batch=nope".to_owned(), "batch"),
         ("?rater=nobody".to_owned(), "rater"),
+        ("?rater=tab%09name".to_owned(), "rater"),
         ("?outcome=maybe".to_owned(), "outcome"),
         ("?outcome=skipped".to_owned(), "outcome"),
         ("?status=draft".to_owned(), "status"),
@@ -379,6 +380,12 @@ async fn leads_see_and_accept_only_the_batches_they_lead(app: &TestApp) {
     )
     .await;
     assert!(bad["fields"]["batch"].is_string() && bad["fields"]["outcome"].is_string());
+    let nul = json_with(
+        accept(&other, json!({"rater": "nul\u{0}name"})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(nul["fields"]["rater"].is_string(), "{nul}");
 
     // Without a batch, a lead's bulk accept stays inside the batches they lead.
     let done = json_with(accept(&other, json!({"rater": "r1"})).await, StatusCode::OK).await;
