@@ -639,6 +639,12 @@ pub async fn accept_all(
     text: FilterText<'_>,
     seen: Option<&[Seen]>,
 ) -> AppResult<BulkAccepted> {
+    if let Some(at) = seen.and_then(|seen| seen.iter().position(|s| s.version < 1)) {
+        return Err(AppError::field(
+            &format!("seen[{at}].version"),
+            "must be at least 1: a rating's versions start at 1",
+        ));
+    }
     let filters = filters(
         state,
         lead,

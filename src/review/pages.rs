@@ -861,7 +861,71 @@ async fn disagreements(
 mod tests {
     use serde_json::json;
 
-    use super::changes;
+    use super::{View, changes, review_query, rows};
+    use crate::rubric::{Answers, Classification, by_name};
+
+    fn set(value: serde_json::Value) -> Answers {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn rows_show_labels_leave_out_unanswered_questions_and_mark_the_odd_one_out() {
+        let blackhat = by_name("blackhat").unwrap();
+        let two = set(json!({"sxs": 2, "sxs_explanation": "A runs."}));
+        let six = set(json!({"sxs": 6}));
+        let found = rows(blackhat, &[], &[&two, &two, &six]);
+        assert_eq!(found.len(), 1, "only the score was answered");
+        let row = &found[0];
+        let values: Vec<&str> = row.cells.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(values, ["A better", "A better", "B better"]);
+        let differs: Vec<bool> = row.cells.iter().map(|c| c.differs).collect();
+        assert_eq!(differs, [false, false, true]);
+        assert!(row.differs);
+        assert_eq!(row.cells[0].why, "A runs.");
+
+        let tied = rows(blackhat, &[], &[&two, &six]);
+        assert!(
+            tied[0].cells.iter().all(|c| c.differs),
+            "no answer is the most common"
+        );
+        let alone = rows(blackhat, &[], &[&six]);
+        assert!(!alone[0].differs, "one rating differs from nothing");
+    }
+
+    #[test]
+    fn classifications_read_as_labelled_lists_and_only_when_given() {
+        let blackhat = by_name("blackhat").unwrap();
+        let language = Classification {
+            key: "language".into(),
+            label: "Language".into(),
+            multiple: true,
+            required: false,
+            options: vec!["python".into(), "rust".into()],
+        };
+        let classified =
+            set(json!({"sxs": 4, "classifications": {"language": ["python", "rust"]}}));
+        let plain = set(json!({"sxs": 4}));
+        let found = rows(blackhat, &[language], &[&classified, &plain]);
+        let last = found.last().unwrap();
+        assert_eq!(last.label, "Classifications");
+        assert_eq!(last.cells[0].value, "Language: python, rust");
+        assert!(!last.cells[1].answered);
+        let without = rows(blackhat, &[], &[&plain]);
+        assert!(without.iter().all(|r| r.label != "Classifications"));
+    }
+
+    #[test]
+    fn the_review_page_takes_a_view_beside_the_queue_filters() {
+        let (view, query) = review_query(Some("rater=r1&view=canonical")).unwrap();
+        assert_eq!(
+            (view, query.rater.as_deref()),
+            (View::Canonical, Some("r1"))
+        );
+        let (view, _) = review_query(None).unwrap();
+        assert_eq!(view, View::Shown);
+        assert!(review_query(Some("view=sideways")).is_err());
+        assert!(review_query(Some("colour=red")).is_err());
+    }
 
     #[test]
     fn changes_list_what_differs() {

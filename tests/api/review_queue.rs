@@ -386,6 +386,9 @@ async fn leads_see_and_accept_only_the_batches_they_lead(app: &TestApp) {
     )
     .await;
     assert!(nul["fields"]["rater"].is_string(), "{nul}");
+    let zero = json!({"seen": [{"rating_id": s.r1_t1, "version": 0}]});
+    let zero = json_with(accept(&other, zero).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(zero["fields"]["seen[0].version"].is_string(), "{zero}");
 
     // Without a batch, a lead's bulk accept stays inside the batches they lead.
     let done = json_with(accept(&other, json!({"rater": "r1"})).await, StatusCode::OK).await;
