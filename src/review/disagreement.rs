@@ -179,15 +179,28 @@ pub struct Preview {
     pub answer: String,
 }
 
-/// A rating's main answers for a list: each preference and score, by label.
+/// How many answers a summary shows of a rubric with no preference or score.
+const PREVIEW_FALLBACK: usize = 3;
+
+/// A rating's main answers for a list: each preference and score, by label; for a
+/// rubric with neither, its first few questions with options.
 pub fn preview(rubric: &Rubric, answers: &Answers) -> Vec<Preview> {
-    measures(rubric)
+    let mut slots: Vec<Slot<'_>> = measures(rubric).iter().map(|m| m.slot).collect();
+    if slots.is_empty() {
+        slots = rubric
+            .slots()
+            .into_iter()
+            .filter(|s| !matches!(s, Slot::Asked { question, .. } if question.is_text()))
+            .take(PREVIEW_FALLBACK)
+            .collect();
+    }
+    slots
         .iter()
-        .filter_map(|m| {
-            let value = m.slot.value(answers)?;
+        .filter_map(|slot| {
+            let value = slot.value(answers)?;
             Some(Preview {
-                question: m.slot.label().to_owned(),
-                answer: answer_label(&m.slot, value),
+                question: slot.label().to_owned(),
+                answer: answer_label(slot, value),
             })
         })
         .collect()
@@ -275,5 +288,21 @@ mod tests {
         assert_eq!(shown[0].answer, "A better");
         let additive = by_name("additive-5").unwrap();
         assert_eq!(preview(additive, &set(json!({"score": 3})))[0].answer, "3");
+        let plain = crate::rubric::document::parse(
+            r#"{"name": "plain", "title": "Plain", "subject": "single", "questions": [
+                {"key": "note", "label": "Note", "answer": {"type": "text"}, "required": false},
+                {"key": "tone", "label": "Tone", "answer": {"type": "choice", "options": [
+                    {"value": "warm", "label": "Warm"}, {"value": "cold", "label": "Cold"}]},
+                 "metrics": {"role": "nominal"}}]}"#,
+        )
+        .unwrap();
+        let shown = preview(&plain, &set(json!({"note": "hi", "tone": "cold"})));
+        assert_eq!(
+            shown,
+            [Preview {
+                question: "Tone".into(),
+                answer: "Cold".into()
+            }]
+        );
     }
 }
