@@ -35,7 +35,24 @@ pub struct Measure<'r> {
 impl Measure<'_> {
     /// The answer as points: a number as it is, an option by the side it favours.
     pub fn points(&self, answers: &Answers) -> Option<f64> {
-        let value = self.slot.value(answers)?;
+        self.points_of(self.slot.value(answers)?)
+    }
+
+    /// How an answer with these points reads: the label of the option or scale value
+    /// that has them, else the number.
+    pub fn label_of_points(&self, points: f64) -> String {
+        let label = match self.slot {
+            Slot::Asked { question, .. } => question
+                .options()
+                .into_iter()
+                .find(|(value, _)| self.points_of(value) == Some(points))
+                .map(|(_, label)| label.to_owned()),
+            Slot::Derived(_) => None,
+        };
+        label.unwrap_or_else(|| points.to_string())
+    }
+
+    fn points_of(&self, value: &Value) -> Option<f64> {
         if self.options {
             return Some(match self.slot.metrics()?.favours(value)? {
                 Favours::A => -1.0,
@@ -134,6 +151,9 @@ pub struct QuestionSpread {
     pub answers: usize,
     pub lowest: f64,
     pub highest: f64,
+    /// The lowest and highest answers by their labels.
+    pub lowest_label: String,
+    pub highest_label: String,
     /// Highest minus lowest, in points.
     pub spread: f64,
     /// The spread as a share of the question's range (0 to 1).
@@ -160,6 +180,8 @@ pub fn spreads(rubric: &Rubric, sets: &[&Answers]) -> Vec<QuestionSpread> {
                 answers: points.len(),
                 lowest,
                 highest,
+                lowest_label: m.label_of_points(lowest),
+                highest_label: m.label_of_points(highest),
                 spread,
                 share: if width > 0.0 { spread / width } else { 0.0 },
             })
@@ -266,6 +288,13 @@ mod tests {
         let found = spreads(aspects, &[&a, &b]);
         assert_eq!(found[0].question, "helpfulness");
         assert_eq!((found[0].spread, found[0].share), (2.0, 1.0));
+        assert_eq!(
+            (
+                found[0].lowest_label.as_str(),
+                found[0].highest_label.as_str()
+            ),
+            ("A is better", "B is better")
+        );
         assert_eq!(found[1].spread, 0.0);
         assert_eq!(largest_share(&found), 1.0);
 

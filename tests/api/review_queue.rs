@@ -363,6 +363,16 @@ async fn leads_see_and_accept_only_the_batches_they_lead(app: &TestApp) {
     assert_eq!(queue(app, &other, "").await["total"], 5);
     let hidden = queue_status(app, &other, &format!("?batch={}", s.second)).await;
     assert_eq!(hidden, StatusCode::NOT_FOUND);
+    let spread = other
+        .api
+        .get(app.url(&format!("/api/v1/batches/{}/disagreements", s.second)))
+        .go()
+        .await;
+    assert_eq!(
+        spread.status(),
+        StatusCode::NOT_FOUND,
+        "not a batch lead2 leads"
+    );
 
     let accept = |who: &Persona, body: Value| {
         who.api
@@ -646,6 +656,10 @@ async fn the_disagreement_view_puts_the_widest_spread_first(app: &TestApp) {
         .unwrap();
     let at = |t: &str| html.find(&format!("/tasks/{t}\"")).unwrap();
     assert!(at("t2") < at("t3") && at("t3") < at("t1"));
+    assert!(
+        html.contains("spread 6 (A much better to B much better, 3 answers)"),
+        "{html}"
+    );
     let batch_page = browser
         .get(app.url(&format!("/batches/{batch}")))
         .go()
