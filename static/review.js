@@ -50,5 +50,18 @@
         comment.blur();
       }
     });
+    // Returning needs a comment: say so beside the box instead of sending the form
+    // (the server refuses it too, with the same words).
+    const hint = document.getElementById("comment-needed");
+    form.addEventListener("submit", (event) => {
+      const returning = form.querySelector('input[name="decision"][value="return"]').checked;
+      const missing = returning && !comment.value.trim();
+      hint.hidden = !missing;
+      comment.setAttribute("aria-invalid", String(missing));
+      if (missing) {
+        event.preventDefault();
+        comment.focus();
+      }
+    });
   }
 })();

@@ -117,9 +117,13 @@ test("a lead filters the queue and works it with the keyboard alone", async () =
   assert.ok(!visited.includes(at.pathname));
   visited.push(at.pathname);
 
-  // r picks "return" and puts the cursor in the comment; Ctrl+Enter sends it.
+  // r picks "return" and puts the cursor in the comment; Ctrl+Enter sends it, but not
+  // before there is a comment.
   await lead.keyboard.press("r");
   assert.equal(await lead.evaluate(() => document.activeElement?.name), "comment");
+  await lead.keyboard.press("Control+Enter");
+  assert.ok(await lead.isVisible("#comment-needed"), "returning without a comment is stopped");
+  assert.equal(new URL(lead.url()).pathname, visited[1]);
   await lead.keyboard.type("Say which line of B fails.");
   await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Control+Enter")]);
   at = new URL(lead.url());

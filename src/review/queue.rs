@@ -41,8 +41,9 @@ pub struct QueueQuery {
     pub question: Option<String>,
     /// The stored value `question` must have, e.g. `2` or `major_issues`.
     pub answer: Option<String>,
-    /// `true`: only ratings that disagree with the other ratings of their task (the rule
-    /// is [`disagreement::RULE`]).
+    /// `true`: only ratings that disagree with the other counted ratings of their task:
+    /// for some preference or score question, more than 1 point from their median (a
+    /// scale or score), or not the option most of them chose (options).
     pub disagrees: Option<String>,
     /// `next_cursor` of the previous page; absent for the oldest ratings.
     pub cursor: Option<String>,
