@@ -16,7 +16,7 @@ use crate::lifecycle::{Outcome, Status};
 use crate::rubric::{Answers, Rubric, Slot};
 use crate::state::AppState;
 use crate::store::page::{Cursor, ListKind, Page};
-use crate::store::review::{Peer, QueueFilter};
+use crate::store::review::{Peer, QueueFilter, QueueRow};
 use crate::store::users::User;
 use crate::web::paging::params;
 
@@ -114,6 +114,12 @@ impl Filters {
             pairs.push(("disagrees", "true".into()));
         }
         pairs
+    }
+
+    /// Whether the database applies every filter alone (no answer, no disagreement), so
+    /// a page is read by keyset in SQL.
+    pub fn in_database(&self) -> bool {
+        self.answer.is_none() && !self.disagrees
     }
 
     /// [`Filters::pairs`] as a query string (empty without filters).
@@ -338,16 +344,38 @@ pub async fn matching(
     let peers = store
         .review_queue_peers(lead.id, lead.role, &filters.store)
         .await?;
-    let mut by_task: HashMap<Uuid, Vec<&Peer>> = HashMap::new();
-    for peer in &peers {
-        if crate::lifecycle::counts_in_metrics(peer.outcome, peer.status) {
-            by_task.entry(peer.task_id).or_default().push(peer);
-        }
-    }
-    let mut rubrics: HashMap<Uuid, Arc<Rubric>> = HashMap::new();
+    let rubrics = rubrics_of(state, lead, &rows).await?;
+    Ok(items(rows, &peers, &rubrics, filters))
+}
+
+/// The rubric of each batch `rows` come from.
+async fn rubrics_of(
+    state: &AppState,
+    lead: &User,
+    rows: &[QueueRow],
+) -> AppResult<HashMap<Uuid, Arc<Rubric>>> {
+    let store = state.store();
+    let mut rubrics = HashMap::new();
     for summary in store.visible_batches(lead.id, lead.role).await? {
         if rows.iter().any(|r| r.batch_id == summary.batch.id) {
             rubrics.insert(summary.batch.id, store.batch_rubric(&summary.batch).await?);
+        }
+    }
+    Ok(rubrics)
+}
+
+/// Queue rows as a lead reads them, each compared with the counted ratings among
+/// `peers` of its task, keeping those the rubric's filters keep.
+fn items(
+    rows: Vec<QueueRow>,
+    peers: &[Peer],
+    rubrics: &HashMap<Uuid, Arc<Rubric>>,
+    filters: &Filters,
+) -> Vec<QueueItem> {
+    let mut by_task: HashMap<Uuid, Vec<&Peer>> = HashMap::new();
+    for peer in peers {
+        if crate::lifecycle::counts_in_metrics(peer.outcome, peer.status) {
+            by_task.entry(peer.task_id).or_default().push(peer);
         }
     }
     let mut items = Vec::new();
@@ -392,7 +420,7 @@ pub async fn matching(
             version: row.version,
         });
     }
-    Ok(items)
+    items
 }
 
 fn key(item: &QueueItem) -> Cursor {
@@ -415,6 +443,29 @@ pub struct QueuePage {
 pub async fn queue(state: &AppState, lead: &User, query: &QueueQuery) -> AppResult<QueuePage> {
     let (cursor, limit) = params(ListKind::ReviewQueue, query.cursor.as_deref(), query.limit)?;
     let filters = filters(state, lead, query.filter_text()).await?;
+    if filters.in_database() {
+        let store = state.store();
+        let (page, before) = store
+            .review_queue_page(lead.id, lead.role, &filters.store, cursor, limit)
+            .await?;
+        let mut tasks: Vec<Uuid> = page.items.iter().map(|r| r.task_id).collect();
+        tasks.sort();
+        tasks.dedup();
+        let peers = store.task_peers(&tasks).await?;
+        let rubrics = rubrics_of(state, lead, &page.items).await?;
+        return Ok(QueuePage {
+            page: Page {
+                items: items(page.items, &peers, &rubrics, &filters),
+                total: page.total,
+                next: page.next,
+            },
+            offset: usize::try_from(before).unwrap_or(0),
+            limit,
+            filters,
+        });
+    }
+    // The rubric's filters need every rating the database keeps; the keyset cursor then
+    // pages what they leave.
     let items = matching(state, lead, &filters).await?;
     let total = i64::try_from(items.len()).unwrap_or(i64::MAX);
     let offset = cursor.map_or(0, |c| {
@@ -446,11 +497,30 @@ pub async fn next_after(
     current: Uuid,
     current_at: Option<DateTime<Utc>>,
 ) -> AppResult<Option<Uuid>> {
+    let here = (current_at.unwrap_or_default(), current);
+    if filters.in_database() {
+        let store = state.store();
+        let cursor = Cursor {
+            at: here.0,
+            id: here.1,
+        };
+        let (after, _) = store
+            .review_queue_page(lead.id, lead.role, &filters.store, Some(cursor), 1)
+            .await?;
+        let (first, _) = store
+            .review_queue_page(lead.id, lead.role, &filters.store, None, 2)
+            .await?;
+        return Ok(after
+            .items
+            .iter()
+            .chain(first.items.iter())
+            .find(|r| r.rating_id != current && crate::lifecycle::can_review(r.outcome, r.status))
+            .map(|r| r.rating_id));
+    }
     let items = matching(state, lead, filters).await?;
     let waiting = |item: &&QueueItem| {
         item.rating_id != current && crate::lifecycle::can_review(item.outcome, item.status)
     };
-    let here = (current_at.unwrap_or_default(), current);
     let after = items
         .iter()
         .filter(waiting)

@@ -7,6 +7,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::assignments::RELEASE_SLOT;
+use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{StoreResult, read, scan, transaction};
 use crate::lifecycle::{self, Decision, Outcome, Refusal, Status};
@@ -161,6 +162,94 @@ impl super::Store {
                 .bind(Status::Draft)
                 .fetch_all(pool)
                 .await
+        })?)
+    }
+
+    /// A page of the queue `filter` keeps, read by keyset after `cursor`, with how many
+    /// ratings come before it: the path for filters the database applies alone.
+    pub async fn review_queue_page(
+        &self,
+        lead: Uuid,
+        role: crate::role::Role,
+        filter: &QueueFilter,
+        cursor: Option<Cursor>,
+        limit: i64,
+    ) -> StoreResult<(Page<QueueRow>, i64)> {
+        let from = queue_from(role);
+        let sql = format!(
+            "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, r.task_id, t.external_id,
+                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers
+             {from} AND ($7 IS NULL OR r.submitted_at > $7 OR (r.submitted_at = $7 AND r.id > $8))
+             ORDER BY r.submitted_at, r.id LIMIT $9"
+        );
+        let rows = read!(self, |pool| {
+            sqlx::query_as::<_, QueueRow>(&sql)
+                .bind(lead)
+                .bind(filter.batch)
+                .bind(filter.status)
+                .bind(Outcome::Skipped)
+                .bind(filter.rater.as_deref())
+                .bind(filter.outcome)
+                .bind(cursor.map(|c| c.at))
+                .bind(cursor.map(|c| c.id))
+                .bind(limit + 1)
+                .fetch_all(pool)
+                .await
+        })?;
+        let count = format!(
+            "SELECT COUNT(*) {from}
+               AND ($7 IS NULL OR r.submitted_at < $7 OR (r.submitted_at = $7 AND r.id <= $8))"
+        );
+        let counted = |upto: Option<Cursor>| {
+            let count = &count;
+            async move {
+                let (n,): (i64,) = read!(self, |pool| {
+                    sqlx::query_as(count)
+                        .bind(lead)
+                        .bind(filter.batch)
+                        .bind(filter.status)
+                        .bind(Outcome::Skipped)
+                        .bind(filter.rater.as_deref())
+                        .bind(filter.outcome)
+                        .bind(upto.map(|c| c.at))
+                        .bind(upto.map(|c| c.id))
+                        .fetch_one(pool)
+                        .await
+                })?;
+                StoreResult::Ok(n)
+            }
+        };
+        let total = counted(None).await?;
+        let before = match cursor {
+            Some(cursor) => counted(Some(cursor)).await?,
+            None => 0,
+        };
+        let page = Page::of(rows, limit, total, |row| Cursor {
+            at: row.submitted_at.unwrap_or_default(),
+            id: row.rating_id,
+        });
+        Ok((page, before))
+    }
+
+    /// Every finished rating (drafts aside) of these tasks.
+    pub async fn task_peers(&self, tasks: &[Uuid]) -> StoreResult<Vec<Peer>> {
+        if tasks.is_empty() {
+            return Ok(vec![]);
+        }
+        let list = (0..tasks.len())
+            .map(|i| format!("${}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
+             WHERE p.status <> $1 AND p.task_id IN ({list})"
+        );
+        Ok(read!(self, |pool| {
+            let mut query = sqlx::query_as::<_, Peer>(&sql).bind(Status::Draft);
+            for task in tasks {
+                query = query.bind(*task);
+            }
+            query.fetch_all(pool).await
         })?)
     }
 

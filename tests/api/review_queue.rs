@@ -257,6 +257,27 @@ async fn pages_of_a_filtered_queue_add_up_to_its_total(app: &TestApp) {
     unique.dedup();
     assert_eq!((seen.len(), unique.len()), (5, 5));
 
+    // The rubric's filters page the same way: three ratings gave a score of 2.
+    let mut twos = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let query = match &cursor {
+            Some(c) => format!("?question=sxs&answer=2&limit=2&cursor={c}"),
+            None => "?question=sxs&answer=2&limit=2".to_owned(),
+        };
+        let page = queue(app, &s.lead, &query).await;
+        assert_eq!(page["total"], 3);
+        twos.extend(ids(&page));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(
+        sorted(twos),
+        sorted(vec![s.r1_t1.clone(), s.r2_t1.clone(), s.r2_t2.clone()])
+    );
+
     // The page says where in the list it is.
     let browser = s.lead.browser_for(app).await;
     let html = browser
@@ -268,6 +289,28 @@ async fn pages_of_a_filtered_queue_add_up_to_its_total(app: &TestApp) {
         .unwrap();
     assert!(html.contains("1–2 of 5"), "{html}");
     assert!(html.contains("Accept all 5 shown by these filters"));
+    let second = html
+        .split("rel=\"next\"")
+        .next()
+        .and_then(|before| before.rsplit("href=\"").next())
+        .map(|href| href.trim_end_matches("\" ").replace("&#38;", "&"))
+        .expect("a link to the next page");
+    let html = browser
+        .get(app.url(&second))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("3–4 of 5"), "{second}: {html}");
+    let html = browser
+        .get(app.url("/review?question=sxs&answer=2&limit=2"))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("1–2 of 3"), "{html}");
 }
 db_test!(pages_of_a_filtered_queue_add_up_to_its_total: TestApp);
 
