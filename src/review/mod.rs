@@ -28,7 +28,7 @@ pub mod table;
 
 pub use bulk::{BulkAccept, BulkAccepted, Seen, SkippedRating, accept_all};
 pub use queue::{
-    FilterText, Filters, QueueItem, QueuePage, QueueQuery, filters, matching, next_after, queue,
+    FilterText, Filters, FoundPage, QueueItem, QueueQuery, filters, matching, next_after, queue,
     value_text,
 };
 

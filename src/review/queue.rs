@@ -431,7 +431,7 @@ fn key(item: &QueueItem) -> Cursor {
 }
 
 /// One page of the review queue.
-pub struct QueuePage {
+pub struct FoundPage {
     pub page: Page<QueueItem>,
     /// How many matching ratings come before this page.
     pub offset: usize,
@@ -440,7 +440,7 @@ pub struct QueuePage {
 }
 
 /// A page of the review queue `lead` may work on, under the query's filters.
-pub async fn queue(state: &AppState, lead: &User, query: &QueueQuery) -> AppResult<QueuePage> {
+pub async fn queue(state: &AppState, lead: &User, query: &QueueQuery) -> AppResult<FoundPage> {
     let (cursor, limit) = params(ListKind::ReviewQueue, query.cursor.as_deref(), query.limit)?;
     let filters = filters(state, lead, query.filter_text()).await?;
     if filters.in_database() {
@@ -453,7 +453,7 @@ pub async fn queue(state: &AppState, lead: &User, query: &QueueQuery) -> AppResu
         tasks.dedup();
         let peers = store.task_peers(&tasks).await?;
         let rubrics = rubrics_of(state, lead, &page.items).await?;
-        return Ok(QueuePage {
+        return Ok(FoundPage {
             page: Page {
                 items: items(page.items, &peers, &rubrics, &filters),
                 total: page.total,
@@ -479,7 +479,7 @@ pub async fn queue(state: &AppState, lead: &User, query: &QueueQuery) -> AppResu
         .skip(offset)
         .take(usize::try_from(limit).unwrap_or(0) + 1)
         .collect();
-    Ok(QueuePage {
+    Ok(FoundPage {
         page: Page::of(rows, limit, total, key),
         offset,
         limit,
