@@ -57,3 +57,95 @@ test("the batch page shows its empty states without script errors", async () => 
   assert.match(await exportLink.getAttribute("href"), /\/export\?format=csv$/);
   assert.deepEqual(await lead.problems(), []);
 });
+
+/**
+ * Has `username` take and submit `count` tasks of the demo blackhat batch through the
+ * API, from their signed-in page (the session cookie and its CSRF token).
+ */
+async function submitThroughApi(username, count, sxs) {
+  const page = await signedIn(username);
+  const done = await page.evaluate(async ({ count, sxs }) => {
+    const token = document.querySelector('input[name="csrf_token"]').value;
+    const headers = { "content-type": "application/json", "x-csrf-token": token };
+    const batches = await (await fetch("/api/v1/batches")).json();
+    const batch = (batches.items ?? batches).find((b) => b.name === "Demo: coding answers");
+    const ids = [];
+    for (let i = 0; i < count; i++) {
+      const next = await (await fetch(`/api/v1/batches/${batch.id}/next`, { method: "POST", headers })).json();
+      const answers = {
+        a: { executability: "yes_fully", instruction_following: "no_issues", correctness: "no_issues" },
+        b: { executability: "no_code", instruction_following: "not_applicable", correctness: "not_applicable" },
+        sxs, sxs_explanation: "A answers the prompt with working code; B has none.",
+        classifications: { language: "python", kind: ["bug fix"] },
+      };
+      const submitted = await fetch(`/api/v1/assignments/${next.assignment_id}/submit`,
+        { method: "POST", headers, body: JSON.stringify(answers) });
+      const body = await submitted.json();
+      ids.push(body.rating_id ?? JSON.stringify(body));
+    }
+    return ids;
+  }, { count, sxs });
+  assert.ok(done.every((id) => /^[0-9a-f-]{36}$/.test(id)), `${username} submitted: ${done}`);
+  await page.context().close();
+  return done;
+}
+
+test("a lead filters the queue and works it with the keyboard alone", async () => {
+  await submitThroughApi("rater1", 3, 2);
+  await submitThroughApi("rater2", 1, 3);
+  const lead = await signedIn("lead");
+  await lead.goto(`${env.server.base}/review`);
+  // Filter to rater1's ratings: type the name and press Enter. No clicks from here on.
+  await lead.focus('input[name="rater"]');
+  await lead.keyboard.type("rater1");
+  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Enter")]);
+  assert.equal(new URL(lead.url()).searchParams.get("rater"), "rater1");
+  assert.match(await lead.textContent(".range"), /1–3 of 3/);
+  assert.match(await lead.textContent(".review-queue tbody"), /A better/, "the score's label in each row");
+
+  // j moves to the first row (its link takes focus), Enter opens it.
+  await lead.keyboard.press("j");
+  assert.equal(await lead.locator(".review-queue tbody tr.current").count(), 1);
+  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Enter")]);
+  const visited = [new URL(lead.url()).pathname];
+  assert.match(visited[0], /^\/review\/[0-9a-f-]{36}$/);
+  assert.match(await lead.textContent(".shortcuts"), /accept/);
+
+  // a accepts and lands on the next rating of the same filtered queue.
+  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("a")]);
+  let at = new URL(lead.url());
+  assert.match(at.pathname, /^\/review\/[0-9a-f-]{36}$/);
+  assert.equal(at.searchParams.get("rater"), "rater1", "the filters travel along");
+  assert.ok(!visited.includes(at.pathname));
+  visited.push(at.pathname);
+
+  // r picks "return" and puts the cursor in the comment; Ctrl+Enter sends it, but not
+  // before there is a comment.
+  await lead.keyboard.press("r");
+  assert.equal(await lead.evaluate(() => document.activeElement?.name), "comment");
+  await lead.keyboard.press("Control+Enter");
+  assert.ok(await lead.isVisible("#comment-needed"), "returning without a comment is stopped");
+  assert.equal(new URL(lead.url()).pathname, visited[1]);
+  await lead.keyboard.type("Say which line of B fails.");
+  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Control+Enter")]);
+  at = new URL(lead.url());
+  assert.match(at.pathname, /^\/review\/[0-9a-f-]{36}$/);
+  assert.ok(!visited.includes(at.pathname));
+  visited.push(at.pathname);
+
+  // x rejects the last one; the filtered queue is then empty and says so.
+  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("x")]);
+  at = new URL(lead.url());
+  assert.equal(at.pathname, "/review");
+  assert.equal(at.searchParams.get("rater"), "rater1");
+  assert.match(await lead.textContent("main"), /Queue empty/);
+
+  const statuses = await lead.evaluate(async (ids) => Promise.all(ids.map(async (path) => {
+    const id = path.split("/").pop();
+    return (await (await fetch(`/api/v1/ratings/${id}`)).json()).status;
+  })), visited);
+  assert.deepEqual(statuses, ["accepted", "returned", "rejected"]);
+  const waiting = await lead.evaluate(async () => (await (await fetch("/api/v1/review")).json()).total);
+  assert.equal(waiting, 1, "rater2's rating still waits");
+  assert.deepEqual(await lead.problems(), []);
+});

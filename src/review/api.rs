@@ -5,13 +5,15 @@ use axum::extract::State;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{Decision, QueueQuery, decide, reviewable};
+use super::{
+    BulkAccept, BulkAccepted, Decision, FilterText, QueueItem, QueueQuery, TaskSpread, decide,
+    reviewable,
+};
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
 use crate::services::rating::{RatingView, view};
 use crate::state::AppState;
 use crate::store::page::ListKind;
-use crate::store::review::QueueRow;
 use crate::web::openapi::ApiRouter;
 use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
@@ -20,22 +22,81 @@ use utoipa_axum::routes;
 pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(queue))
+        .routes(routes!(accept_all))
         .routes(routes!(review))
         .routes(routes!(task))
+        .routes(routes!(disagreements))
 }
 
-/// The review queue: submitted ratings of the batches the caller leads (every batch for
-/// an admin), never their own, oldest first, a page at a time (lead).
+/// The review queue: ratings of the batches the caller leads (every batch for an admin),
+/// never their own, oldest submission first, a page at a time, under the filters given;
+/// `total` counts every page under the same filters (lead).
 #[utoipa::path(get, path = "/api/v1/review", tag = "review", params(QueueQuery),
-    responses((status = 200, body = Paged<QueueRow>), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Paged<QueueItem>), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
 pub async fn queue(
     RequireLead(lead): RequireLead,
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<QueueQuery>,
-) -> AppResult<Json<Paged<QueueRow>>> {
-    let (page, _, _) = super::queue(&state, &lead, &query).await?;
-    Ok(Json(Paged::new(page, ListKind::ReviewQueue)))
+) -> AppResult<Json<Paged<QueueItem>>> {
+    let found = super::queue(&state, &lead, &query).await?;
+    Ok(Json(Paged::new(found.page, ListKind::ReviewQueue)))
+}
+
+/// Accepts every waiting rating the queue's filters keep, each as a normal review
+/// (history, audit). Ratings that changed meanwhile are skipped and reported (lead).
+#[utoipa::path(post, path = "/api/v1/review/accept", tag = "review", request_body = BulkAccept,
+    responses((status = 200, body = BulkAccepted), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn accept_all(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<BulkAccept>,
+) -> AppResult<Json<BulkAccepted>> {
+    let text = FilterText {
+        batch: body.batch.as_deref(),
+        rater: body.rater.as_deref(),
+        outcome: body.outcome.as_deref(),
+        status: None,
+        question: body.question.as_deref(),
+        answer: body.answer.as_deref(),
+        disagrees: body.disagrees.map(|d| if d { "true" } else { "false" }),
+    };
+    let done = super::accept_all(&state, &lead, text, body.seen.as_deref()).await?;
+    Ok(Json(done))
+}
+
+/// A batch's tasks by how far their raters are apart.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Disagreements {
+    pub batch_id: Uuid,
+    pub batch: String,
+    /// How the spread is measured and the tasks ordered.
+    pub rule: String,
+    /// Tasks with two or more counted ratings, most disagreement first.
+    pub tasks: Vec<TaskSpread>,
+}
+
+/// The disagreement view of a batch: tasks rated by two or more counted ratings, most
+/// spread first (lead of the batch).
+#[utoipa::path(get, path = "/api/v1/batches/{id}/disagreements", tag = "review",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = Disagreements), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn disagreements(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(batch_id): ApiPath<Uuid>,
+) -> AppResult<Json<Disagreements>> {
+    let (summary, tasks) = super::disagreements(&state, &lead, batch_id).await?;
+    Ok(Json(Disagreements {
+        batch_id,
+        batch: summary.batch.name,
+        rule: super::disagreement::SPREAD_RULE.to_owned(),
+        tasks,
+    }))
 }
 
 /// Accepts, returns (with a comment) or rejects a rating. `version` is the version the

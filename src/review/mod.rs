@@ -1,26 +1,36 @@
-//! What leads do with ratings: the review queue, decisions with optimistic concurrency,
-//! and a task's ratings side by side.
+//! What leads do with ratings: the review queue and its filters, decisions with
+//! optimistic concurrency, bulk accept, a batch's tasks by disagreement, and a task's
+//! ratings side by side.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::lifecycle;
-use crate::rubric::Rubric;
+use crate::rubric::{Answers, Rubric};
 use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
-use crate::store::page::{ListKind, Page};
 use crate::store::ratings::Rating;
-use crate::store::review::{QueueRow, TaskRating};
+use crate::store::review::TaskRating;
 use crate::store::users::User;
-use crate::web::paging::params;
 
 pub mod api;
+mod bulk;
+pub mod disagreement;
 pub mod pages;
+mod queue;
+pub mod table;
+
+pub use bulk::{BulkAccept, BulkAccepted, Seen, SkippedRating, accept_all};
+pub use queue::{
+    FilterText, Filters, FoundPage, QueueItem, QueueQuery, filters, matching, next_after, queue,
+    value_text,
+};
 
 pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
@@ -42,49 +52,6 @@ pub struct Decision {
     /// The rating version the lead saw.
     #[schema(minimum = 1)]
     pub version: i32,
-}
-
-/// Which part of the review queue to read: one batch or all the lead leads, a page at a
-/// time (the page and `GET /api/v1/review` take the same parameters).
-#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct QueueQuery {
-    /// Only this batch (its id).
-    pub batch: Option<String>,
-    /// `next_cursor` of the previous page; absent for the oldest ratings.
-    pub cursor: Option<String>,
-    /// Ratings per page, oldest first (default 50, at most 200).
-    pub limit: Option<i64>,
-}
-
-/// A page of the review queue `lead` may work on, and the page length used. A batch
-/// they cannot see is a 404, as everywhere.
-pub async fn queue(
-    state: &AppState,
-    lead: &User,
-    query: &QueueQuery,
-) -> AppResult<(Page<QueueRow>, Option<Uuid>, i64)> {
-    let (cursor, limit) = params(ListKind::ReviewQueue, query.cursor.as_deref(), query.limit)?;
-    let batch = match query
-        .batch
-        .as_deref()
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-    {
-        None => None,
-        Some(text) => {
-            let id = Uuid::parse_str(text)
-                .map_err(|_| AppError::field("batch", "must be a batch id"))?;
-            crate::batches::visible(state, id, lead).await?;
-            Some(id)
-        }
-    };
-    let page = state
-        .store()
-        .review_queue(lead.id, lead.role, batch, cursor, limit)
-        .await?;
-    Ok((page, batch, limit))
 }
 
 pub const MAX_COMMENT_CHARS: usize = 5000;
@@ -178,4 +145,71 @@ pub async fn reviewable(state: &AppState, id: Uuid, lead: &User) -> AppResult<Ac
         return Err(AppError::Forbidden);
     }
     Ok(access)
+}
+
+/// How far the raters of one task are apart.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TaskSpread {
+    pub external_id: String,
+    /// Counted ratings of the task.
+    pub raters: usize,
+    /// How many of them disagree with the others (see the queue's rule).
+    pub disagreeing: usize,
+    /// The largest spread as a share of its question's range (0 to 1): the order.
+    pub largest_share: f64,
+    pub questions: Vec<disagreement::QuestionSpread>,
+}
+
+/// The tasks of a batch that two or more counted ratings answered, most disagreement
+/// first (see [`disagreement::SPREAD_RULE`]). 404 for a batch the lead does not lead.
+pub async fn disagreements(
+    state: &AppState,
+    lead: &User,
+    batch_id: Uuid,
+) -> AppResult<(BatchSummary, Vec<TaskSpread>)> {
+    let summary = crate::batches::visible(state, batch_id, lead).await?;
+    let rubric = state.store().batch_rubric(&summary.batch).await?;
+    let ratings = state.store().batch_ratings(batch_id).await?;
+    let mut by_task: HashMap<&str, Vec<&Answers>> = HashMap::new();
+    for rating in ratings
+        .iter()
+        .filter(|r| lifecycle::counts_in_metrics(r.outcome, r.status))
+    {
+        by_task
+            .entry(&rating.external_id)
+            .or_default()
+            .push(&rating.answers.0);
+    }
+    let mut tasks: Vec<TaskSpread> = by_task
+        .into_iter()
+        .filter(|(_, sets)| sets.len() >= 2)
+        .map(|(external_id, sets)| {
+            let questions = disagreement::spreads(&rubric, &sets);
+            let disagreeing = (0..sets.len())
+                .filter(|&i| {
+                    let others: Vec<&Answers> = sets
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .map(|(_, s)| *s)
+                        .collect();
+                    disagreement::disagrees(&rubric, sets[i], &others)
+                })
+                .count();
+            TaskSpread {
+                external_id: external_id.to_owned(),
+                raters: sets.len(),
+                disagreeing,
+                largest_share: disagreement::largest_share(&questions),
+                questions,
+            }
+        })
+        .collect();
+    tasks.sort_by(|x, y| {
+        y.largest_share
+            .total_cmp(&x.largest_share)
+            .then(y.disagreeing.cmp(&x.disagreeing))
+            .then_with(|| x.external_id.cmp(&y.external_id))
+    });
+    Ok((summary, tasks))
 }

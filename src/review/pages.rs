@@ -3,42 +3,76 @@
 
 use askama::Template;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Decision, QueueQuery, decide, reviewable};
+use super::disagreement;
+use super::table::{Row, row_label, rows};
+use super::{
+    BulkAccepted, Decision, FilterText, QueueItem, QueueQuery, Seen, TaskSpread, decide, reviewable,
+};
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
 use crate::lifecycle::{Outcome, Status};
-use crate::rubric::{Answers, Rubric, Slot};
+use crate::rubric::{Answers, Slot, Subject, orient};
 use crate::services::rating::Access;
 use crate::services::task;
 use crate::state::AppState;
 use crate::store::page::ListKind;
-use crate::store::review::QueueRow;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/review", get(queue))
+        .route("/review/accept", get(confirm_accept).post(post_accept))
         .route("/review/{id}", get(one).post(post_decision))
         .route("/batches/{id}/tasks/{external_id}", get(task))
+        .route("/batches/{id}/disagreements", get(disagreements))
 }
+
+/// An option of a `<select>`: value, label, whether it is the one picked.
+type Pick = (String, String, bool);
 
 #[derive(Template)]
 #[template(path = "review/queue.html")]
 struct QueuePage {
     layout: Layout,
-    rows: Vec<QueueRow>,
-    /// The batches the lead may pick from: (id, name, whether it is the one picked).
-    batches: Vec<(Uuid, String, bool)>,
+    rows: Vec<QueueItem>,
+    batches: Vec<Pick>,
+    outcomes: Vec<Pick>,
+    statuses: Vec<Pick>,
+    /// The questions of the picked batch's rubric, when one is picked.
+    questions: Vec<Pick>,
+    rater: String,
+    question: String,
+    answer: String,
+    disagrees: bool,
+    /// `first–last of total`, when anything matches.
+    range: Option<String>,
+    total: i64,
+    /// Whether the filters show waiting ratings, which may be accepted in bulk.
+    waiting: bool,
+    /// The filters as a query string, for the links of the rows.
+    carry: String,
+    error: Option<String>,
     pager: PageLinks,
+    rule: &'static str,
+}
+
+fn picks<'a>(
+    options: impl IntoIterator<Item = (&'a str, String)>,
+    picked: Option<&str>,
+) -> Vec<Pick> {
+    options
+        .into_iter()
+        .map(|(value, label)| (value.to_owned(), label, Some(value) == picked))
+        .collect()
 }
 
 async fn queue(
@@ -47,102 +81,254 @@ async fn queue(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<QueueQuery>,
 ) -> AppResult<Response> {
-    let (found, batch, limit) = super::queue(&state, &lead, &query).await?;
-    let batches = state
-        .store()
-        .visible_batches(lead.id, lead.role)
-        .await?
+    let (found, error) = match super::queue(&state, &lead, &query).await {
+        Ok(found) => (Some(found), None),
+        Err(AppError::Validation { message, .. }) => (None, Some(message)),
+        Err(other) => return Err(other),
+    };
+    let text = query.filter_text();
+    let trimmed = |v: Option<&str>| v.map(str::trim).unwrap_or("").to_owned();
+    let batch_text = trimmed(text.batch);
+    let visible = state.store().visible_batches(lead.id, lead.role).await?;
+    let mut questions = Vec::new();
+    if let Some(summary) = visible
+        .iter()
+        .find(|b| b.batch.id.to_string() == batch_text)
+    {
+        let rubric = state.store().batch_rubric(&summary.batch).await?;
+        let picked = trimmed(text.question);
+        questions = rubric
+            .slots()
+            .iter()
+            .filter(|s| !matches!(s, Slot::Asked { question, .. } if question.is_text()))
+            .map(|s| {
+                let path = s.path();
+                let label = format!("{} ({path})", row_label(s));
+                let chosen = path == picked;
+                (path, label, chosen)
+            })
+            .collect();
+    }
+    let batches = visible
         .into_iter()
-        .map(|b| (b.batch.id, b.batch.name, Some(b.batch.id) == batch))
+        .map(|b| {
+            let id = b.batch.id.to_string();
+            let chosen = id == batch_text;
+            (id, b.batch.name, chosen)
+        })
         .collect();
-    let keep: Vec<(&str, String)> = batch
-        .map(|b| ("batch", b.to_string()))
-        .into_iter()
-        .collect();
-    let pager = PageLinks::new(
-        "/review",
-        &keep,
-        &found,
-        ListKind::ReviewQueue,
-        limit,
-        query.cursor.is_none(),
+    let outcome = trimmed(text.outcome);
+    let status = trimmed(text.status);
+    let outcomes = picks(
+        [Outcome::Rated, Outcome::OutOfScope].map(|o| (o.as_str(), o.label())),
+        Some(outcome.as_str()),
     );
-    Ok(render(&QueuePage {
-        layout: page_user.layout,
-        rows: found.items,
+    let statuses = picks(
+        [
+            Status::Submitted,
+            Status::Accepted,
+            Status::Returned,
+            Status::Rejected,
+        ]
+        .map(|s| (s.as_str(), s.as_str().to_owned())),
+        Some(if status.is_empty() {
+            "submitted"
+        } else {
+            status.as_str()
+        }),
+    );
+    let page = match found {
+        Some(found) => {
+            let keep = found.filters.pairs();
+            let pager = PageLinks::new(
+                "/review",
+                &keep,
+                &found.page,
+                ListKind::ReviewQueue,
+                found.limit,
+                query.cursor.is_none(),
+            );
+            let shown = found.page.items.len();
+            QueuePage {
+                range: (shown > 0).then(|| {
+                    format!(
+                        "{}–{} of {}",
+                        found.offset + 1,
+                        found.offset + shown,
+                        found.page.total
+                    )
+                }),
+                total: found.page.total,
+                waiting: found.filters.store.status == Status::Submitted,
+                carry: found.filters.query_string(),
+                rows: found.page.items,
+                pager,
+                error: None,
+                ..empty_queue(page_user.layout)
+            }
+        }
+        None => QueuePage {
+            error,
+            ..empty_queue(page_user.layout)
+        },
+    };
+    let page = QueuePage {
         batches,
-        pager,
+        outcomes,
+        statuses,
+        questions,
+        rater: trimmed(text.rater),
+        question: trimmed(text.question),
+        answer: trimmed(text.answer),
+        disagrees: matches!(
+            trimmed(text.disagrees).as_str(),
+            "true" | "1" | "yes" | "on"
+        ),
+        ..page
+    };
+    let status = if page.error.is_some() {
+        axum::http::StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        axum::http::StatusCode::OK
+    };
+    Ok((status, render(&page)?).into_response())
+}
+
+fn empty_queue(layout: Layout) -> QueuePage {
+    QueuePage {
+        layout,
+        rows: vec![],
+        batches: vec![],
+        outcomes: vec![],
+        statuses: vec![],
+        questions: vec![],
+        rater: String::new(),
+        question: String::new(),
+        answer: String::new(),
+        disagrees: false,
+        range: None,
+        total: 0,
+        waiting: false,
+        carry: String::new(),
+        error: None,
+        pager: PageLinks {
+            shown: 0,
+            total: 0,
+            next: None,
+            first: None,
+        },
+        rule: disagreement::RULE,
+    }
+}
+
+/// The filters of a bulk accept, as its confirmation form sends them back.
+#[derive(Debug, Default, Deserialize)]
+struct AcceptForm {
+    batch: Option<String>,
+    rater: Option<String>,
+    outcome: Option<String>,
+    question: Option<String>,
+    answer: Option<String>,
+    disagrees: Option<String>,
+    /// `rating_id:version` of each rating shown, comma-separated.
+    #[serde(default)]
+    seen: String,
+}
+
+impl AcceptForm {
+    fn filter_text(&self) -> FilterText<'_> {
+        FilterText {
+            batch: self.batch.as_deref(),
+            rater: self.rater.as_deref(),
+            outcome: self.outcome.as_deref(),
+            status: None,
+            question: self.question.as_deref(),
+            answer: self.answer.as_deref(),
+            disagrees: self.disagrees.as_deref(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "review/accept.html")]
+struct AcceptPage {
+    layout: Layout,
+    rows: Vec<QueueItem>,
+    /// The filters, as hidden fields of the form.
+    fields: Vec<(&'static str, String)>,
+    seen: String,
+    carry: String,
+    /// After accepting: how many were, and what was skipped.
+    done: Option<BulkAccepted>,
+}
+
+/// `GET /review/accept`: the ratings a bulk accept under these filters would accept,
+/// and the button that does it.
+async fn confirm_accept(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<QueueQuery>,
+) -> AppResult<Response> {
+    let text = FilterText {
+        status: None,
+        ..query.filter_text()
+    };
+    let filters = super::filters(&state, &lead, text).await?;
+    let rows = super::matching(&state, &lead, &filters).await?;
+    let seen = rows
+        .iter()
+        .map(|r| format!("{}:{}", r.rating_id, r.version))
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok(render(&AcceptPage {
+        layout: page_user.layout,
+        rows,
+        fields: filters.pairs(),
+        seen,
+        carry: filters.query_string(),
+        done: None,
     })?
     .into_response())
 }
 
-/// A question's answer as shown to a lead: the option's label and the explanation.
-pub struct Cell {
-    pub value: String,
-    pub why: String,
-}
-
-/// One question across several answer sets (the two responses, or several raters).
-pub struct Row {
-    pub label: String,
-    pub cells: Vec<Cell>,
-}
-
-/// How a lead reads a stored answer: its value and, for an option, its label.
-fn label_of(slot: &Slot<'_>, value: Option<&Value>) -> String {
-    let Some(value) = value else {
-        return "—".into();
-    };
-    let raw = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let label = match slot {
-        Slot::Asked { question, .. } => question.label_of(value),
-        Slot::Derived(_) => None,
-    };
-    label.map_or(raw.clone(), |label| format!("{raw} · {label}"))
-}
-
-fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
-    let holder = slot.holder(answers);
-    Cell {
-        value: label_of(slot, slot.value(answers)),
-        why: slot
-            .explanation_key()
-            .and_then(|key| holder.and_then(|h| h.get(&key)).and_then(Value::as_str))
-            .unwrap_or("")
-            .to_owned(),
-    }
-}
-
-/// Rows of questions by columns of answer sets (canonical orientation).
-pub fn rows(rubric: &Rubric, sets: &[&Answers]) -> Vec<Row> {
-    let mut rows: Vec<Row> = rubric
-        .slots()
-        .iter()
-        .map(|slot| Row {
-            label: match slot.side() {
-                Some(side) => format!("{} · {}", side.key().to_uppercase(), slot.label()),
-                None => slot.label().to_owned(),
-            },
-            cells: sets.iter().map(|s| cell(slot, s)).collect(),
-        })
-        .collect();
-    rows.push(Row {
-        label: "Classifications".into(),
-        cells: sets
-            .iter()
-            .map(|s| Cell {
-                value: s
-                    .get("classifications")
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "—".into()),
-                why: String::new(),
+/// Reads `id:version,...` as the form sends it.
+fn parse_seen(text: &str) -> AppResult<Vec<Seen>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|pair| {
+            let (id, version) = pair.split_once(':')?;
+            Some(Seen {
+                rating_id: Uuid::parse_str(id).ok()?,
+                version: version.parse().ok()?,
             })
-            .collect(),
-    });
-    rows
+        })
+        .map(|seen| {
+            seen.ok_or_else(|| AppError::field("seen", "must list rating_id:version pairs"))
+        })
+        .collect()
+}
+
+/// `POST /review/accept`: accepts what the confirmation listed, and says what happened.
+async fn post_accept(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    CsrfForm(form): CsrfForm<AcceptForm>,
+) -> AppResult<Response> {
+    let seen = parse_seen(&form.seen)?;
+    let done = super::accept_all(&state, &lead, form.filter_text(), Some(&seen)).await?;
+    let filters = super::filters(&state, &lead, form.filter_text()).await?;
+    Ok(render(&AcceptPage {
+        layout: page_user.layout,
+        rows: vec![],
+        fields: vec![],
+        seen: String::new(),
+        carry: filters.query_string(),
+        done: Some(done),
+    })?
+    .into_response())
 }
 
 /// One entry of a rating's history, with what it changed.
@@ -206,11 +392,57 @@ pub fn changes(before: Option<&Value>, after: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Which orientation the review page shows a rating in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// As the rater saw it: A is the response shown first (the default).
+    Shown,
+    /// The task's own order: A is the task's response A, as stored and exported.
+    Canonical,
+}
+
+/// The review page's own parameters beside the queue's filters it carries: `view`.
+/// Anything else must be a filter of the queue (refused otherwise, as on the queue).
+fn review_query(raw: Option<&str>) -> AppResult<(View, QueueQuery)> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(e.to_string()))?;
+    let mut view = View::Shown;
+    let mut rest = Vec::new();
+    for (name, value) in pairs {
+        if name == "view" {
+            view = match value.as_str() {
+                "shown" => View::Shown,
+                "canonical" => View::Canonical,
+                _ => return Err(AppError::field("view", "must be shown or canonical")),
+            };
+        } else {
+            rest.push((name, value));
+        }
+    }
+    let text = serde_urlencoded::to_string(&rest).unwrap_or_default();
+    let query: QueueQuery =
+        serde_urlencoded::from_str(&text).map_err(|e| AppError::BadRequest(e.to_string()))?;
+    Ok((view, query))
+}
+
+/// A link to `path` with the queue's filters `carry` and more parameters.
+fn href(path: &str, carry: &str, more: &[(&str, &str)]) -> String {
+    let extra = serde_urlencoded::to_string(more).unwrap_or_default();
+    let query: Vec<&str> = [carry, extra.as_str()]
+        .into_iter()
+        .filter(|q| !q.is_empty())
+        .collect();
+    if query.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    }
+}
+
 #[derive(Template)]
 #[template(path = "review/rating.html")]
 struct ReviewPage {
     layout: Layout,
-    rating_id: Uuid,
     batch_id: Uuid,
     batch_name: String,
     external_id: String,
@@ -224,11 +456,20 @@ struct ReviewPage {
     review_comment: Option<String>,
     rows: Vec<Row>,
     history: Vec<Change>,
-    /// Sanitised HTML (see `render`), canonical orientation.
+    /// Sanitised HTML (see `render`), in the orientation of `view`.
     prompt_html: String,
     a_html: String,
     b_html: String,
     error: Option<String>,
+    view: View,
+    /// Where the decision form posts: the rating's address with the queue's filters.
+    action: String,
+    /// The filtered queue, and this page in the other orientation.
+    queue_href: String,
+    other_view_href: String,
+    /// Whether the rubric judges a pair (only then is there an orientation to choose).
+    pair: bool,
+    can_decide: bool,
 }
 
 async fn review_page(
@@ -236,6 +477,8 @@ async fn review_page(
     access: &Access,
     layout: Layout,
     error: Option<String>,
+    view: View,
+    carry: &str,
 ) -> AppResult<ReviewPage> {
     let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
     let rater = state
@@ -257,9 +500,19 @@ async fn review_page(
         })
         .collect();
     let r = &access.rating;
+    let swapped = access.assignment.swapped;
+    let pair = access.rubric.subject == Subject::Pair;
+    let turned = view == View::Shown && swapped && pair;
+    let answers = orient(&access.rubric, r.answers.0.clone(), turned);
+    let prompt_html = rendered.prompt.clone();
+    let (a_html, b_html) = rendered.responses(turned);
+    let path = format!("/review/{}", r.id);
+    let other = match view {
+        View::Shown => "canonical",
+        View::Canonical => "shown",
+    };
     Ok(ReviewPage {
         layout,
-        rating_id: r.id,
         batch_id: access.batch.id,
         batch_name: access.batch.name.clone(),
         external_id: task.external_id,
@@ -268,15 +521,21 @@ async fn review_page(
         status: r.status,
         note: r.note.clone(),
         version: r.version,
-        swapped: access.assignment.swapped,
+        swapped,
         time_spent_s: r.time_spent_s,
         review_comment: r.review_comment.clone(),
-        rows: rows(&access.rubric, &[&r.answers.0]),
+        rows: rows(&access.rubric, &access.batch.classifications.0, &[&answers]),
         history,
-        prompt_html: rendered.prompt,
-        a_html: rendered.response_a,
-        b_html: rendered.response_b,
+        prompt_html,
+        a_html,
+        b_html,
         error,
+        view,
+        action: href(&path, carry, &[]),
+        queue_href: href("/review", carry, &[]),
+        other_view_href: href(&path, carry, &[("view", other)]),
+        pair,
+        can_decide: crate::lifecycle::can_review(r.outcome, r.status),
     })
 }
 
@@ -285,9 +544,21 @@ async fn one(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    RawQuery(raw): RawQuery,
 ) -> AppResult<Response> {
+    let (view, query) = review_query(raw.as_deref())?;
+    let filters = super::filters(&state, &lead, query.filter_text()).await?;
     let access = reviewable(&state, id, &lead).await?;
-    Ok(render(&review_page(&state, &access, page_user.layout, None).await?)?.into_response())
+    let page = review_page(
+        &state,
+        &access,
+        page_user.layout,
+        None,
+        view,
+        &filters.query_string(),
+    )
+    .await?;
+    Ok(render(&page)?.into_response())
 }
 
 #[derive(Deserialize)]
@@ -298,13 +569,19 @@ struct DecisionForm {
     version: i32,
 }
 
+/// Records a decision, then goes on to the next rating waiting under the queue's
+/// filters the form carries in its address (or back to the queue when none is left).
 async fn post_decision(
     RequireLead(lead): RequireLead,
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    RawQuery(raw): RawQuery,
     CsrfForm(form): CsrfForm<DecisionForm>,
 ) -> AppResult<Response> {
+    let (view, query) = review_query(raw.as_deref())?;
+    let filters = super::filters(&state, &lead, query.filter_text()).await?;
+    let carry = filters.query_string();
     let access = reviewable(&state, id, &lead).await?;
     let decision = Decision {
         decision: form.decision,
@@ -312,7 +589,15 @@ async fn post_decision(
         version: form.version,
     };
     match decide(&state, &access, &lead, &decision).await {
-        Ok(_) => Ok(Redirect::to("/review").into_response()),
+        Ok(_) => {
+            let next =
+                super::next_after(&state, &lead, &filters, id, access.rating.submitted_at).await?;
+            let to = match next {
+                Some(next) => href(&format!("/review/{next}"), &carry, &[]),
+                None => href("/review", &carry, &[]),
+            };
+            Ok(Redirect::to(&to).into_response())
+        }
         Err(err @ (AppError::Conflict(_) | AppError::Validation { .. })) => {
             let status = err.status();
             let message = match &err {
@@ -324,11 +609,29 @@ async fn post_decision(
                 other => other.to_string(),
             };
             let fresh = reviewable(&state, id, &lead).await?;
-            let page = review_page(&state, &fresh, page_user.layout, Some(message)).await?;
+            let page = review_page(
+                &state,
+                &fresh,
+                page_user.layout,
+                Some(message),
+                view,
+                &carry,
+            )
+            .await?;
             Ok((status, render(&page)?).into_response())
         }
         Err(other) => Err(other),
     }
+}
+
+/// One rater's column of the side-by-side view.
+pub struct RaterColumn {
+    pub rating_id: Uuid,
+    pub rater: String,
+    pub outcome: String,
+    pub status: Status,
+    pub counts: bool,
+    pub swapped: bool,
 }
 
 #[derive(Template)]
@@ -338,7 +641,7 @@ struct TaskPage {
     batch_id: Uuid,
     batch_name: String,
     external_id: String,
-    raters: Vec<(Uuid, String, String, Status, bool)>,
+    raters: Vec<RaterColumn>,
     rows: Vec<Row>,
     /// Sanitised HTML (see `render`), canonical orientation.
     prompt_html: String,
@@ -357,18 +660,16 @@ async fn task(
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
     let (_, rendered) = task::with_html(state.store(), task_id).await?;
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
-    let rows = rows(&rubric, &sets);
+    let rows = rows(&rubric, &summary.batch.classifications.0, &sets);
     let raters = ratings
         .iter()
-        .map(|r| {
-            let counts = crate::lifecycle::counts_in_metrics(r.outcome, r.status);
-            (
-                r.rating_id,
-                r.rater.clone(),
-                r.outcome.label(),
-                r.status,
-                counts,
-            )
+        .map(|r| RaterColumn {
+            rating_id: r.rating_id,
+            rater: r.rater.clone(),
+            outcome: r.outcome.label(),
+            status: r.status,
+            counts: crate::lifecycle::counts_in_metrics(r.outcome, r.status),
+            swapped: r.swapped,
         })
         .collect();
     let page = TaskPage {
@@ -385,11 +686,52 @@ async fn task(
     Ok(render(&page)?.into_response())
 }
 
+#[derive(Template)]
+#[template(path = "review/disagreements.html")]
+struct DisagreementsPage {
+    layout: Layout,
+    batch_id: Uuid,
+    batch_name: String,
+    tasks: Vec<TaskSpread>,
+    rule: &'static str,
+}
+
+/// `GET /batches/{id}/disagreements`: the batch's tasks, most disagreement first.
+async fn disagreements(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(batch_id): ApiPath<Uuid>,
+) -> AppResult<Response> {
+    let (summary, tasks) = super::disagreements(&state, &lead, batch_id).await?;
+    Ok(render(&DisagreementsPage {
+        layout: page_user.layout,
+        batch_id,
+        batch_name: summary.batch.name,
+        tasks,
+        rule: disagreement::SPREAD_RULE,
+    })?
+    .into_response())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::changes;
+    use super::{View, changes, review_query};
+
+    #[test]
+    fn the_review_page_takes_a_view_beside_the_queue_filters() {
+        let (view, query) = review_query(Some("rater=r1&view=canonical")).unwrap();
+        assert_eq!(
+            (view, query.rater.as_deref()),
+            (View::Canonical, Some("r1"))
+        );
+        let (view, _) = review_query(None).unwrap();
+        assert_eq!(view, View::Shown);
+        assert!(review_query(Some("view=sideways")).is_err());
+        assert!(review_query(Some("colour=red")).is_err());
+    }
 
     #[test]
     fn changes_list_what_differs() {

@@ -14,17 +14,42 @@ use crate::lifecycle::{self, Decision, Outcome, Refusal, Status};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
-/// A rating waiting in the review queue.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+/// A rating in the review queue, with what the queue's filters and summaries read.
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueueRow {
     pub rating_id: Uuid,
     pub batch_id: Uuid,
     pub batch_name: String,
+    pub task_id: Uuid,
     pub external_id: String,
     pub rater: String,
     pub outcome: Outcome,
+    pub status: Status,
     pub submitted_at: Option<DateTime<Utc>>,
     pub version: i32,
+    /// Canonical orientation.
+    pub answers: Json<Answers>,
+}
+
+/// Which ratings the review queue holds: always finished ones in batches the lead
+/// leads, never the lead's own, never skips.
+#[derive(Debug, Clone)]
+pub struct QueueFilter {
+    pub batch: Option<Uuid>,
+    /// A rater's username.
+    pub rater: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub status: Status,
+}
+
+/// Another rating of a task in the queue, to compare a queued rating with.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Peer {
+    pub task_id: Uuid,
+    pub rating_id: Uuid,
+    pub outcome: Outcome,
+    pub status: Status,
+    pub answers: Json<Answers>,
 }
 
 /// One rater's rating of a task, for the side-by-side view.
@@ -38,6 +63,16 @@ pub struct TaskRating {
     pub answers: Json<Answers>,
     pub note: Option<String>,
     pub time_spent_s: i32,
+}
+
+/// A finished rating of a batch, for comparing the raters of each task.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct BatchRating {
+    pub external_id: String,
+    pub outcome: Outcome,
+    pub status: Status,
+    /// Canonical orientation.
+    pub answers: Json<Answers>,
 }
 
 /// A rating as exported: everything about it, answers in canonical orientation.
@@ -75,56 +110,147 @@ pub struct ExportFilter {
 }
 
 impl super::Store {
-    /// A page of the submitted ratings waiting for a decision, oldest first, in batches
-    /// `lead` leads (every batch for an admin), never the lead's own; `batch` keeps one.
+    /// Every rating of the review queue that `filter` keeps, oldest submission first,
+    /// in batches `lead` leads (every batch for an admin). The rubric's own filters
+    /// (answers, disagreement) and paging are applied over these by the caller.
     pub async fn review_queue(
         &self,
         lead: Uuid,
         role: crate::role::Role,
-        batch: Option<Uuid>,
+        filter: &QueueFilter,
+    ) -> StoreResult<Vec<QueueRow>> {
+        let sql = format!(
+            "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, r.task_id, t.external_id,
+                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers
+             {} ORDER BY r.submitted_at, r.id",
+            queue_from(role)
+        );
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, QueueRow>(&sql)
+                .bind(lead)
+                .bind(filter.batch)
+                .bind(filter.status)
+                .bind(Outcome::Skipped)
+                .bind(filter.rater.as_deref())
+                .bind(filter.outcome)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// Every finished rating (drafts aside) of the tasks that have a rating in the
+    /// queue `filter` keeps: what queued ratings are compared with.
+    pub async fn review_queue_peers(
+        &self,
+        lead: Uuid,
+        role: crate::role::Role,
+        filter: &QueueFilter,
+    ) -> StoreResult<Vec<Peer>> {
+        let sql = format!(
+            "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
+             WHERE p.status <> $7 AND p.task_id IN (SELECT r.task_id {})",
+            queue_from(role)
+        );
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, Peer>(&sql)
+                .bind(lead)
+                .bind(filter.batch)
+                .bind(filter.status)
+                .bind(Outcome::Skipped)
+                .bind(filter.rater.as_deref())
+                .bind(filter.outcome)
+                .bind(Status::Draft)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// A page of the queue `filter` keeps, read by keyset after `cursor`, with how many
+    /// ratings come before it: the path for filters the database applies alone.
+    pub async fn review_queue_page(
+        &self,
+        lead: Uuid,
+        role: crate::role::Role,
+        filter: &QueueFilter,
         cursor: Option<Cursor>,
         limit: i64,
-    ) -> StoreResult<Page<QueueRow>> {
-        let from = format!(
-            "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
-             JOIN users u ON u.id = r.rater_id
-             WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1
-               AND {} AND ($2 IS NULL OR r.batch_id = $2)",
-            super::batches::batch_filter(role)
-        );
+    ) -> StoreResult<(Page<QueueRow>, i64)> {
+        let from = queue_from(role);
         let sql = format!(
-            "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, t.external_id, u.username AS rater,
-                    r.outcome, r.submitted_at, r.version
-             {from}
-               AND ($5 IS NULL OR r.submitted_at > $5 OR (r.submitted_at = $5 AND r.id > $6))
-             ORDER BY r.submitted_at, r.id LIMIT $7"
+            "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, r.task_id, t.external_id,
+                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers
+             {from} AND ($7 IS NULL OR r.submitted_at > $7 OR (r.submitted_at = $7 AND r.id > $8))
+             ORDER BY r.submitted_at, r.id LIMIT $9"
         );
         let rows = read!(self, |pool| {
             sqlx::query_as::<_, QueueRow>(&sql)
                 .bind(lead)
-                .bind(batch)
-                .bind(Status::Submitted)
+                .bind(filter.batch)
+                .bind(filter.status)
                 .bind(Outcome::Skipped)
+                .bind(filter.rater.as_deref())
+                .bind(filter.outcome)
                 .bind(cursor.map(|c| c.at))
                 .bind(cursor.map(|c| c.id))
                 .bind(limit + 1)
                 .fetch_all(pool)
                 .await
         })?;
-        let count = format!("SELECT COUNT(*) {from}");
-        let (total,): (i64,) = read!(self, |pool| {
-            sqlx::query_as(&count)
-                .bind(lead)
-                .bind(batch)
-                .bind(Status::Submitted)
-                .bind(Outcome::Skipped)
-                .fetch_one(pool)
-                .await
-        })?;
-        Ok(Page::of(rows, limit, total, |row| Cursor {
+        let count = format!(
+            "SELECT COUNT(*) {from}
+               AND ($7 IS NULL OR r.submitted_at < $7 OR (r.submitted_at = $7 AND r.id <= $8))"
+        );
+        let counted = |upto: Option<Cursor>| {
+            let count = &count;
+            async move {
+                let (n,): (i64,) = read!(self, |pool| {
+                    sqlx::query_as(count)
+                        .bind(lead)
+                        .bind(filter.batch)
+                        .bind(filter.status)
+                        .bind(Outcome::Skipped)
+                        .bind(filter.rater.as_deref())
+                        .bind(filter.outcome)
+                        .bind(upto.map(|c| c.at))
+                        .bind(upto.map(|c| c.id))
+                        .fetch_one(pool)
+                        .await
+                })?;
+                StoreResult::Ok(n)
+            }
+        };
+        let total = counted(None).await?;
+        let before = match cursor {
+            Some(cursor) => counted(Some(cursor)).await?,
+            None => 0,
+        };
+        let page = Page::of(rows, limit, total, |row| Cursor {
             at: row.submitted_at.unwrap_or_default(),
             id: row.rating_id,
-        }))
+        });
+        Ok((page, before))
+    }
+
+    /// Every finished rating (drafts aside) of these tasks.
+    pub async fn task_peers(&self, tasks: &[Uuid]) -> StoreResult<Vec<Peer>> {
+        if tasks.is_empty() {
+            return Ok(vec![]);
+        }
+        let list = (0..tasks.len())
+            .map(|i| format!("${}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
+             WHERE p.status <> $1 AND p.task_id IN ({list})"
+        );
+        Ok(read!(self, |pool| {
+            let mut query = sqlx::query_as::<_, Peer>(&sql).bind(Status::Draft);
+            for task in tasks {
+                query = query.bind(*task);
+            }
+            query.fetch_all(pool).await
+        })?)
     }
 
     /// Records a lead's decision. `version` must be the rating's current version (409
@@ -216,6 +342,21 @@ impl super::Store {
                  WHERE r.task_id = $1 AND r.status <> $2 ORDER BY u.username",
             )
             .bind(task_id)
+            .bind(Status::Draft)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
+    /// Every finished rating of a batch (drafts aside), by task.
+    pub async fn batch_ratings(&self, batch_id: Uuid) -> StoreResult<Vec<BatchRating>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, BatchRating>(
+                "SELECT t.external_id, r.outcome, r.status, r.answers
+                 FROM ratings r JOIN tasks t ON t.id = r.task_id
+                 WHERE r.batch_id = $1 AND r.status <> $2 ORDER BY t.external_id, r.id",
+            )
+            .bind(batch_id)
             .bind(Status::Draft)
             .fetch_all(pool)
             .await
@@ -346,6 +487,20 @@ impl super::Store {
         })?;
         Ok(count)
     }
+}
+
+/// The ratings of the review queue: `$1` the lead, `$2` a batch or null, `$3` the status,
+/// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or
+/// null.
+fn queue_from(role: crate::role::Role) -> String {
+    format!(
+        "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
+         JOIN users u ON u.id = r.rater_id
+         WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1
+           AND {} AND ($2 IS NULL OR r.batch_id = $2)
+           AND ($5 IS NULL OR u.username = $5) AND ($6 IS NULL OR r.outcome = $6)",
+        super::batches::batch_filter(role)
+    )
 }
 
 /// An export row from a [`scan`] (the columns of `export_rows`' query, in order).

@@ -17,6 +17,7 @@ mod lists;
 mod pages;
 mod rating;
 mod review;
+mod review_queue;
 mod routes;
 mod rubrics;
 mod schema;

@@ -94,6 +94,14 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/review/{rating}", [303, 403, 403, 200, 200, 303]),
     ("POST", "/review/{rating}", [303, 403, 403, 400, 400, 303]),
     ("POST", "/api/v1/ratings/{rating}/review", [401, 403, 403, 422, 422, 401]),
+    ("GET", "/batches/{batch}/disagreements", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/api/v1/batches/{batch}/disagreements", [401, 403, 403, 200, 200, 401]),
+    // The confirmation step, then the bulk accept itself: the page's form lists the
+    // ratings it confirms (none here), the API's empty filters take every waiting rating
+    // of the lead's batches, so the lead's call accepts them and the admin's finds none.
+    ("GET", "/review/accept", [303, 403, 403, 200, 200, 303]),
+    ("POST", "/review/accept", [303, 403, 403, 200, 200, 303]),
+    ("POST", "/api/v1/review/accept", [401, 403, 403, 200, 200, 401]),
     // Admins only.
     ("GET", "/admin/users", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/users", [303, 403, 403, 403, 422, 303]),

@@ -1,0 +1,143 @@
+//! Bulk accept: every waiting rating the queue's filters keep, each accepted as a normal
+//! review, skipping (and reporting) those that changed since the lead saw them.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::queue::{FilterText, filters, matching};
+use super::{Decision, decide, reviewable};
+use crate::error::{AppError, AppResult};
+use crate::lifecycle;
+use crate::state::AppState;
+use crate::store::users::User;
+
+/// A rating the lead saw in the queue, with the version they saw.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Seen {
+    pub rating_id: Uuid,
+    #[schema(minimum = 1)]
+    pub version: i32,
+}
+
+/// Accept every waiting rating the queue's filters keep (the filters of `GET
+/// /api/v1/review`, status aside: only submitted ratings are accepted).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkAccept {
+    /// Only this batch (its id).
+    pub batch: Option<String>,
+    /// Only this rater's ratings (their username).
+    pub rater: Option<String>,
+    /// `rated` or `out_of_scope`.
+    pub outcome: Option<String>,
+    /// With `answer`: an answer's path, e.g. `sxs`.
+    pub question: Option<String>,
+    /// The stored value `question` must have.
+    pub answer: Option<String>,
+    /// Only ratings that disagree with the others of their task.
+    pub disagrees: Option<bool>,
+    /// The ratings the lead looked at, each with the version seen: only these are
+    /// accepted, and one that changed since (or no longer matches) is skipped. Absent:
+    /// every matching rating as it is now.
+    pub seen: Option<Vec<Seen>>,
+}
+
+/// A rating a bulk accept left alone, and why.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SkippedRating {
+    pub rating_id: Uuid,
+    pub reason: String,
+}
+
+/// What a bulk accept did.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct BulkAccepted {
+    /// How many ratings were accepted.
+    pub accepted: usize,
+    pub accepted_ids: Vec<Uuid>,
+    /// Ratings that changed meanwhile or no longer match, left as they are.
+    pub skipped: Vec<SkippedRating>,
+}
+
+/// Accepts every waiting rating `filters` keep (or those of `seen` among them), each as
+/// a normal review with its history and audit entry. A rating that changed meanwhile is
+/// skipped and reported, never overwritten.
+pub async fn accept_all(
+    state: &AppState,
+    lead: &User,
+    text: FilterText<'_>,
+    seen: Option<&[Seen]>,
+) -> AppResult<BulkAccepted> {
+    if let Some(at) = seen.and_then(|seen| seen.iter().position(|s| s.version < 1)) {
+        return Err(AppError::field(
+            &format!("seen[{at}].version"),
+            "must be at least 1: a rating's versions start at 1",
+        ));
+    }
+    let filters = filters(
+        state,
+        lead,
+        FilterText {
+            status: None,
+            ..text
+        },
+    )
+    .await?;
+    let items = matching(state, lead, &filters).await?;
+    let mut skipped = Vec::new();
+    let chosen: Vec<(Uuid, i32)> = match seen {
+        None => items.iter().map(|i| (i.rating_id, i.version)).collect(),
+        Some(seen) => {
+            let mut chosen = Vec::new();
+            for s in seen {
+                match items.iter().find(|i| i.rating_id == s.rating_id) {
+                    Some(item) if item.version == s.version => {
+                        chosen.push((s.rating_id, s.version))
+                    }
+                    Some(item) => skipped.push(SkippedRating {
+                        rating_id: s.rating_id,
+                        reason: format!(
+                            "changed since you saw it (version {} is now {})",
+                            s.version, item.version
+                        ),
+                    }),
+                    None => skipped.push(SkippedRating {
+                        rating_id: s.rating_id,
+                        reason:
+                            "no longer waits under these filters (decided or changed meanwhile)"
+                                .into(),
+                    }),
+                }
+            }
+            chosen
+        }
+    };
+    let mut accepted_ids = Vec::new();
+    for (id, version) in chosen {
+        let decision = Decision {
+            decision: lifecycle::Decision::Accept.to_string(),
+            comment: None,
+            version,
+        };
+        let outcome = match reviewable(state, id, lead).await {
+            Ok(access) => decide(state, &access, lead, &decision).await.map(|_| ()),
+            Err(err) => Err(err),
+        };
+        match outcome {
+            Ok(()) => accepted_ids.push(id),
+            Err(err @ (AppError::Conflict(_) | AppError::NotFound | AppError::Forbidden)) => {
+                skipped.push(SkippedRating {
+                    rating_id: id,
+                    reason: err.to_string(),
+                });
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(BulkAccepted {
+        accepted: accepted_ids.len(),
+        accepted_ids,
+        skipped,
+    })
+}

@@ -1,0 +1,210 @@
+//! The answer table a lead reads: one row per question, one column per answer set (the
+//! rating under review, or every rater of a task), options by their labels, rows nobody
+//! answered left out, and answers that differ from the others of their row marked.
+
+use serde_json::Value;
+
+use super::disagreement;
+use super::queue::value_text;
+use crate::rubric::{Answers, Classification, Rubric, Slot};
+
+/// A question's answer as shown to a lead: the option's label and the explanation.
+pub struct Cell {
+    pub value: String,
+    pub why: String,
+    /// Whether an answer is there at all.
+    pub answered: bool,
+    /// Whether its answer differs from the others of its row (see [`mark_differences`]).
+    pub differs: bool,
+}
+
+impl Cell {
+    /// Whether the explanation is long enough to fold away.
+    pub fn long(&self) -> bool {
+        self.why.chars().count() > LONG_EXPLANATION
+    }
+
+    /// The start of a long explanation, shown while the rest is folded.
+    pub fn why_start(&self) -> String {
+        self.why.chars().take(LONG_EXPLANATION / 2).collect()
+    }
+}
+
+/// Explanations longer than this (in characters) are folded.
+const LONG_EXPLANATION: usize = 280;
+
+/// One question across several answer sets (the two responses, or several raters).
+pub struct Row {
+    pub label: String,
+    pub cells: Vec<Cell>,
+    /// Whether any cell of the row differs from the others.
+    pub differs: bool,
+}
+
+fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
+    let holder = slot.holder(answers);
+    let value = slot.value(answers);
+    Cell {
+        value: value.map_or_else(|| "—".into(), |v| disagreement::answer_label(slot, v)),
+        answered: value.is_some(),
+        differs: false,
+        why: slot
+            .explanation_key()
+            .and_then(|key| holder.and_then(|h| h.get(&key)).and_then(Value::as_str))
+            .unwrap_or("")
+            .to_owned(),
+    }
+}
+
+pub fn row_label(slot: &Slot<'_>) -> String {
+    match slot.side() {
+        Some(side) => format!("{} · {}", side.key().to_uppercase(), slot.label()),
+        None => slot.label().to_owned(),
+    }
+}
+
+/// Marks the cells whose answer differs from the others of the row: when the answers
+/// given are not all the same, every one but the most common (all of them when no one
+/// answer is the most common).
+fn mark_differences(row: &mut Row) {
+    let given: Vec<&str> = row
+        .cells
+        .iter()
+        .filter(|c| c.answered)
+        .map(|c| c.value.as_str())
+        .collect();
+    if given.iter().all(|v| *v == given[0]) {
+        return;
+    }
+    let count = |v: &str| given.iter().filter(|w| **w == v).count();
+    let top = given.iter().map(|v| count(v)).max().unwrap_or(0);
+    let leaders: Vec<&str> = given.iter().copied().filter(|v| count(v) == top).collect();
+    let common = leaders
+        .iter()
+        .all(|v| *v == leaders[0])
+        .then(|| leaders[0].to_owned());
+    for c in row.cells.iter_mut().filter(|c| c.answered) {
+        c.differs = common.as_deref() != Some(c.value.as_str());
+    }
+    row.differs = true;
+}
+
+/// How a rating's classifications read: `Label: option, option` for each question.
+fn classification_text(questions: &[Classification], answers: &Answers) -> Option<String> {
+    let given = answers.get("classifications")?.as_object()?;
+    let parts: Vec<String> = given
+        .iter()
+        .filter_map(|(key, value)| {
+            let options = match value {
+                Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>(),
+                Value::Null => return None,
+                other => vec![value_text(other)],
+            };
+            if options.is_empty() {
+                return None;
+            }
+            let label = questions
+                .iter()
+                .find(|q| q.key == *key)
+                .map_or(key.as_str(), |q| q.label.as_str());
+            Some(format!("{label}: {}", options.join(", ")))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Rows of questions by columns of answer sets, in the orientation the sets are in.
+/// Rows nobody answered are left out; several sets have their differences marked.
+pub fn rows(rubric: &Rubric, classifications: &[Classification], sets: &[&Answers]) -> Vec<Row> {
+    let mut rows: Vec<Row> = rubric
+        .slots()
+        .iter()
+        .map(|slot| Row {
+            label: row_label(slot),
+            cells: sets.iter().map(|s| cell(slot, s)).collect(),
+            differs: false,
+        })
+        .filter(|row| row.cells.iter().any(|c| c.answered || !c.why.is_empty()))
+        .collect();
+    let classified: Vec<Option<String>> = sets
+        .iter()
+        .map(|s| classification_text(classifications, s))
+        .collect();
+    if classified.iter().any(Option::is_some) {
+        rows.push(Row {
+            label: "Classifications".into(),
+            cells: classified
+                .into_iter()
+                .map(|text| Cell {
+                    answered: text.is_some(),
+                    value: text.unwrap_or_else(|| "—".into()),
+                    why: String::new(),
+                    differs: false,
+                })
+                .collect(),
+            differs: false,
+        });
+    }
+    if sets.len() > 1 {
+        rows.iter_mut().for_each(mark_differences);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::rows;
+    use crate::rubric::{Answers, Classification, by_name};
+
+    fn set(value: serde_json::Value) -> Answers {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn rows_show_labels_leave_out_unanswered_questions_and_mark_the_odd_one_out() {
+        let blackhat = by_name("blackhat").unwrap();
+        let two = set(json!({"sxs": 2, "sxs_explanation": "A runs."}));
+        let six = set(json!({"sxs": 6}));
+        let found = rows(blackhat, &[], &[&two, &two, &six]);
+        assert_eq!(found.len(), 1, "only the score was answered");
+        let row = &found[0];
+        let values: Vec<&str> = row.cells.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(values, ["A better", "A better", "B better"]);
+        let differs: Vec<bool> = row.cells.iter().map(|c| c.differs).collect();
+        assert_eq!(differs, [false, false, true]);
+        assert!(row.differs);
+        assert_eq!(row.cells[0].why, "A runs.");
+
+        let tied = rows(blackhat, &[], &[&two, &six]);
+        assert!(
+            tied[0].cells.iter().all(|c| c.differs),
+            "no answer is the most common"
+        );
+        let alone = rows(blackhat, &[], &[&six]);
+        assert!(!alone[0].differs, "one rating differs from nothing");
+    }
+
+    #[test]
+    fn classifications_read_as_labelled_lists_and_only_when_given() {
+        let blackhat = by_name("blackhat").unwrap();
+        let language = Classification {
+            key: "language".into(),
+            label: "Language".into(),
+            multiple: true,
+            required: false,
+            options: vec!["python".into(), "rust".into()],
+        };
+        let classified =
+            set(json!({"sxs": 4, "classifications": {"language": ["python", "rust"]}}));
+        let plain = set(json!({"sxs": 4}));
+        let found = rows(blackhat, &[language], &[&classified, &plain]);
+        let last = found.last().unwrap();
+        assert_eq!(last.label, "Classifications");
+        assert_eq!(last.cells[0].value, "Language: python, rust");
+        assert!(!last.cells[1].answered);
+        let without = rows(blackhat, &[], &[&plain]);
+        assert!(without.iter().all(|r| r.label != "Classifications"));
+    }
+}

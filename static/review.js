@@ -1,0 +1,67 @@
+// The lead's keys. On the review queue, j and k move between rows and Enter opens the
+// focused one (it is the row's link). On a rating, a accepts, x rejects and r returns:
+// it picks "return" and puts the cursor in the comment box, where Ctrl+Enter sends the
+// form. Keys typed into a field, or with a modifier, are left alone.
+(() => {
+  "use strict";
+
+  const typing = (target) => target.closest("input, textarea, select, [contenteditable]");
+  const modified = (event) => event.ctrlKey || event.metaKey || event.altKey;
+
+  const rows = [...document.querySelectorAll(".review-queue tbody tr")];
+  if (rows.length) {
+    let current = -1;
+    const select = (index) => {
+      current = Math.max(0, Math.min(rows.length - 1, index));
+      rows.forEach((row, i) => row.classList.toggle("current", i === current));
+      rows[current].querySelector("a.review-open").focus();
+    };
+    document.addEventListener("keydown", (event) => {
+      if (modified(event) || typing(event.target)) return;
+      if (event.key === "j") select(current + 1);
+      else if (event.key === "k") select(current - 1);
+      else return;
+      event.preventDefault();
+    });
+  }
+
+  const form = document.getElementById("decision-form");
+  if (form) {
+    const comment = form.querySelector('textarea[name="comment"]');
+    const choose = (value) => {
+      form.querySelector(`input[name="decision"][value="${value}"]`).checked = true;
+    };
+    document.addEventListener("keydown", (event) => {
+      if (modified(event) || typing(event.target)) return;
+      if (event.key === "a" || event.key === "x") {
+        choose(event.key === "a" ? "accept" : "reject");
+        form.requestSubmit();
+      } else if (event.key === "r") {
+        choose("return");
+        comment.focus();
+      } else return;
+      event.preventDefault();
+    });
+    comment.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit();
+      } else if (event.key === "Escape") {
+        comment.blur();
+      }
+    });
+    // Returning needs a comment: say so beside the box instead of sending the form
+    // (the server refuses it too, with the same words).
+    const hint = document.getElementById("comment-needed");
+    form.addEventListener("submit", (event) => {
+      const returning = form.querySelector('input[name="decision"][value="return"]').checked;
+      const missing = returning && !comment.value.trim();
+      hint.hidden = !missing;
+      comment.setAttribute("aria-invalid", String(missing));
+      if (missing) {
+        event.preventDefault();
+        comment.focus();
+      }
+    });
+  }
+})();
