@@ -1,6 +1,6 @@
 // An automated accessibility check (axe-core, from npm, run inside each page) of the
 // pages raters and leads spend their day on: the queue, the rating form, the revise
-// page, the review queue and a rating under review, the disagreement view and the
+// page, the review queue and a rating under review, the disagreement views and the
 // batch's dashboard, on a laptop screen and on a phone. No serious or critical
 // violation is allowed.
 import assert from "node:assert/strict";
@@ -79,7 +79,7 @@ for (const [screen, viewport] of [["laptop", { width: 1366, height: 900 }], ["ph
     const lead = await signedIn("lead", viewport);
     await lead.goto(`${env.server.base}/review`);
     await check(lead, "the review queue");
-    const review = lead.locator('a[href^="/review/"]').first();
+    const review = lead.locator("a.review-open").first();
     await review.waitFor();
     await Promise.all([lead.waitForNavigation(), review.click()]);
     await check(lead, "a rating under review");
@@ -87,6 +87,8 @@ for (const [screen, viewport] of [["laptop", { width: 1366, height: 900 }], ["ph
     await Promise.all([lead.waitForNavigation(), lead.locator('a[href^="/batches/"]', { hasText: "Demo: coding answers" }).click()]);
     await check(lead, "the batch's dashboard");
     const batch = new URL(lead.url()).pathname;
+    await lead.goto(`${env.server.base}${batch}/disagreements`);
+    await check(lead, "the batch's tasks by disagreement");
     await lead.goto(`${env.server.base}${batch}/tasks/demo-001`);
     await check(lead, "a task's ratings side by side");
   });

@@ -29,7 +29,7 @@ test("a rater revises a returned rating by keyboard, with autosave, timer and a 
 
   const lead = await signedIn("lead");
   await lead.goto(`${env.server.base}/review`);
-  await Promise.all([lead.waitForNavigation(), lead.locator('a[href^="/review/"]').first().click()]);
+  await Promise.all([lead.waitForNavigation(), lead.locator("a.review-open").first().click()]);
   await lead.check('input[name="decision"][value="return"]');
   await lead.fill('textarea[name="comment"]', "B's version raises on an empty list; look again.");
   await Promise.all([lead.waitForNavigation(), lead.locator('form.review-form button[type="submit"]').click()]);
