@@ -113,7 +113,7 @@ for (const screen of SCREENS) {
     assert.deepEqual(await page.problems(), []);
   });
 
-  test(`${screen.name}: Copy buttons stay inside their code block's box, however far it scrolls`, async () => {
+  test(`${screen.name}: Copy buttons stay inside their code block's box; Ctrl+Enter in the out-of-scope box marks it`, async () => {
     const page = await onForm(screen, "rater2", "Demo: coding answers");
     const boxes = page.locator(".rendered .code-box");
     const count = await boxes.count();
@@ -147,6 +147,18 @@ for (const screen of SCREENS) {
       // Keyboard scrolling is animated: wait for it to move.
       await page.waitForFunction((el) => el.scrollLeft > 0, wide, { timeout: 5000 });
     }
+    // Ctrl+Enter in the out-of-scope box marks the task out of scope (not a submit of
+    // the unfinished rating), and the next task opens.
+    const task = page.url();
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("o");
+    await page.keyboard.type("The prompt asks for a poem about loops, not for code.");
+    await page.keyboard.down("Control");
+    await Promise.all([page.waitForNavigation(), page.keyboard.press("Enter")]);
+    await page.keyboard.up("Control");
+    assert.notEqual(page.url(), task, "on to the next task");
+    await page.goto(`${env.server.base}/ratings`);
+    assert.match(await page.locator("tbody tr").first().textContent(), /out of scope\s+submitted/);
     assert.deepEqual(await page.problems(), []);
   });
 

@@ -6,9 +6,9 @@ import { login, startDemo, suite, watchedPage } from "./harness.mjs";
 
 const env = suite(startDemo);
 
-async function signedIn(username) {
+async function signedIn(username, viewport = { width: 1400, height: 1000 }) {
   const page = await watchedPage(env.browser);
-  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.setViewportSize(viewport);
   await login(page, env.server.base, username, env.server.passwords[username]);
   return page;
 }
@@ -90,16 +90,22 @@ async function submitThroughApi(username, count, sxs) {
   return done;
 }
 
-test("a lead filters the queue and works it with the keyboard alone", async () => {
-  await submitThroughApi("rater1", 3, 2);
-  await submitThroughApi("rater2", 1, 3);
-  const lead = await signedIn("lead");
+// On a laptop and on a phone: each run filters to one rater, who has three ratings
+// waiting (the phone's run counts the one the laptop's left), and leaves the other's one.
+for (const [screen, viewport, rater, other, before] of [
+  ["laptop", { width: 1366, height: 900 }, "rater1", "rater2", 0],
+  ["phone", { width: 390, height: 844 }, "rater2", "rater1", 1],
+]) {
+test(`${screen}: a lead filters the queue and works it with the keyboard alone`, async () => {
+  await submitThroughApi(rater, 3 - before, 2);
+  await submitThroughApi(other, 1, 3);
+  const lead = await signedIn("lead", viewport);
   await lead.goto(`${env.server.base}/review`);
-  // Filter to rater1's ratings: type the name and press Enter. No clicks from here on.
+  // Filter to the rater's ratings: type the name and press Enter. No clicks from here on.
   await lead.focus('input[name="rater"]');
-  await lead.keyboard.type("rater1");
+  await lead.keyboard.type(rater);
   await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Enter")]);
-  assert.equal(new URL(lead.url()).searchParams.get("rater"), "rater1");
+  assert.equal(new URL(lead.url()).searchParams.get("rater"), rater);
   assert.match(await lead.textContent(".range"), /1–3 of 3/);
   assert.match(await lead.textContent(".review-queue tbody"), /A better/, "the score's label in each row");
 
@@ -115,7 +121,7 @@ test("a lead filters the queue and works it with the keyboard alone", async () =
   await Promise.all([lead.waitForNavigation(), lead.keyboard.press("a")]);
   let at = new URL(lead.url());
   assert.match(at.pathname, /^\/review\/[0-9a-f-]{36}$/);
-  assert.equal(at.searchParams.get("rater"), "rater1", "the filters travel along");
+  assert.equal(at.searchParams.get("rater"), rater, "the filters travel along");
   assert.ok(!visited.includes(at.pathname));
   visited.push(at.pathname);
 
@@ -137,7 +143,7 @@ test("a lead filters the queue and works it with the keyboard alone", async () =
   await Promise.all([lead.waitForNavigation(), lead.keyboard.press("x")]);
   at = new URL(lead.url());
   assert.equal(at.pathname, "/review");
-  assert.equal(at.searchParams.get("rater"), "rater1");
+  assert.equal(at.searchParams.get("rater"), rater);
   assert.match(await lead.textContent("main"), /Queue empty/);
 
   const statuses = await lead.evaluate(async (ids) => Promise.all(ids.map(async (path) => {
@@ -146,6 +152,7 @@ test("a lead filters the queue and works it with the keyboard alone", async () =
   })), visited);
   assert.deepEqual(statuses, ["accepted", "returned", "rejected"]);
   const waiting = await lead.evaluate(async () => (await (await fetch("/api/v1/review")).json()).total);
-  assert.equal(waiting, 1, "rater2's rating still waits");
+  assert.equal(waiting, 1, `${other}'s rating still waits`);
   assert.deepEqual(await lead.problems(), []);
 });
+}

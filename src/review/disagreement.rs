@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use crate::metrics::stats::median;
 use crate::rubric::{Answer, Answers, Favours, Role, Rubric, Slot};
 
 /// The rule the queue's "disagrees with others" filter applies, as the page states it.
@@ -98,19 +99,6 @@ pub fn measures(rubric: &Rubric) -> Vec<Measure<'_>> {
         .collect()
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 0 {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    })
-}
-
 /// Whether `mine` disagrees with `others` (the other counted ratings of the same task)
 /// by [`RULE`]. With no other rating that answered a question, there is nothing to
 /// disagree with on it.
@@ -119,11 +107,11 @@ pub fn disagrees(rubric: &Rubric, mine: &Answers, others: &[&Answers]) -> bool {
         let Some(own) = m.points(mine) else {
             return false;
         };
-        let theirs: Vec<f64> = others.iter().filter_map(|o| m.points(o)).collect();
+        let mut theirs: Vec<f64> = others.iter().filter_map(|o| m.points(o)).collect();
         if m.options {
             most_common(&theirs).is_some_and(|common| !common.contains(&own))
         } else {
-            median(theirs).is_some_and(|mid| (own - mid).abs() > 1.0)
+            median(&mut theirs).is_some_and(|mid| (own - mid).abs() > 1.0)
         }
     })
 }
