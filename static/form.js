@@ -318,7 +318,8 @@
   }
   // The answers' pane follows the form: a question about response A or B brings that
   // response into view if none of it shows (on a phone they are one above the other),
-  // back where the rater last read it; any other question, whichever response is nearer.
+  // back where the rater last read it; any other question, the first response when
+  // neither shows.
   const answersPane = document.getElementById("answers-pane");
   const responses = answersPane ? [...answersPane.querySelectorAll(".response")] : [];
   const readAt = {};
