@@ -109,6 +109,19 @@ pub struct ExportFilter {
     pub submitted_until: Option<DateTime<Utc>>,
 }
 
+/// Binds a lead and a queue filter to `$1`..`$6` of [`queue_from`], in its order.
+macro_rules! bind_queue {
+    ($query:expr, $lead:expr, $filter:expr) => {
+        $query
+            .bind($lead)
+            .bind($filter.batch)
+            .bind($filter.status)
+            .bind(Outcome::Skipped)
+            .bind($filter.rater.as_deref())
+            .bind($filter.outcome)
+    };
+}
+
 impl super::Store {
     /// Every rating of the review queue that `filter` keeps, oldest submission first,
     /// in batches `lead` leads (every batch for an admin). The rubric's own filters
@@ -126,13 +139,7 @@ impl super::Store {
             queue_from(role)
         );
         Ok(read!(self, |pool| {
-            sqlx::query_as::<_, QueueRow>(&sql)
-                .bind(lead)
-                .bind(filter.batch)
-                .bind(filter.status)
-                .bind(Outcome::Skipped)
-                .bind(filter.rater.as_deref())
-                .bind(filter.outcome)
+            bind_queue!(sqlx::query_as::<_, QueueRow>(&sql), lead, filter)
                 .fetch_all(pool)
                 .await
         })?)
@@ -152,13 +159,7 @@ impl super::Store {
             queue_from(role)
         );
         Ok(read!(self, |pool| {
-            sqlx::query_as::<_, Peer>(&sql)
-                .bind(lead)
-                .bind(filter.batch)
-                .bind(filter.status)
-                .bind(Outcome::Skipped)
-                .bind(filter.rater.as_deref())
-                .bind(filter.outcome)
+            bind_queue!(sqlx::query_as::<_, Peer>(&sql), lead, filter)
                 .bind(Status::Draft)
                 .fetch_all(pool)
                 .await
@@ -183,13 +184,7 @@ impl super::Store {
              ORDER BY r.submitted_at, r.id LIMIT $9"
         );
         let rows = read!(self, |pool| {
-            sqlx::query_as::<_, QueueRow>(&sql)
-                .bind(lead)
-                .bind(filter.batch)
-                .bind(filter.status)
-                .bind(Outcome::Skipped)
-                .bind(filter.rater.as_deref())
-                .bind(filter.outcome)
+            bind_queue!(sqlx::query_as::<_, QueueRow>(&sql), lead, filter)
                 .bind(cursor.map(|c| c.at))
                 .bind(cursor.map(|c| c.id))
                 .bind(limit + 1)
@@ -204,13 +199,7 @@ impl super::Store {
             let count = &count;
             async move {
                 let (n,): (i64,) = read!(self, |pool| {
-                    sqlx::query_as(count)
-                        .bind(lead)
-                        .bind(filter.batch)
-                        .bind(filter.status)
-                        .bind(Outcome::Skipped)
-                        .bind(filter.rater.as_deref())
-                        .bind(filter.outcome)
+                    bind_queue!(sqlx::query_as(count), lead, filter)
                         .bind(upto.map(|c| c.at))
                         .bind(upto.map(|c| c.id))
                         .fetch_one(pool)
@@ -491,7 +480,7 @@ impl super::Store {
 
 /// The ratings of the review queue: `$1` the lead, `$2` a batch or null, `$3` the status,
 /// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or
-/// null.
+/// null, bound in that order by `bind_queue!`.
 fn queue_from(role: crate::role::Role) -> String {
     format!(
         "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
