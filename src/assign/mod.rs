@@ -184,11 +184,8 @@ fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i3
     let questions = &owned.batch.classifications.0;
     let mut answers =
         rubric::validate(&owned.rubric, questions, input, mode, min).map_err(AppError::invalid)?;
-    let time = answers
-        .remove("time_spent_s")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(0);
-    let time = i32::try_from(time).unwrap_or(i32::MAX);
+    // Checked by `validate`: a whole number of seconds in range.
+    let time = rubric::take_time_spent(&mut answers).unwrap_or(0);
     Ok((
         rubric::orient(&owned.rubric, answers, owned.assignment.swapped),
         time,

@@ -168,12 +168,8 @@ pub async fn save_revision_draft(
         min,
     )
     .map_err(AppError::invalid)?;
-    // Checked by `validate`, so a whole number in range.
-    let time = answers
-        .remove("time_spent_s")
-        .and_then(|t| t.as_i64())
-        .and_then(|t| i32::try_from(t).ok())
-        .unwrap_or(0);
+    // Checked by `validate`: a whole number of seconds in range.
+    let time = rubric::take_time_spent(&mut answers).unwrap_or(0);
     let draft = serde_json::json!({
         "answers": rubric::orient(&access.rubric, answers, access.turn()),
         "explanation": explanation,

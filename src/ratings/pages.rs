@@ -258,11 +258,7 @@ async fn revise(
         Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}?sent=1")).into_response()),
         Err(AppError::Validation { fields, .. }) => {
             let mut answers = input.as_object().cloned().unwrap_or_default();
-            let time = answers
-                .remove("time_spent_s")
-                .and_then(|t| t.as_i64())
-                .and_then(|t| i32::try_from(t).ok())
-                .unwrap_or(0);
+            let time = crate::rubric::take_time_spent(&mut answers).unwrap_or(0);
             let shown = Shown::Refused(answers, fields, time);
             let page = page(&state, &access, page_user.layout, shown, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())

@@ -50,6 +50,15 @@ pub const MAX_TEXT_CHARS: usize = 20_000;
 /// The most time a rating may claim, a week: anything more is a broken clock.
 pub const MAX_TIME_SPENT_S: i64 = 7 * 24 * 3600;
 
+/// Takes the active time out of answers, where a form or a request carries it (it is
+/// stored in a column of its own): `None` when absent or not a number of seconds.
+pub fn take_time_spent(answers: &mut Answers) -> Option<i32> {
+    answers
+        .remove("time_spent_s")
+        .and_then(|t| t.as_i64())
+        .and_then(|t| i32::try_from(t).ok())
+}
+
 /// Active time as a rating, a skip or an out-of-scope mark carries it: whole seconds
 /// from 0 to [`MAX_TIME_SPENT_S`].
 pub fn time_spent(value: &Value) -> Result<i32, String> {

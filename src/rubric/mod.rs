@@ -17,8 +17,8 @@ mod answers;
 pub mod document;
 
 pub use answers::{
-    Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, orient, time_spent,
-    validate, warnings,
+    Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, orient,
+    take_time_spent, time_spent, validate, warnings,
 };
 
 /// A rating form, as its document declares it.
