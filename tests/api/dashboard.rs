@@ -4,15 +4,10 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with};
+use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, page_text};
 
 async fn page(app: &TestApp, browser: &reqwest::Client, batch: &str) -> String {
-    let page = browser
-        .get(app.url(&format!("/batches/{batch}")))
-        .go()
-        .await;
-    assert_eq!(page.status(), StatusCode::OK);
-    page.text().await.unwrap()
+    page_text(app, browser, &format!("/batches/{batch}")).await
 }
 
 /// Every chart of a page, as its SVG text.

@@ -370,6 +370,13 @@ pub fn csrf_token(html: &str) -> String {
 }
 
 /// The JSON body of a response, with its status checked first.
+/// The HTML of a page, which must load (200) for whoever `browser` is signed in as.
+pub async fn page_text(app: &TestApp, browser: &Client, path: &str) -> String {
+    let response = browser.get(app.url(path)).go().await;
+    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+    response.text().await.unwrap()
+}
+
 pub async fn json_with(response: reqwest::Response, status: StatusCode) -> serde_json::Value {
     let got = response.status();
     let text = response.text().await.expect("body");

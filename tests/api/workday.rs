@@ -2,11 +2,12 @@
 //! ratings counted where the rater looks, revisions saved as they are written, progress
 //! with its denominator, and tasks no rater is left for flagged to leads.
 
-use reqwest::{Client, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, tasks_jsonl,
+    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, page_text as page,
+    tasks_jsonl,
 };
 
 fn assignment_id(next: &Value) -> String {
@@ -22,12 +23,6 @@ async fn rating_of(app: &TestApp, who: &Persona, rating: &str) -> Value {
         StatusCode::OK,
     )
     .await
-}
-
-async fn page(app: &TestApp, browser: &Client, path: &str) -> String {
-    let response = browser.get(app.url(path)).go().await;
-    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
-    response.text().await.unwrap()
 }
 
 async fn skips_and_out_of_scope_keep_the_time_spent(app: &TestApp) {
