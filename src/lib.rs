@@ -40,6 +40,7 @@ pub mod fields;
 pub mod heavy;
 pub mod home;
 pub mod import;
+pub mod judge;
 pub mod lifecycle;
 pub mod metrics;
 pub mod ratings;
