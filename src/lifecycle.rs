@@ -189,6 +189,63 @@ named! {
     }
 }
 
+named! {
+    /// Who made a rating: a person, or an LLM judge through its account. Judge ratings
+    /// are kept out of every human figure (metrics, agreement, review, progress).
+    RaterKind("rater kind") {
+        Human = "human",
+        Judge = "judge",
+    }
+}
+
+named! {
+    /// Where a judge run stands.
+    RunStatus("run status") {
+        /// Asking: a worker sends the calls still to make.
+        Running = "running",
+        /// Stopped by an admin; resuming asks only what it does not have yet.
+        Paused = "paused",
+        /// Stopped for good; what was answered is kept.
+        Cancelled = "cancelled",
+        /// Every call made (some may have failed; resuming asks those again).
+        Finished = "finished",
+    }
+}
+
+impl RunStatus {
+    /// Whether the run still holds its judge and batch (one open run per pair).
+    pub fn is_open(self) -> bool {
+        matches!(self, RunStatus::Running | RunStatus::Paused)
+    }
+
+    pub fn can_pause(self) -> bool {
+        self == RunStatus::Running
+    }
+
+    /// A paused run resumes; so does a finished one, to ask again the calls that failed.
+    pub fn can_resume(self) -> bool {
+        matches!(self, RunStatus::Paused | RunStatus::Finished)
+    }
+
+    pub fn can_cancel(self) -> bool {
+        self.is_open()
+    }
+}
+
+named! {
+    /// What became of one judge call.
+    CallStatus("call status") {
+        /// Every answer read and accepted by the rubric.
+        Answered = "answered",
+        /// The endpoint answered, but not every answer could be read: nothing of it is a
+        /// score. It is never asked again (the output is kept to see why).
+        Unparsed = "unparsed",
+        /// The endpoint never answered usefully (errors, time-outs, retries spent); asked
+        /// again when the run resumes.
+        Failed = "failed",
+    }
+}
+
 impl Status {
     /// The statuses a finished rating can have (every one but `draft`): what an export
     /// may be filtered by.

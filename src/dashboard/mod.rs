@@ -65,9 +65,18 @@ pub async fn compute(
         .store()
         .for_each_rating(id, |row| acc.add(&row))
         .await?;
-    let metrics = tokio::task::spawn_blocking(move || acc.finish(tasks))
-        .await
-        .map_err(AppError::internal)?;
+    let calls = state.store().judge_call_facts(id).await?;
+    let judged = Arc::clone(&rubric);
+    let min_explanation = usize::try_from(summary.batch.min_explanation_len).unwrap_or(0);
+    let metrics = tokio::task::spawn_blocking(move || {
+        let judges = acc.judges(&judged, min_explanation, &calls);
+        Metrics {
+            judges,
+            ..acc.finish(tasks)
+        }
+    })
+    .await
+    .map_err(AppError::internal)?;
     drop(turn);
     let view = crate::batches::view(state, summary, lead).await?;
     Ok((view, metrics, rubric))

@@ -29,6 +29,8 @@ use crate::rubric::{Answer, Favours, Role, Rubric, Slot, Subject};
 
 pub mod agreement;
 pub mod bradley_terry;
+pub mod judges;
+pub mod pairwise;
 pub mod stats;
 
 use agreement::Agreement;
@@ -216,6 +218,10 @@ pub struct Metrics {
     pub position_bias: Option<PositionBias>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub models: Option<Models>,
+    /// Each LLM judge beside the raters, by name (absent when no judge has run over the
+    /// batch). Judge ratings count in nothing above.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub judges: BTreeMap<String, judges::JudgeMetrics>,
 }
 
 /// How metrics read a question beyond its distribution and agreement.
@@ -776,6 +782,7 @@ impl Accumulator {
             raters,
             position_bias,
             models,
+            judges: BTreeMap::new(),
         }
     }
 

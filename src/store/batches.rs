@@ -159,7 +159,7 @@ fn progress_sql(rater: &str) -> String {
            - (SELECT COUNT(DISTINCT a.task_id) FROM assignments a JOIN tasks t ON t.id = a.task_id
               WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE) AS tasks_done,
          (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
-              AND r.status IN ({FINISHED}) AND r.outcome = 'rated') AS rated,
+              AND r.status IN ({FINISHED}) AND r.outcome = 'rated' AND r.rater_kind = 'human') AS rated,
          (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
               AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'out_of_scope') AS out_of_scope,
          (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
@@ -512,7 +512,7 @@ impl super::Store {
         let rows: Vec<(String,)> = read!(self, |pool| {
             sqlx::query_as(
                 "SELECT DISTINCT u.username FROM ratings r JOIN users u ON u.id = r.rater_id
-                 WHERE r.batch_id = $1 ORDER BY u.username",
+                 WHERE r.batch_id = $1 AND r.rater_kind = 'human' ORDER BY u.username",
             )
             .bind(id)
             .fetch_all(pool)

@@ -21,6 +21,7 @@ pub mod assignments;
 pub mod audit;
 pub mod batches;
 pub mod group;
+pub mod judges;
 pub mod login_attempts;
 pub mod page;
 pub mod ratings;

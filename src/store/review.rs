@@ -155,7 +155,7 @@ impl super::Store {
     ) -> StoreResult<Vec<Peer>> {
         let sql = format!(
             "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
-             WHERE p.status <> $7 AND p.task_id IN (SELECT r.task_id {})",
+             WHERE p.status <> $7 AND p.rater_kind = 'human' AND p.task_id IN (SELECT r.task_id {})",
             queue_from(role)
         );
         Ok(read!(self, |pool| {
@@ -231,7 +231,7 @@ impl super::Store {
             .join(", ");
         let sql = format!(
             "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
-             WHERE p.status <> $1 AND p.task_id IN ({list})"
+             WHERE p.status <> $1 AND p.rater_kind = 'human' AND p.task_id IN ({list})"
         );
         Ok(read!(self, |pool| {
             let mut query = sqlx::query_as::<_, Peer>(&sql).bind(Status::Draft);
@@ -328,7 +328,7 @@ impl super::Store {
                 "SELECT r.id AS rating_id, u.username AS rater, r.outcome, r.status, a.swapped, r.answers,
                         r.note, r.time_spent_s
                  FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
-                 WHERE r.task_id = $1 AND r.status <> $2 ORDER BY u.username",
+                 WHERE r.task_id = $1 AND r.status <> $2 AND r.rater_kind = 'human' ORDER BY u.username",
             )
             .bind(task_id)
             .bind(Status::Draft)
@@ -343,7 +343,8 @@ impl super::Store {
             sqlx::query_as::<_, BatchRating>(
                 "SELECT t.external_id, r.outcome, r.status, r.answers
                  FROM ratings r JOIN tasks t ON t.id = r.task_id
-                 WHERE r.batch_id = $1 AND r.status <> $2 ORDER BY t.external_id, r.id",
+                 WHERE r.batch_id = $1 AND r.status <> $2 AND r.rater_kind = 'human'
+                 ORDER BY t.external_id, r.id",
             )
             .bind(batch_id)
             .bind(Status::Draft)
@@ -368,7 +369,8 @@ impl super::Store {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Feeds every rating of a batch, drafts included, to `each`, one row at a time.
+    /// Feeds every human rating of a batch, drafts included, to `each`, one row at a
+    /// time (judges' ratings are measured apart: see `metrics::judges`).
     pub async fn for_each_rating(
         &self,
         batch_id: Uuid,
@@ -379,7 +381,7 @@ impl super::Store {
                           t.model_a, t.model_b
                    FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    JOIN tasks t ON t.id = r.task_id
-                   WHERE r.batch_id = $1";
+                   WHERE r.batch_id = $1 AND r.rater_kind = 'human'";
         if let Some(path) = self.sqlite_path() {
             let facts = |row: &rusqlite::Row| {
                 Ok(RatingFacts {
@@ -485,7 +487,7 @@ fn queue_from(role: crate::role::Role) -> String {
     format!(
         "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
          JOIN users u ON u.id = r.rater_id
-         WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1
+         WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1 AND r.rater_kind = 'human'
            AND {} AND ($2 IS NULL OR r.batch_id = $2)
            AND ($5 IS NULL OR u.username = $5) AND ($6 IS NULL OR r.outcome = $6)",
         super::batches::batch_filter(role)

@@ -1,4 +1,6 @@
-//! Users: accounts, roles and activation.
+//! Users: accounts, roles and activation. Judges' accounts (kind `judge`) are not
+//! people's: every lookup here passes them over, so they never sign in, take a token,
+//! join a batch or show in user management.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -56,7 +58,7 @@ impl super::Store {
     }
 
     pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1 AND kind = 'human'");
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, User>(&sql)
                 .bind(id)
@@ -66,7 +68,8 @@ impl super::Store {
     }
 
     pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<User>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1");
+        let sql =
+            format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1 AND kind = 'human'");
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, User>(&sql)
                 .bind(username)
@@ -83,7 +86,9 @@ impl super::Store {
             user: User,
             password_hash: String,
         }
-        let sql = format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE username = $1");
+        let sql = format!(
+            "SELECT {USER_COLUMNS}, password_hash FROM users WHERE username = $1 AND kind = 'human'"
+        );
         let row = read!(self, |pool| {
             sqlx::query_as::<_, Credentials>(&sql)
                 .bind(username)
@@ -94,7 +99,8 @@ impl super::Store {
     }
 
     pub async fn list_users(&self) -> StoreResult<Vec<User>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY username");
+        let sql =
+            format!("SELECT {USER_COLUMNS} FROM users WHERE kind = 'human' ORDER BY username");
         Ok(read!(self, |pool| sqlx::query_as::<_, User>(&sql)
             .fetch_all(pool)
             .await)?)
