@@ -12,7 +12,8 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::{
-    assign, audit, batches, dashboard, error, export, ratings, review, rubrics, store, users,
+    assign, audit, batches, dashboard, error, export, judges, ratings, review, rubrics, store,
+    users,
 };
 
 /// The document's frame: what it says of itself, its security schemes and shared
@@ -116,6 +117,7 @@ pub fn routes() -> ApiRouter {
         .merge(audit::api_router())
         .merge(dashboard::api_router())
         .merge(rubrics::api_router())
+        .merge(judges::api_router())
 }
 
 /// The API's routes, and its OpenAPI document (with the errors every route shares).

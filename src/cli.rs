@@ -40,6 +40,9 @@ enum Command {
     /// Manage rubric documents.
     #[command(subcommand)]
     Rubric(RubricCommand),
+    /// Manage LLM judges and run them over batches.
+    #[command(subcommand)]
+    Judge(JudgeCommand),
     /// Import tasks from a file into a new or existing batch.
     Import(ImportArgs),
     /// Export a batch's ratings (canonical orientation, one row per rating).
@@ -49,6 +52,49 @@ enum Command {
     Backup(BackupArgs),
     /// Run a demo: a fresh database with demo accounts and a demo batch.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum JudgeCommand {
+    /// Configure a judge: an OpenAI-compatible endpoint (`--base-url
+    /// http://127.0.0.1:8081/v1`) and model. Its API key is read from an environment
+    /// variable of the server (`--api-key-env`); none for a local server.
+    Add {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        base_url: String,
+        #[arg(long)]
+        model: String,
+        #[arg(long)]
+        api_key_env: Option<String>,
+        #[arg(long)]
+        temperature: Option<f64>,
+        #[arg(long)]
+        max_tokens: Option<u32>,
+        #[arg(long)]
+        seed: Option<i64>,
+        /// Constrain outputs to the answer's JSON schema (`response_format`).
+        #[arg(long)]
+        structured_output: bool,
+        #[arg(long)]
+        concurrency: Option<u32>,
+        #[arg(long)]
+        requests_per_minute: Option<u32>,
+    },
+    /// List the judges.
+    List,
+    /// Run a judge over a batch here, with a progress bar, until every call is made.
+    /// An open run of the judge over the batch is resumed (after Ctrl-C, or a pause):
+    /// it asks only what it does not have yet.
+    Run {
+        /// The batch's name.
+        #[arg(long)]
+        batch: String,
+        /// The judge's name.
+        #[arg(long)]
+        judge: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +192,11 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_MAX_HEAVY_READS",
           value_parser = clap::value_parser!(u64).range(1..))]
     max_heavy_reads: Option<u64>,
+    /// A judge run whose worker has been silent this long is taken over (another
+    /// instance, or this one after a restart, works it on).
+    #[arg(long, env = "VERDICT_JUDGE_LEASE_S", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(2..))]
+    judge_lease_s: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -268,6 +319,7 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::User(cmd) => user(&store, cmd).await,
         Command::Token(cmd) => token(&store, cmd).await,
         Command::Rubric(cmd) => rubric(&store, cmd).await,
+        Command::Judge(cmd) => judge(&store, cmd).await,
         Command::Import(args) => import(&store, args).await,
         Command::Export(args) => export(&store, args).await,
         Command::Backup(args) => backup(&store, &args, &cli.database_url).await,
@@ -325,6 +377,9 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
         ..Config::default()
     };
     let config = Config {
+        judge_lease: std::time::Duration::from_secs(args.judge_lease_s),
+        sealing_key: crate::credentials::sealed::SealingKey::from_env()
+            .map_err(anyhow::Error::msg)?,
         max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
@@ -594,6 +649,139 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
 }
 
 /// An application error as command-line text, with every bad field or record.
+async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
+    use crate::lifecycle::RunStatus;
+    let key = crate::credentials::sealed::SealingKey::from_env().map_err(anyhow::Error::msg)?;
+    match cmd {
+        JudgeCommand::Add {
+            name,
+            base_url,
+            model,
+            api_key_env,
+            temperature,
+            max_tokens,
+            seed,
+            structured_output,
+            concurrency,
+            requests_per_minute,
+        } => {
+            let body = serde_json::json!({
+                "name": name, "base_url": base_url, "model": model, "api_key_env": api_key_env,
+                "temperature": temperature, "max_tokens": max_tokens, "seed": seed,
+                "structured_output": structured_output, "concurrency": concurrency,
+                "requests_per_minute": requests_per_minute,
+            });
+            let (_, settings) = crate::judges::read_settings(store, key.as_ref(), &body, None)
+                .await
+                .map_err(|e| describe(e.into()))?;
+            let judge = store.create_judge(&name, &settings).await?;
+            crate::audit::record_in(
+                store,
+                crate::audit::Actor::Cli,
+                "judge.create",
+                &judge.name,
+                serde_json::json!({"base_url": judge.base_url, "model": judge.model}),
+            )
+            .await;
+            println!("created judge {} ({})", judge.name, judge.id);
+        }
+        JudgeCommand::List => {
+            for judge in store.list_judges().await? {
+                println!(
+                    "{}\t{}\t{}\tconcurrency {}\t{}/min",
+                    judge.name,
+                    judge.base_url,
+                    judge.model,
+                    judge.concurrency,
+                    judge.requests_per_minute
+                );
+            }
+        }
+        JudgeCommand::Run { batch, judge } => {
+            let batch = store
+                .batch_by_name(&batch)
+                .await?
+                .with_context(|| format!("no batch named {batch:?}"))?;
+            let judge = crate::judges::find_judge(store, &judge)
+                .await
+                .map_err(|e| describe(e.into()))?;
+            let open = store
+                .runs_of_batch(batch.id)
+                .await?
+                .into_iter()
+                .find(|r| r.judge_id == judge.id && r.status.is_open());
+            let run = match open {
+                Some(run) => {
+                    store
+                        .set_run_status(run.id, &[RunStatus::Paused], RunStatus::Running)
+                        .await?;
+                    eprintln!("resuming run {}", run.id);
+                    run
+                }
+                None => crate::judges::start_run(store, key.as_ref(), &judge, &batch, None)
+                    .await
+                    .map_err(|e| describe(e.into()))?,
+            };
+            let judging = crate::services::judging::Judging::new(
+                store.clone(),
+                Config::default().judge_lease,
+                Config::default().judge_retry_delay,
+                key,
+            );
+            let done = store.run_counts(run.id).await?;
+            let bar = indicatif::ProgressBar::new(u64::try_from(run.calls).unwrap_or(0));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} calls  {msg}  [{elapsed_precise}, {eta} left]",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_position(u64::try_from(done.answered + done.unparsed).unwrap_or(0));
+            let counts = std::sync::Mutex::new((done.answered, done.unparsed, 0i64));
+            let progress = |call: &crate::store::judges::Call| {
+                let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
+                match call.status {
+                    crate::lifecycle::CallStatus::Answered => c.0 += 1,
+                    crate::lifecycle::CallStatus::Unparsed => c.1 += 1,
+                    crate::lifecycle::CallStatus::Failed => c.2 += 1,
+                }
+                bar.set_message(format!(
+                    "{} answered, {} unparsed, {} failed",
+                    c.0, c.1, c.2
+                ));
+                bar.inc(1);
+            };
+            let work = judging.run_to_end(run.id, Some(&progress));
+            tokio::select! {
+                out = work => out.map_err(|e| describe(e.into()))?,
+                () = crate::shutdown_signal() => {
+                    bar.abandon_with_message("stopped; run the same command again to go on");
+                    return Ok(());
+                }
+            }
+            bar.finish();
+            let view = crate::judges::run_view(
+                store,
+                store.run(run.id).await?.context("the run is gone")?,
+            )
+            .await
+            .map_err(|e| describe(e.into()))?;
+            println!(
+                "run {}: {} — {} answered, {} unparsed, {} failed of {} calls; {} + {} tokens",
+                view.id,
+                view.status,
+                view.answered,
+                view.unparsed,
+                view.failed,
+                view.calls,
+                view.tokens.prompt,
+                view.tokens.completion
+            );
+        }
+    }
+    Ok(())
+}
+
 fn describe(err: crate::error::AppError) -> anyhow::Error {
     use crate::error::AppError;
     match err {

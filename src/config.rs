@@ -31,6 +31,14 @@ pub struct Config {
     /// Heavy reads (metrics, exports) running at once; more wait their turn, so that
     /// leads' reports cannot starve raters of the database and the cores.
     pub max_heavy_reads: usize,
+    /// A judge run's worker that has not said it is alive for this long loses the run to
+    /// another (its process died).
+    pub judge_lease: Duration,
+    /// The first wait before a judge call is retried (it doubles each time, with jitter).
+    pub judge_retry_delay: Duration,
+    /// Seals the API keys judges store (`VERDICT_SECRET_KEY`); none: keys come from
+    /// environment variables only.
+    pub sealing_key: Option<crate::credentials::sealed::SealingKey>,
     /// For tests only (no flag sets it): an export fails after this many rows, as a
     /// database failing part way would make it, to prove the client is told.
     pub export_fault_after_rows: Option<u64>,
@@ -56,6 +64,9 @@ impl Default for Config {
             body_idle_timeout: Duration::from_secs(30),
             max_connections: 512,
             max_heavy_reads: cores().div_ceil(2),
+            judge_lease: Duration::from_secs(30),
+            judge_retry_delay: Duration::from_secs(1),
+            sealing_key: None,
             export_fault_after_rows: None,
         }
     }

@@ -41,6 +41,7 @@ pub mod heavy;
 pub mod home;
 pub mod import;
 pub mod judge;
+pub mod judges;
 pub mod lifecycle;
 pub mod metrics;
 pub mod ratings;
@@ -131,6 +132,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let housekeeping = tokio::spawn(housekeeping(state.clone()));
+    let judge_runs = tokio::spawn(take_over_judge_runs(state.clone()));
     let config = state.config().clone();
     let app = router(state.clone());
     let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
@@ -176,6 +178,7 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     housekeeping.abort();
+    judge_runs.abort();
     state.store().close().await;
     Ok(())
 }
@@ -219,6 +222,20 @@ async fn housekeeping(state: AppState) {
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(%err, "could not end assignments whose lease ran out"),
+        }
+    }
+}
+
+/// Works the judge runs nobody works: at start-up (runs a stopped server was working)
+/// and whenever a worker falls silent for the lease (its process died).
+async fn take_over_judge_runs(state: AppState) {
+    let mut tick = tokio::time::interval(state.config().judge_lease / 2);
+    loop {
+        tick.tick().await;
+        match state.judging().take_over().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(runs = n, "judge runs taken over"),
+            Err(err) => tracing::warn!(%err, "could not look for judge runs to take over"),
         }
     }
 }

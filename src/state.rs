@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::credentials::limits::LoginLimiter;
 use crate::credentials::password::Hasher;
 use crate::heavy::HeavyReads;
+use crate::services::judging::Judging;
 use crate::store::Store;
 
 /// Cheap to clone: one `Arc` around the parts.
@@ -23,6 +24,8 @@ pub struct App {
     hasher: Hasher,
     /// Metrics and exports, a bounded number at a time.
     heavy_reads: HeavyReads,
+    /// The judge runs this process works.
+    judging: Judging,
 }
 
 impl AppState {
@@ -30,12 +33,19 @@ impl AppState {
         let login_limiter = LoginLimiter::new(&config);
         let hasher = Hasher::new(&config);
         let heavy_reads = HeavyReads::new(config.max_heavy_reads);
+        let judging = Judging::new(
+            store.clone(),
+            config.judge_lease,
+            config.judge_retry_delay,
+            config.sealing_key.clone(),
+        );
         Self(Arc::new(App {
             store,
             config,
             login_limiter,
             hasher,
             heavy_reads,
+            judging,
         }))
     }
 
@@ -57,5 +67,9 @@ impl AppState {
 
     pub fn heavy_reads(&self) -> &HeavyReads {
         &self.0.heavy_reads
+    }
+
+    pub fn judging(&self) -> &Judging {
+        &self.0.judging
     }
 }

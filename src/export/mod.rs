@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::lifecycle::{Outcome, Status, counts_in_metrics};
+use crate::lifecycle::{Outcome, Status};
 use crate::rubric::Rubric;
 use crate::state::AppState;
 use crate::store::review::{ExportFilter, ExportRow};
@@ -150,6 +150,7 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
         "batch",
         "external_id",
         "rater",
+        "rater_kind",
         "outcome",
         "status",
         "counts_in_metrics",
@@ -216,9 +217,10 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
         neutral(&row.batch),
         neutral(&row.external_id),
         neutral(&row.rater),
+        row.rater_kind.to_string(),
         row.outcome.to_string(),
         row.status.to_string(),
-        counts_in_metrics(row.outcome, row.status).to_string(),
+        row.counts_in_metrics().to_string(),
         row.swapped.to_string(),
         neutral(row.model_a.as_deref().unwrap_or("")),
         neutral(row.model_b.as_deref().unwrap_or("")),
@@ -253,8 +255,8 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
 pub fn json_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Value {
     json!({
         "rating_id": row.rating_id, "batch": row.batch, "external_id": row.external_id, "rater": row.rater,
-        "outcome": row.outcome, "status": row.status,
-        "counts_in_metrics": counts_in_metrics(row.outcome, row.status),
+        "rater_kind": row.rater_kind, "outcome": row.outcome, "status": row.status,
+        "counts_in_metrics": row.counts_in_metrics(),
         "swapped": row.swapped, "model_a": row.model_a, "model_b": row.model_b, "answers": row.answers.0,
         "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
         "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,

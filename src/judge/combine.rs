@@ -135,6 +135,22 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
             }
         }
     }
+    // A derived answer (a total) is read when what it is worked out from was.
+    for derived in &rubric.derived {
+        let status = if answers.contains_key(&derived.key) {
+            FieldStatus::Parsed
+        } else {
+            derived
+                .sum_of
+                .iter()
+                .chain(&derived.zero_when)
+                .filter_map(|key| fields.get(key))
+                .find(|s| !s.is_parsed())
+                .cloned()
+                .unwrap_or(FieldStatus::Missing)
+        };
+        fields.insert(derived.key.clone(), status);
+    }
     Combined { answers, fields }
 }
 
@@ -368,5 +384,17 @@ mod tests {
         );
         assert!(combined.complete(), "{:?}", combined.fields);
         assert_eq!(combined.answers["score"], 2);
+        assert_eq!(combined.fields["score"], FieldStatus::Parsed);
+        let none = parse(rubric, Format::ScoreLine, "score: 2 or 3", false, 0);
+        let combined = combine(
+            rubric,
+            &[Asked {
+                swapped: false,
+                answers: &none.answers,
+                fields: &none.fields,
+            }],
+            0,
+        );
+        assert_eq!(combined.fields["score"], FieldStatus::Conflicting);
     }
 }

@@ -31,6 +31,10 @@ pub struct Params {
     /// supports it (llama.cpp, OpenAI) constrains the output to it.
     #[serde(default)]
     pub structured_output: bool,
+    /// Under structured output, the longest explanation or text asked for, in
+    /// characters (default 600): small models otherwise write until the token limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_text_chars: Option<u32>,
     /// How long one request may take, in seconds (default 120).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u32>,

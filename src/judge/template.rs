@@ -36,6 +36,9 @@ pub struct Template {
     pub format: Format,
 }
 
+/// The longest text structured output asks for unless the judge says otherwise.
+pub const DEFAULT_MAX_TEXT_CHARS: u32 = 600;
+
 /// The longest template accepted, in bytes.
 pub const MAX_TEMPLATE_BYTES: usize = 100_000;
 
@@ -448,8 +451,19 @@ fn example(rubric: &Rubric) -> Value {
 
 /// The JSON schema of the answer `format` asks for, sent as the request's
 /// `response_format` when the judge uses structured output. Explanations must be at
-/// least `min_explanation` characters, as a rater's must.
-pub fn schema(rubric: &Rubric, format: Format, min_explanation: usize) -> Value {
+/// least `min_explanation` characters, as a rater's must, and at most `max_chars`
+/// (default [`DEFAULT_MAX_TEXT_CHARS`]).
+pub fn schema(
+    rubric: &Rubric,
+    format: Format,
+    min_explanation: usize,
+    max_chars: Option<u32>,
+) -> Value {
+    let text = json!({
+        "type": "string",
+        "minLength": min_explanation,
+        "maxLength": max_chars.unwrap_or(DEFAULT_MAX_TEXT_CHARS).max(min_explanation as u32),
+    });
     match format {
         Format::ScoreLine => {
             let high = score_line_parts(rubric).map_or(5, |p| p.criteria.len());
@@ -457,7 +471,7 @@ pub fn schema(rubric: &Rubric, format: Format, min_explanation: usize) -> Value 
                 "type": "object",
                 "properties": {
                     "score": {"type": "integer", "minimum": 0, "maximum": high},
-                    "justification": {"type": "string", "minLength": min_explanation}
+                    "justification": text
                 },
                 "required": ["score", "justification"],
                 "additionalProperties": false
@@ -473,7 +487,7 @@ pub fn schema(rubric: &Rubric, format: Format, min_explanation: usize) -> Value 
             json!({
                 "type": "object",
                 "properties": {
-                    "rationale": {"type": "string", "minLength": min_explanation},
+                    "rationale": text,
                     "choices": {
                         "type": "object",
                         "properties": properties,
@@ -499,17 +513,12 @@ pub fn schema(rubric: &Rubric, format: Format, min_explanation: usize) -> Value 
                             json!({"type": "integer", "minimum": min, "maximum": max})
                         }
                         Answer::YesNo { .. } => json!({"type": "boolean"}),
-                        Answer::Text { .. } => {
-                            json!({"type": "string", "minLength": min_explanation})
-                        }
+                        Answer::Text { .. } => text.clone(),
                     };
                     properties.insert(question.key.clone(), kind);
                     required.push(question.key.clone());
                     if question.explanation.is_some() {
-                        properties.insert(
-                            question.explanation_key(),
-                            json!({"type": "string", "minLength": min_explanation}),
-                        );
+                        properties.insert(question.explanation_key(), text.clone());
                         required.push(question.explanation_key());
                     }
                 }
@@ -620,7 +629,7 @@ mod tests {
 
     #[test]
     fn the_answers_schema_asks_for_every_question_of_each_side() {
-        let schema = schema(by_name("blackhat").unwrap(), Format::Answers, 20);
+        let schema = schema(by_name("blackhat").unwrap(), Format::Answers, 20, Some(300));
         assert_eq!(schema["required"][0], "a");
         assert_eq!(
             schema["properties"]["a"]["properties"]["correctness"]["enum"][0],
@@ -628,5 +637,6 @@ mod tests {
         );
         assert_eq!(schema["properties"]["sxs"]["maximum"], 7);
         assert_eq!(schema["properties"]["sxs_explanation"]["minLength"], 20);
+        assert_eq!(schema["properties"]["sxs_explanation"]["maxLength"], 300);
     }
 }

@@ -11,6 +11,7 @@ use crate::lifecycle::Refusal;
 use crate::store::StoreError;
 
 pub mod finish;
+pub mod judging;
 pub mod rating;
 pub mod task;
 

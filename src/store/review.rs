@@ -10,7 +10,7 @@ use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{StoreResult, read, scan, transaction};
-use crate::lifecycle::{self, Decision, Outcome, Refusal, Status};
+use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Status};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
@@ -96,6 +96,16 @@ pub struct ExportRow {
     pub submitted_at: Option<DateTime<Utc>>,
     pub reviewed_at: Option<DateTime<Utc>>,
     pub review_comment: Option<String>,
+    /// A person's rating, or an LLM judge's.
+    pub rater_kind: RaterKind,
+}
+
+impl ExportRow {
+    /// Whether it counts in the batch's (human) metrics: a judge's never does.
+    pub fn counts_in_metrics(&self) -> bool {
+        self.rater_kind == RaterKind::Human
+            && crate::lifecycle::counts_in_metrics(self.outcome, self.status)
+    }
 }
 
 /// Which ratings an export holds (drafts never).
@@ -426,7 +436,7 @@ impl super::Store {
     ) -> StoreResult<u64> {
         let sql = "SELECT r.id AS rating_id, b.name AS batch, t.external_id, u.username AS rater, r.outcome, r.status,
                           a.swapped, t.model_a, t.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
-                          r.created_at, r.submitted_at, r.reviewed_at, r.review_comment
+                          r.created_at, r.submitted_at, r.reviewed_at, r.review_comment, r.rater_kind
                    FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
                    JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    WHERE r.batch_id = $1 AND r.status <> 'draft'
@@ -519,5 +529,6 @@ fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
         submitted_at: scan::get_time(row, 15)?,
         reviewed_at: scan::get_time(row, 16)?,
         review_comment: row.get(17)?,
+        rater_kind: scan::get_parsed(row, 18)?,
     })
 }

@@ -359,7 +359,9 @@ async fn export_writes_a_batch_to_a_file_or_standard_output(db: &TestDb) {
     assert!(empty.status.success(), "{}", text(&empty.stderr));
     let header = text(&empty.stdout);
     assert!(
-        header.starts_with("rating_id,batch,external_id,rater,outcome,status,counts_in_metrics"),
+        header.starts_with(
+            "rating_id,batch,external_id,rater,rater_kind,outcome,status,counts_in_metrics"
+        ),
         "{header}"
     );
     assert_eq!(header.lines().count(), 1, "no ratings yet: the header only");

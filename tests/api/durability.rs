@@ -23,10 +23,17 @@ const DURABLE_TASKS: usize = 5000;
 
 /// `verdict serve` on a free port; returns the process and its base URL.
 fn serve(db: &TestDb) -> (Child, String) {
+    serve_with(db, &[])
+}
+
+/// `verdict serve` on a free port with more environment; returns the process and its
+/// base URL.
+pub(crate) fn serve_with(db: &TestDb, env: &[(&str, &str)]) -> (Child, String) {
     let mut child = Command::new(BIN)
         .args(["serve", "--bind", "127.0.0.1:0"])
         .env("DATABASE_URL", &db.url)
         .env("RUST_LOG", "warn,verdict::cli=info")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -46,7 +53,7 @@ fn serve(db: &TestDb) -> (Child, String) {
     (child, base)
 }
 
-fn kill_9(child: &mut Child) {
+pub(crate) fn kill_9(child: &mut Child) {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
 }

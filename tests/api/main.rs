@@ -13,6 +13,8 @@ mod dashboard;
 mod durability;
 mod hardening;
 mod input;
+mod judge_server;
+mod judges;
 mod lists;
 mod pages;
 mod rating;

@@ -29,7 +29,8 @@ const CALLERS: [&str; 6] = [
 /// What each placeholder stands for: `{assignment}` the rater's open assignment,
 /// `{rating}` the rater's submitted rating, `{user}` an account nobody else touches,
 /// `{token}` and `{page_token}` spare tokens of the rater, `{batch}` and `{task}` the batch and one of its
-/// tasks, `{rubric}` and `{version}` a built-in rubric and its first version. Requests carry a body that is valid in form but not in content (an empty JSON
+/// tasks, `{rubric}` and `{version}` a built-in rubric and its first version, `{judge}`
+/// a judge and `{run}` a cancelled run of it over the batch. Requests carry a body that is valid in form but not in content (an empty JSON
 /// object, a form with only its CSRF token), so 422 (or 400 for a form missing a field)
 /// means "let through to validation", and an empty change is a 200 or 303 that changes
 /// nothing. Leads and admins may read a rating, not change it. Anonymous and deactivated
@@ -128,6 +129,18 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/api/v1/rubrics/{rubric}/versions/{version}", [401, 200, 200, 200, 200, 401]),
     ("GET", "/api/v1/rubrics/{rubric}/versions/{version}/compare/{version}", [401, 200, 200, 200, 200, 401]),
     ("GET", "/api/v1/audit", [401, 403, 403, 403, 200, 401]),
+    // Judges: admins configure and run them; leads of a batch follow its runs. The run
+    // is cancelled, so no transition is open to it (409) and no worker writes meanwhile.
+    ("GET", "/api/v1/judges", [401, 403, 403, 403, 200, 401]),
+    ("POST", "/api/v1/judges", [401, 403, 403, 403, 422, 401]),
+    ("PATCH", "/api/v1/judges/{judge}", [401, 403, 403, 403, 200, 401]),
+    ("POST", "/api/v1/batches/{batch}/judge-runs", [401, 403, 403, 403, 422, 401]),
+    ("GET", "/api/v1/batches/{batch}/judge-runs", [401, 403, 403, 200, 200, 401]),
+    ("GET", "/api/v1/judge-runs/{run}", [401, 403, 403, 200, 200, 401]),
+    ("POST", "/api/v1/judge-runs/{run}/pause", [401, 403, 403, 403, 409, 401]),
+    ("POST", "/api/v1/judge-runs/{run}/resume", [401, 403, 403, 403, 409, 401]),
+    ("POST", "/api/v1/judge-runs/{run}/cancel", [401, 403, 403, 403, 409, 401]),
+    ("GET", "/api/v1/judge-runs/{run}/calls", [401, 403, 403, 200, 200, 401]),
     // Releasing the rater's open assignment (after every row that works on it): the
     // first lead's request releases it, every later one finds it no longer open.
     ("POST", "/batches/{batch}/assignments/{assignment}/release", [303, 403, 403, 303, 409, 303]),
@@ -324,6 +337,17 @@ async fn world(app: &TestApp) -> World {
         spares.push(spare);
     }
     let task = "t1".to_owned();
+    let judge = admin
+        .api
+        .post(app.url("/api/v1/judges"))
+        .json(&json!({"name": "matrix-judge", "base_url": "http://127.0.0.1:9/v1", "model": "m"}))
+        .go()
+        .await;
+    let judge = json_with(judge, StatusCode::CREATED).await["id"]
+        .as_str()
+        .expect("judge id")
+        .to_owned();
+    let run = start_cancelled_run(app, &judge, &batch).await;
 
     let mut callers = vec![Caller {
         name: "anonymous",
@@ -358,9 +382,40 @@ async fn world(app: &TestApp) -> World {
         ("token", spares[0].clone()),
         ("page_token", spares[1].clone()),
         ("rubric", "blackhat".to_owned()),
+        ("judge", judge),
+        ("run", run),
         ("version", "1".to_owned()),
     ]);
     World { callers, ids }
+}
+
+/// A run of `judge` over `batch`, made in the store and cancelled at once: no worker
+/// ever takes it (the matrix checks that no GET changes the database).
+async fn start_cancelled_run(app: &TestApp, judge: &str, batch: &str) -> String {
+    let store = &app.store;
+    let judge = store
+        .judge(judge.parse().expect("uuid"))
+        .await
+        .expect("read")
+        .expect("judge");
+    let batch = store
+        .batch(batch.parse().expect("uuid"))
+        .await
+        .expect("read")
+        .expect("batch");
+    let run = verdict::judges::start_run(store, None, &judge, &batch, None)
+        .await
+        .expect("run");
+    let cancelled = store
+        .set_run_status(
+            run.id,
+            &[verdict::lifecycle::RunStatus::Running],
+            verdict::lifecycle::RunStatus::Cancelled,
+        )
+        .await
+        .expect("cancel");
+    assert!(cancelled);
+    run.id.to_string()
 }
 
 async fn signed_in(app: &TestApp, name: &'static str, persona: &Persona) -> Caller {

@@ -1,0 +1,527 @@
+//! LLM judges as admins configure them and run them over batches: reading a judge's
+//! settings from a request (every bad field reported at once), starting a run with the
+//! plan it keeps to, and the views the API and the CLI show. The calls themselves are
+//! `services::judging`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::credentials::sealed::{SECRET_ENV, SealingKey};
+use crate::judge::{Params, Plan, Template, template};
+use crate::lifecycle::RunStatus;
+use crate::services::{FieldErrors, ServiceError, ServiceResult};
+use crate::store::Store;
+use crate::store::batches::Batch;
+use crate::store::judges::{Judge, JudgeSettings, Run, RunCounts};
+
+pub mod api;
+
+pub fn api_router() -> crate::web::openapi::ApiRouter {
+    api::router()
+}
+
+/// A judge as the API shows it: never its key.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct JudgeView {
+    pub id: Uuid,
+    pub name: String,
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable the key is read from, if that is where it comes from.
+    pub api_key_env: Option<String>,
+    /// Whether a key is stored (sealed); it is never shown.
+    pub api_key_stored: bool,
+    pub params: Params,
+    pub concurrency: i32,
+    pub requests_per_minute: i32,
+    /// The judge's own templates, by rubric name (the others use the built-in ones).
+    pub templates: BTreeMap<String, Template>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Judge> for JudgeView {
+    fn from(j: Judge) -> Self {
+        Self {
+            id: j.id,
+            name: j.name,
+            base_url: j.base_url,
+            model: j.model,
+            api_key_env: j.api_key_env,
+            api_key_stored: j.api_key_sealed.is_some(),
+            params: j.params.0,
+            concurrency: j.concurrency,
+            requests_per_minute: j.requests_per_minute,
+            templates: j.templates.0,
+            created_at: j.created_at,
+        }
+    }
+}
+
+/// Tokens a run's calls used.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Tokens {
+    pub prompt: i64,
+    pub completion: i64,
+}
+
+/// A judge run and how far it has got.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunView {
+    pub id: Uuid,
+    pub judge: String,
+    pub batch_id: Uuid,
+    pub status: RunStatus,
+    pub rubric: String,
+    pub rubric_version: i32,
+    pub model: String,
+    /// Tasks asked about, and calls to make in all (two per task for a pair rubric).
+    pub tasks: i32,
+    pub calls: i32,
+    /// Calls over so far, by what became of them.
+    pub answered: i64,
+    pub unparsed: i64,
+    pub failed: i64,
+    pub tokens: Tokens,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl RunView {
+    pub fn new(run: Run, judge: &str, counts: RunCounts) -> Self {
+        let plan = run.plan.0;
+        Self {
+            id: run.id,
+            judge: judge.to_owned(),
+            batch_id: run.batch_id,
+            status: run.status,
+            rubric: plan.rubric,
+            rubric_version: plan.rubric_version,
+            model: plan.model,
+            tasks: run.tasks,
+            calls: run.calls,
+            answered: counts.answered,
+            unparsed: counts.unparsed,
+            failed: counts.failed,
+            tokens: Tokens {
+                prompt: counts.prompt_tokens,
+                completion: counts.completion_tokens,
+            },
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+        }
+    }
+}
+
+/// The longest judge name.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Why a judge name is refused, or `None`.
+pub fn name_violation(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("is required".into())
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        Some(format!("must be at most {MAX_NAME_CHARS} characters"))
+    } else if !name
+        .chars()
+        .all(|c| c.is_alphanumeric() || "._-".contains(c))
+    {
+        Some("may contain only letters, digits and . _ -".into())
+    } else {
+        None
+    }
+}
+
+/// The fields a judge request may carry.
+const FIELDS: &[&str] = &[
+    "name",
+    "base_url",
+    "model",
+    "api_key_env",
+    "api_key",
+    "temperature",
+    "max_tokens",
+    "seed",
+    "timeout_s",
+    "structured_output",
+    "max_text_chars",
+    "concurrency",
+    "requests_per_minute",
+    "templates",
+];
+
+/// Reads a judge's settings from a request body: all of them to create one (`current`
+/// none), or the ones given over `current` to change one. Returns the name given (if
+/// any) and the settings, or every bad field.
+pub async fn read_settings(
+    store: &Store,
+    key: Option<&SealingKey>,
+    body: &Value,
+    current: Option<&Judge>,
+) -> ServiceResult<(Option<String>, JudgeSettings)> {
+    let mut errors = FieldErrors::new();
+    let Some(body) = body.as_object() else {
+        return Err(ServiceError::field("body", "must be a JSON object"));
+    };
+    for key in body.keys() {
+        if !FIELDS.contains(&key.as_str()) {
+            errors.insert(
+                key.clone(),
+                format!("is not a judge setting ({})", FIELDS.join(", ")),
+            );
+        }
+    }
+    let creating = current.is_none();
+    let mut reader = Reader {
+        body,
+        errors: &mut errors,
+    };
+    let name = reader.text("name", MAX_NAME_CHARS, creating);
+    if let Some(why) = name.as_deref().and_then(name_violation) {
+        reader.errors.insert("name".into(), why);
+    }
+    if !creating && name.is_some() {
+        reader.errors.insert(
+            "name".into(),
+            "cannot be changed; create another judge".into(),
+        );
+    }
+    let base_url = reader.text("base_url", 2000, creating);
+    if let Some(url) = &base_url
+        && let Err(why) = check_base_url(url)
+    {
+        reader.errors.insert("base_url".into(), why);
+    }
+    let model = reader.text("model", 200, creating);
+    let api_key_env = reader.text("api_key_env", 200, false);
+    if let Some(var) = &api_key_env
+        && !var
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        reader.errors.insert(
+            "api_key_env".into(),
+            "must be an environment variable's name (A-Z, 0-9 and _)".into(),
+        );
+    }
+    let api_key = reader.text("api_key", 4000, false);
+    if api_key.is_some() && api_key_env.is_some() {
+        reader.errors.insert(
+            "api_key".into(),
+            "give api_key or api_key_env, not both".into(),
+        );
+    }
+    let sealed = match (&api_key, key) {
+        (Some(secret), Some(key)) => Some(key.seal(secret)),
+        (Some(_), None) => {
+            reader.errors.insert(
+                "api_key".into(),
+                format!(
+                    "cannot be stored: the server has no {SECRET_ENV} to seal it with; set that, \
+                     or give api_key_env"
+                ),
+            );
+            None
+        }
+        (None, _) => None,
+    };
+    let temperature = reader.number("temperature", 0.0, 2.0);
+    let max_tokens = reader.whole("max_tokens", 1, 1_000_000);
+    let seed = reader.whole("seed", i64::MIN, i64::MAX);
+    let timeout_s = reader.whole("timeout_s", 1, 3600);
+    let max_text_chars = reader.whole("max_text_chars", 1, 20_000);
+    let structured_output = reader.flag("structured_output");
+    let concurrency = reader.whole("concurrency", 1, 64);
+    let requests_per_minute = reader.whole("requests_per_minute", 1, 1_000_000);
+    let templates = read_templates(store, body.get("templates"), &mut errors).await?;
+    if !errors.is_empty() {
+        return Err(ServiceError::Invalid(errors));
+    }
+    let old = current.map(|j| j.params.0.clone()).unwrap_or_default();
+    let given = |key: &str| body.contains_key(key);
+    let params = Params {
+        temperature: if given("temperature") {
+            temperature
+        } else {
+            old.temperature
+        },
+        max_tokens: if given("max_tokens") {
+            max_tokens.map(|n| n as u32)
+        } else {
+            old.max_tokens
+        },
+        seed: if given("seed") { seed } else { old.seed },
+        structured_output: structured_output.unwrap_or(old.structured_output),
+        max_text_chars: if given("max_text_chars") {
+            max_text_chars.map(|n| n as u32)
+        } else {
+            old.max_text_chars
+        },
+        timeout_s: if given("timeout_s") {
+            timeout_s.map(|n| n as u32)
+        } else {
+            old.timeout_s
+        },
+    };
+    let (api_key_env, api_key_sealed) = match (api_key_env, sealed, current) {
+        (Some(env), _, _) => (Some(env), None),
+        (None, Some(sealed), _) => (None, Some(sealed)),
+        (None, None, Some(j)) => (j.api_key_env.clone(), j.api_key_sealed.clone()),
+        (None, None, None) => (None, None),
+    };
+    let mut all_templates = current.map(|j| j.templates.0.clone()).unwrap_or_default();
+    all_templates.extend(templates);
+    let settings = JudgeSettings {
+        base_url: base_url
+            .or_else(|| current.map(|j| j.base_url.clone()))
+            .unwrap_or_default(),
+        model: model
+            .or_else(|| current.map(|j| j.model.clone()))
+            .unwrap_or_default(),
+        api_key_env,
+        api_key_sealed,
+        params,
+        concurrency: concurrency
+            .map(|n| n as i32)
+            .or(current.map(|j| j.concurrency))
+            .unwrap_or(4),
+        requests_per_minute: requests_per_minute
+            .map(|n| n as i32)
+            .or(current.map(|j| j.requests_per_minute))
+            .unwrap_or(60),
+        templates: all_templates,
+    };
+    Ok((name, settings))
+}
+
+/// A base URL in the usual form: `http(s)://host[:port][/path]`, `/chat/completions`
+/// being appended.
+fn check_base_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err("must start with http:// or https://".into());
+    }
+    if parsed.host().is_none() {
+        return Err("must name a host".into());
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("must have no query or fragment (e.g. http://127.0.0.1:8081/v1)".into());
+    }
+    if parsed
+        .path()
+        .trim_end_matches('/')
+        .ends_with("/chat/completions")
+    {
+        return Err(
+            "is the base URL, without /chat/completions (e.g. http://127.0.0.1:8081/v1)".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Reads `templates`: rubric name to `{text, format}`, each checked against the newest
+/// version of its rubric.
+async fn read_templates(
+    store: &Store,
+    given: Option<&Value>,
+    errors: &mut FieldErrors,
+) -> ServiceResult<BTreeMap<String, Template>> {
+    let mut out = BTreeMap::new();
+    let Some(given) = given.filter(|v| !v.is_null()) else {
+        return Ok(out);
+    };
+    let Some(map) = given.as_object() else {
+        errors.insert(
+            "templates".into(),
+            "must be an object of rubric name to template".into(),
+        );
+        return Ok(out);
+    };
+    for (rubric_name, value) in map {
+        let path = format!("templates.{rubric_name}");
+        let template: Template = match serde_json::from_value(value.clone()) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.insert(
+                    path,
+                    format!("must be {{\"text\": ..., \"format\": \"answers\" | \"score_line\" | \"choices\"}}: {e}"),
+                );
+                continue;
+            }
+        };
+        let Some((_, rubric)) = store.latest_rubric(rubric_name).await? else {
+            errors.insert(path, format!("there is no rubric {rubric_name:?}"));
+            continue;
+        };
+        for (field, why) in template::check(&template, &rubric) {
+            errors
+                .entry(format!("{path}.{field}"))
+                .and_modify(|said| {
+                    said.push_str("; ");
+                    said.push_str(&why);
+                })
+                .or_insert(why);
+        }
+        out.insert(rubric_name.clone(), template);
+    }
+    Ok(out)
+}
+
+/// Reads fields of a JSON object, noting what is wrong with each.
+struct Reader<'a> {
+    body: &'a Map<String, Value>,
+    errors: &'a mut FieldErrors,
+}
+
+impl Reader<'_> {
+    fn given(&self, key: &str) -> Option<&Value> {
+        self.body.get(key).filter(|v| !v.is_null())
+    }
+
+    fn text(&mut self, key: &str, max: usize, required: bool) -> Option<String> {
+        match self.given(key) {
+            None if required => {
+                self.errors.insert(key.into(), "is required".into());
+                None
+            }
+            None => None,
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                self.errors.insert(key.into(), "must not be empty".into());
+                None
+            }
+            Some(Value::String(s)) if s.chars().count() > max => {
+                self.errors
+                    .insert(key.into(), format!("must be at most {max} characters"));
+                None
+            }
+            Some(Value::String(s)) => Some(s.trim().to_owned()),
+            Some(_) => {
+                self.errors.insert(key.into(), "must be a string".into());
+                None
+            }
+        }
+    }
+
+    fn whole(&mut self, key: &str, low: i64, high: i64) -> Option<i64> {
+        let value = self.given(key)?;
+        match value.as_i64().filter(|n| (low..=high).contains(n)) {
+            Some(n) => Some(n),
+            None => {
+                let why = if low == i64::MIN {
+                    "must be a whole number".to_owned()
+                } else {
+                    format!("must be a whole number from {low} to {high}")
+                };
+                self.errors.insert(key.into(), why);
+                None
+            }
+        }
+    }
+
+    fn number(&mut self, key: &str, low: f64, high: f64) -> Option<f64> {
+        let value = self.given(key)?;
+        match value.as_f64().filter(|n| (low..=high).contains(n)) {
+            Some(n) => Some(n),
+            None => {
+                self.errors
+                    .insert(key.into(), format!("must be a number from {low} to {high}"));
+                None
+            }
+        }
+    }
+
+    fn flag(&mut self, key: &str) -> Option<bool> {
+        let value = self.given(key)?;
+        let flag = value.as_bool();
+        if flag.is_none() {
+            self.errors
+                .insert(key.into(), "must be true or false".into());
+        }
+        flag
+    }
+}
+
+/// The judge a request names: by name, or by id.
+pub async fn find_judge(store: &Store, given: &str) -> ServiceResult<Judge> {
+    if let Ok(id) = Uuid::parse_str(given)
+        && let Some(judge) = store.judge(id).await?
+    {
+        return Ok(judge);
+    }
+    store
+        .judge_by_name(given)
+        .await?
+        .ok_or_else(|| ServiceError::field("judge", format!("there is no judge {given:?}")))
+}
+
+/// Starts a run of `judge` over `batch`: fixes the plan (the batch's rubric version, the
+/// judge's template for it or the built-in one, model and parameters), checks the judge
+/// can be called, and records the run. The caller sets a worker on it.
+pub async fn start_run(
+    store: &Store,
+    key: Option<&SealingKey>,
+    judge: &Judge,
+    batch: &Batch,
+    by: Option<Uuid>,
+) -> ServiceResult<Run> {
+    let rubric = store.batch_rubric(batch).await?;
+    let template = judge
+        .templates
+        .0
+        .get(&rubric.name)
+        .cloned()
+        .unwrap_or_else(|| template::built_in(&rubric));
+    let problems = template::check(&template, &rubric);
+    if !problems.is_empty() {
+        let fields = problems
+            .into_iter()
+            .map(|(field, why)| {
+                (
+                    format!("judge.templates.{}.{field}", rubric.name),
+                    format!("{why} (for version {} of the rubric)", batch.rubric_version),
+                )
+            })
+            .collect();
+        return Err(ServiceError::Invalid(fields));
+    }
+    crate::services::judging::api_key(judge, key)
+        .map_err(|why| ServiceError::field("judge", why))?;
+    let tasks = store.task_ids(batch.id).await?.len();
+    let orders = Plan::orders(rubric.subject).len();
+    let plan = Plan {
+        rubric: rubric.name.clone(),
+        rubric_version: batch.rubric_version,
+        template,
+        model: judge.model.clone(),
+        params: judge.params.0.clone(),
+        min_explanation: usize::try_from(batch.min_explanation_len).unwrap_or(0),
+    };
+    let tasks = i32::try_from(tasks).unwrap_or(i32::MAX);
+    let calls = tasks.saturating_mul(orders as i32);
+    store
+        .create_run(judge.id, batch.id, &plan, tasks, calls, by)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::Duplicate(_) => {
+                ServiceError::Refused(crate::lifecycle::Refusal::Closed(
+                    "this judge already has an open run over this batch: resume or cancel it"
+                        .into(),
+                ))
+            }
+            other => other.into(),
+        })
+}
+
+/// A run as the API shows it.
+pub async fn run_view(store: &Store, run: Run) -> ServiceResult<RunView> {
+    let judge = store
+        .judge(run.judge_id)
+        .await?
+        .map(|j| j.name)
+        .unwrap_or_default();
+    let counts = store.run_counts(run.id).await?;
+    Ok(RunView::new(run, &judge, counts))
+}

@@ -1,0 +1,581 @@
+//! Judge runs: asking a judge about every task of a batch, in both orders for a pair.
+//!
+//! A run is worked by one process at a time: the worker claims it in the database and
+//! says so every few seconds; a worker that falls silent (its process died) loses it to
+//! the next that looks ([`Judging::take_over`], run at start-up and periodically by
+//! `serve`). Every call is stored as soon as it is over, so a resumed or taken-over run
+//! asks only what it does not have yet. Requests are bounded by the judge's concurrency
+//! and requests per minute, and retried with exponential backoff on 429, 5xx, time-outs
+//! and dropped connections, waiting as long as a `Retry-After` asks.
+
+use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use backon::{ExponentialBuilder, Retryable};
+use chrono::Utc;
+use serde_json::{Value, json};
+use sqlx::types::Json;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+use super::{ServiceError, ServiceResult};
+use crate::credentials::sealed::SealingKey;
+use crate::judge::{self, Asked, Plan, TaskText, template};
+use crate::lifecycle::{CallStatus, RunStatus};
+use crate::rubric::Rubric;
+use crate::store::Store;
+use crate::store::judges::{Call, Judge, Run, call_params};
+
+/// The most a `Retry-After` is waited for; a longer one fails the call (resume later).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Attempts per call before it is recorded as failed.
+const MAX_RETRIES: usize = 6;
+
+/// How judge runs are worked in this process.
+#[derive(Clone)]
+pub struct Judging(Arc<Inner>);
+
+struct Inner {
+    store: Store,
+    /// This process, as the worker column names it.
+    worker: String,
+    /// A worker silent this long loses its run.
+    lease: Duration,
+    /// The first wait before a retry (then doubling, with jitter).
+    retry_delay: Duration,
+    /// Opens API keys stored sealed.
+    key: Option<SealingKey>,
+    /// Runs worked here, each with a flag that stops it.
+    working: Mutex<HashMap<Uuid, Arc<AtomicBool>>>,
+}
+
+impl Judging {
+    pub fn new(
+        store: Store,
+        lease: Duration,
+        retry_delay: Duration,
+        key: Option<SealingKey>,
+    ) -> Self {
+        Self(Arc::new(Inner {
+            store,
+            worker: format!("{}:{}", std::process::id(), Uuid::new_v4()),
+            lease,
+            retry_delay,
+            key,
+            working: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    pub fn sealing_key(&self) -> Option<&SealingKey> {
+        self.0.key.as_ref()
+    }
+
+    fn working(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<AtomicBool>>> {
+        self.0.working.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Works `run` in the background, unless this process already does.
+    pub fn spawn(&self, run: Uuid) {
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let mut working = self.working();
+            if working.contains_key(&run) {
+                return;
+            }
+            working.insert(run, Arc::clone(&stop));
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            if let Err(err) = this.work(run, &stop, None).await {
+                tracing::warn!(%run, %err, "judge run stopped on an error");
+            }
+            this.working().remove(&run);
+        });
+    }
+
+    /// Works `run` here until it is over, paused or cancelled; `progress` is told of every
+    /// call stored (for the CLI's progress bar).
+    pub async fn run_to_end(
+        &self,
+        run: Uuid,
+        progress: Option<&(dyn Fn(&Call) + Sync)>,
+    ) -> ServiceResult<()> {
+        let stop = Arc::new(AtomicBool::new(false));
+        self.working().insert(run, Arc::clone(&stop));
+        let out = self.work(run, &stop, progress).await;
+        self.working().remove(&run);
+        out
+    }
+
+    /// Stops this process's worker of `run`, if any (after a pause or a cancel; in-flight
+    /// calls finish and are stored).
+    pub fn stop(&self, run: Uuid) {
+        if let Some(flag) = self.working().get(&run) {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes over the running runs whose worker fell silent.
+    pub async fn take_over(&self) -> ServiceResult<usize> {
+        let runs = self.0.store.orphaned_runs(self.0.lease).await?;
+        let n = runs.len();
+        for run in runs {
+            self.spawn(run);
+        }
+        Ok(n)
+    }
+
+    async fn work(
+        &self,
+        run_id: Uuid,
+        stop: &Arc<AtomicBool>,
+        progress: Option<&(dyn Fn(&Call) + Sync)>,
+    ) -> ServiceResult<()> {
+        let store = &self.0.store;
+        if !store
+            .claim_run(run_id, &self.0.worker, self.0.lease)
+            .await?
+        {
+            return Ok(());
+        }
+        let run = store.run(run_id).await?.ok_or(ServiceError::NotFound)?;
+        let judge = store
+            .judge(run.judge_id)
+            .await?
+            .ok_or(ServiceError::NotFound)?;
+        let plan = run.plan.0.clone();
+        let rubric = store
+            .rubric(&plan.rubric, plan.rubric_version)
+            .await?
+            .ok_or_else(|| ServiceError::Internal(format!("rubric {} is gone", plan.rubric)))?;
+        let api_key = api_key(&judge, self.0.key.as_ref())
+            .map_err(|why| ServiceError::field("api_key", why))?;
+        let settled: HashSet<(Uuid, bool)> =
+            store.settled_calls(run_id).await?.into_iter().collect();
+        let orders = Plan::orders(rubric.subject);
+        let pending: Vec<(Uuid, bool)> = store
+            .task_ids(run.batch_id)
+            .await?
+            .into_iter()
+            .flat_map(|task| orders.iter().map(move |swapped| (task, *swapped)))
+            .filter(|call| !settled.contains(call))
+            .collect();
+
+        let heartbeat = {
+            let (store, worker, lease, stop) = (
+                store.clone(),
+                self.0.worker.clone(),
+                self.0.lease,
+                Arc::clone(stop),
+            );
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(lease / 3);
+                loop {
+                    tick.tick().await;
+                    // Paused, cancelled, or taken by another worker: stop asking.
+                    if !matches!(store.claim_run(run_id, &worker, lease).await, Ok(true)) {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
+            })
+        };
+        let asker = Arc::new(Asker::new(&judge, &plan, api_key, self.0.retry_delay)?);
+        let permits = Arc::new(Semaphore::new(
+            usize::try_from(judge.concurrency.max(1)).unwrap_or(1),
+        ));
+        let mut calls = JoinSet::new();
+        for (task_id, swapped) in pending {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let permit = Arc::clone(&permits)
+                .acquire_owned()
+                .await
+                .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            asker.limiter.until_ready().await;
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let (store, asker, rubric, run) = (
+                store.clone(),
+                Arc::clone(&asker),
+                Arc::clone(&rubric),
+                run.clone(),
+            );
+            let judge_user = judge.user_id;
+            calls.spawn(async move {
+                let _permit = permit;
+                let call = ask(&store, &asker, &rubric, &run, task_id, swapped).await?;
+                store.record_call(&call).await?;
+                if call.status != CallStatus::Failed {
+                    rate_task(&store, &rubric, &run, judge_user, task_id).await?;
+                }
+                ServiceResult::Ok(call)
+            });
+            while let Some(done) = calls.try_join_next() {
+                report(done, progress)?;
+            }
+        }
+        while let Some(done) = calls.join_next().await {
+            report(done, progress)?;
+        }
+        heartbeat.abort();
+        if !stop.load(Ordering::SeqCst) {
+            // Every call was made: the run is over (failed calls are counted, and asked
+            // again if it is resumed).
+            store
+                .set_run_status(run_id, &[RunStatus::Running], RunStatus::Finished)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+fn report(
+    done: Result<ServiceResult<Call>, tokio::task::JoinError>,
+    progress: Option<&(dyn Fn(&Call) + Sync)>,
+) -> ServiceResult<()> {
+    let call = done.map_err(|e| ServiceError::Internal(e.to_string()))??;
+    if let Some(progress) = progress {
+        progress(&call);
+    }
+    Ok(())
+}
+
+/// The API key a judge's calls send: from its environment variable, or opened from the
+/// database; none for a local server that asks for none.
+pub fn api_key(judge: &Judge, key: Option<&SealingKey>) -> Result<Option<String>, String> {
+    if let Some(name) = &judge.api_key_env {
+        return std::env::var(name)
+            .map(Some)
+            .map_err(|_| format!("the server's environment has no {name}"));
+    }
+    match (&judge.api_key_sealed, key) {
+        (None, _) => Ok(None),
+        (Some(sealed), Some(key)) => key
+            .open(sealed)
+            .map(Some)
+            .ok_or_else(|| "the stored key does not open under this server's secret".into()),
+        (Some(_), None) => Err(format!(
+            "the key is stored sealed and this server has no {}",
+            crate::credentials::sealed::SECRET_ENV
+        )),
+    }
+}
+
+/// What every call of a run sends with, and the limits it keeps.
+struct Asker {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    plan: Plan,
+    retry_delay: Duration,
+    limiter: governor::DefaultDirectRateLimiter,
+}
+
+impl Asker {
+    fn new(
+        judge: &Judge,
+        plan: &Plan,
+        api_key: Option<String>,
+        retry_delay: Duration,
+    ) -> ServiceResult<Self> {
+        let timeout = Duration::from_secs(u64::from(plan.params.timeout_s.unwrap_or(120)));
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ServiceError::Internal(e.to_string()))?;
+        let rpm = NonZeroU32::new(u32::try_from(judge.requests_per_minute).unwrap_or(1).max(1))
+            .unwrap_or(NonZeroU32::MIN);
+        Ok(Self {
+            client,
+            url: chat_url(&judge.base_url),
+            api_key,
+            plan: plan.clone(),
+            retry_delay,
+            limiter: governor::RateLimiter::direct(governor::Quota::per_minute(rpm)),
+        })
+    }
+}
+
+/// `/chat/completions` under a base URL in the usual form (`http://host:port/v1`).
+pub fn chat_url(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+}
+
+/// Why one request did not give an output.
+#[derive(Debug)]
+enum Failure {
+    /// The endpoint answered with an error status.
+    Status {
+        code: u16,
+        retry_after: Option<Duration>,
+        body: String,
+    },
+    TimedOut,
+    /// The connection failed or dropped.
+    Transport(String),
+    /// A 2xx whose body is not a chat completion.
+    BadBody(String),
+}
+
+impl Failure {
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Status { code, .. } => *code == 429 || *code >= 500,
+            Failure::TimedOut | Failure::Transport(_) => true,
+            Failure::BadBody(_) => false,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Failure::Status { code, body, .. } => {
+                let body: String = body.chars().take(500).collect();
+                format!("HTTP {code}: {body}")
+            }
+            Failure::TimedOut => "timed out".into(),
+            Failure::Transport(why) => format!("connection failed: {why}"),
+            Failure::BadBody(why) => format!("not a chat completion: {why}"),
+        }
+    }
+}
+
+/// A `Retry-After` header: seconds, or an HTTP date.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(text).ok()?;
+    (at.with_timezone(&Utc) - Utc::now()).to_std().ok()
+}
+
+/// What a chat completion gave.
+struct Output {
+    content: String,
+    finish_reason: Option<String>,
+    prompt_tokens: Option<i32>,
+    completion_tokens: Option<i32>,
+}
+
+/// The request body for `prompt`.
+fn request_body(asker: &Asker, rubric: &Rubric, prompt: &str) -> Value {
+    let plan = &asker.plan;
+    let mut body = json!({
+        "model": plan.model,
+        "messages": [{"role": "user", "content": prompt}],
+    });
+    let params = &plan.params;
+    if let Some(t) = params.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(n) = params.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if let Some(seed) = params.seed {
+        body["seed"] = json!(seed);
+    }
+    if params.structured_output {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {
+                "name": "verdict_answer",
+                "strict": true,
+                "schema": template::schema(
+                    rubric,
+                    plan.template.format,
+                    plan.min_explanation,
+                    params.max_text_chars,
+                ),
+            }
+        });
+    }
+    body
+}
+
+async fn post(asker: &Asker, body: &Value) -> Result<Output, Failure> {
+    let mut request = asker.client.post(&asker.url).json(body);
+    if let Some(key) = &asker.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.map_err(|e| {
+        if e.is_timeout() {
+            Failure::TimedOut
+        } else {
+            Failure::Transport(e.to_string())
+        }
+    })?;
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = retry_after(response.headers());
+        let body = response.text().await.unwrap_or_default();
+        return Err(Failure::Status {
+            code: status.as_u16(),
+            retry_after,
+            body,
+        });
+    }
+    let text = response.text().await.map_err(|e| {
+        if e.is_timeout() {
+            Failure::TimedOut
+        } else {
+            Failure::Transport(e.to_string())
+        }
+    })?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| Failure::BadBody(e.to_string()))?;
+    let choice = &value["choices"][0];
+    let content = choice["message"]["content"]
+        .as_str()
+        .ok_or_else(|| Failure::BadBody("no choices[0].message.content".into()))?;
+    let tokens = |key: &str| {
+        value["usage"][key]
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+    };
+    Ok(Output {
+        content: content.to_owned(),
+        finish_reason: choice["finish_reason"].as_str().map(str::to_owned),
+        prompt_tokens: tokens("prompt_tokens"),
+        completion_tokens: tokens("completion_tokens"),
+    })
+}
+
+/// Asks about one task in one order, with retries, and reads the answer.
+async fn ask(
+    store: &Store,
+    asker: &Asker,
+    rubric: &Rubric,
+    run: &Run,
+    task_id: Uuid,
+    swapped: bool,
+) -> ServiceResult<Call> {
+    let content = store
+        .task_content(task_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    let plan = &asker.plan;
+    let text = TaskText {
+        prompt: &content.prompt.0,
+        response_a: &content.response_a,
+        response_b: &content.response_b,
+    };
+    let prompt = judge::render(rubric, &plan.template, text, swapped);
+    let body = request_body(asker, rubric, &prompt);
+    let attempts = AtomicU32::new(0);
+    let started = Instant::now();
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(asker.retry_delay)
+        .with_max_delay(Duration::from_secs(60))
+        .with_max_times(MAX_RETRIES - 1)
+        .with_jitter();
+    let result = (|| async {
+        attempts.fetch_add(1, Ordering::SeqCst);
+        post(asker, &body).await
+    })
+    .retry(backoff)
+    .sleep(tokio::time::sleep)
+    .when(Failure::retryable)
+    .adjust(|failure, delay| match failure {
+        Failure::Status {
+            retry_after: Some(wait),
+            ..
+        } => delay.and((*wait <= MAX_RETRY_AFTER).then_some(*wait)),
+        _ => delay,
+    })
+    .notify(|failure, delay| {
+        tracing::info!(%task_id, swapped, ?delay, failure = %failure.describe(), "judge call retried");
+    })
+    .await;
+    let latency_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+    let mut call = Call {
+        id: Uuid::now_v7(),
+        run_id: run.id,
+        task_id,
+        swapped,
+        status: CallStatus::Failed,
+        prompt_sha256: judge::prompt_hash(&prompt),
+        model: plan.model.clone(),
+        params: Json(call_params(plan)),
+        raw_output: None,
+        finish_reason: None,
+        error: None,
+        fields: Json(Default::default()),
+        answers: Json(Default::default()),
+        prompt_tokens: None,
+        completion_tokens: None,
+        latency_ms: Some(latency_ms),
+        attempts: i32::try_from(attempts.load(Ordering::SeqCst)).unwrap_or(i32::MAX),
+        created_at: Utc::now(),
+    };
+    match result {
+        Ok(output) => {
+            let truncated = output.finish_reason.as_deref() == Some("length");
+            let parsed = judge::parse(
+                rubric,
+                plan.template.format,
+                &output.content,
+                truncated,
+                plan.min_explanation,
+            );
+            call.status = if parsed.answered() {
+                CallStatus::Answered
+            } else {
+                CallStatus::Unparsed
+            };
+            call.fields = Json(parsed.fields);
+            call.answers = Json(parsed.answers);
+            call.raw_output = Some(output.content);
+            call.finish_reason = output.finish_reason;
+            call.prompt_tokens = output.prompt_tokens;
+            call.completion_tokens = output.completion_tokens;
+        }
+        Err(failure) => call.error = Some(failure.describe()),
+    }
+    Ok(call)
+}
+
+/// Once every order of a task is read, stores the judge's rating of it when its
+/// answers make a whole one.
+async fn rate_task(
+    store: &Store,
+    rubric: &Rubric,
+    run: &Run,
+    judge_user: Uuid,
+    task_id: Uuid,
+) -> ServiceResult<()> {
+    let calls = store.calls_of_task(run.id, task_id).await?;
+    let orders = Plan::orders(rubric.subject);
+    let read: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.status != CallStatus::Failed)
+        .collect();
+    if read.len() < orders.len() {
+        return Ok(());
+    }
+    let asked: Vec<Asked<'_>> = read
+        .iter()
+        .map(|c| Asked {
+            swapped: c.swapped,
+            answers: &c.answers.0,
+            fields: &c.fields.0,
+        })
+        .collect();
+    let combined = judge::combine(rubric, &asked, run.plan.0.min_explanation);
+    if combined.complete() {
+        store
+            .save_judge_rating(judge_user, run.batch_id, task_id, &combined.answers)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,917 @@
+//! LLM judges: configured through the API, run over batches against a scripted
+//! OpenAI-compatible server (the faults a real model server cannot be made to produce on
+//! demand), every call stored, outputs read strictly, pairs asked in both orders, runs
+//! paused, resumed, and taken over after the server is killed; judge ratings kept apart
+//! from the human figures and measured against them. The same path against a real
+//! `llama-server` is `judge_model.rs`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use verdict::Config;
+use verdict::store::Backend;
+
+use crate::helpers::{Fixture, Go, Persona, TestApp, TestDb, db_test, json_with};
+use crate::judge_server::{Reply, ScriptedJudge, prefers_good, shown_first};
+
+/// The app with quick retries (20 ms at first) and a short lease, so the fault tests
+/// spend their time on what they test.
+pub struct QuickApp(pub TestApp);
+
+impl Fixture for QuickApp {
+    async fn setup(backend: Backend) -> Option<Self> {
+        let config = Config {
+            judge_retry_delay: Duration::from_millis(20),
+            judge_lease: Duration::from_secs(2),
+            ..Config::default()
+        };
+        TestApp::with_config(backend, config).await.map(Self)
+    }
+
+    async fn teardown(self) {
+        self.0.teardown().await;
+    }
+}
+
+/// Configures a judge named `name` at `base_url`, with more settings from `extra`.
+pub async fn add_judge(
+    app: &TestApp,
+    admin: &Persona,
+    name: &str,
+    base_url: &str,
+    extra: Value,
+) -> String {
+    let mut body = json!({"name": name, "base_url": base_url, "model": "scripted"});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    let response = admin
+        .api
+        .post(app.url("/api/v1/judges"))
+        .json(&body)
+        .go()
+        .await;
+    json_with(response, StatusCode::CREATED).await["id"]
+        .as_str()
+        .expect("judge id")
+        .to_owned()
+}
+
+/// Starts a run of `judge` over `batch`; returns its id.
+pub async fn start_run(app: &TestApp, admin: &Persona, batch: &str, judge: &str) -> String {
+    let response = admin
+        .api
+        .post(app.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+        .json(&json!({ "judge": judge }))
+        .go()
+        .await;
+    let started = json_with(response, StatusCode::ACCEPTED).await;
+    assert_eq!(started["status"], "running");
+    started["id"].as_str().expect("run id").to_owned()
+}
+
+/// Waits (at most two minutes: the work takes as long as it takes) until the run has
+/// `status`; returns the run.
+pub async fn wait_for(app: &TestApp, who: &Persona, run: &str, status: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let response = who
+            .api
+            .get(app.url(&format!("/api/v1/judge-runs/{run}")))
+            .go()
+            .await;
+        let view = json_with(response, StatusCode::OK).await;
+        if view["status"] == status {
+            return view;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run never became {status}: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every call of a run, in task order (optionally of one status).
+pub async fn calls(app: &TestApp, who: &Persona, run: &str, status: Option<&str>) -> Vec<Value> {
+    let query = status.map_or(String::new(), |s| format!("?status={s}"));
+    let response = who
+        .api
+        .get(app.url(&format!("/api/v1/judge-runs/{run}/calls{query}")))
+        .go()
+        .await;
+    let page = json_with(response, StatusCode::OK).await;
+    page["calls"].as_array().expect("calls").clone()
+}
+
+fn pair_tasks(tasks: &[(&str, &str, &str)]) -> String {
+    tasks
+        .iter()
+        .map(|(id, a, b)| {
+            json!({"external_id": id, "prompt": format!("Task {id}: sum a list."), "response_a": a,
+                   "response_b": b, "model_a": "alpha", "model_b": "beta"})
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn single_tasks(tasks: &[(&str, &str)]) -> String {
+    tasks
+        .iter()
+        .map(|(id, response)| {
+            json!({"external_id": id, "prompt": format!("Task {id}: explain recursion."),
+                   "response": response, "model": "alpha"})
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+/// A human rating of every task of a pairwise batch: helpfulness `a` where response A
+/// is marked GOOD, else `b`.
+async fn humans_rate(app: &TestApp, rater: &Persona, batch: &str) -> usize {
+    let mut rated = 0;
+    while let Some(next) = app.next(rater, batch).await {
+        let task = &next["task"];
+        let shown_a = task["response_a"].as_str().unwrap_or("");
+        let help = if shown_a.contains("GOOD") { "a" } else { "b" };
+        let answers = json!({"helpfulness": help, "clarity": "tie", "factuality": "tie",
+            "depth": "tie", "engagement": "tie", "safety": "tie",
+            "rationale": "Read both and ran the code of each."});
+        let assignment = next["assignment_id"].as_str().expect("assignment");
+        let submitted = app.act(rater, assignment, "submit", &answers).await;
+        assert_eq!(
+            submitted.status(),
+            StatusCode::OK,
+            "{:?}",
+            submitted.text().await
+        );
+        rated += 1;
+    }
+    rated
+}
+
+async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let scripted = ScriptedJudge::start(prefers_good).await;
+    let batch = app
+        .batch(
+            &admin,
+            "orders",
+            &pair_tasks(&[
+                ("p1", "GOOD: sum(xs)", "a loop that skips the last item"),
+                ("p2", "a loop that skips the last item", "GOOD: sum(xs)"),
+                // A response that spells a placeholder is sent as written.
+                (
+                    "p3",
+                    "print('{$candidate_B}')",
+                    "GOOD: print the text {$instruction}",
+                ),
+            ]),
+            "&rubric=pairwise-aspects",
+        )
+        .await;
+    assert_eq!(humans_rate(app, &rater, &batch).await, 3);
+    let judge = add_judge(
+        app,
+        &admin,
+        "scripted",
+        &scripted.base_url,
+        json!({"concurrency": 2}),
+    )
+    .await;
+    let run = start_run(app, &admin, &batch, "scripted").await;
+    let view = wait_for(app, &admin, &run, "finished").await;
+    assert_eq!(
+        (view["tasks"].as_i64(), view["calls"].as_i64()),
+        (Some(3), Some(6))
+    );
+    assert_eq!(
+        (view["answered"].as_i64(), view["unparsed"].as_i64()),
+        (Some(6), Some(0))
+    );
+    assert_eq!(view["tokens"]["prompt"], 600);
+
+    // Each task was asked twice, once with each response shown first.
+    let seen = scripted.seen();
+    assert_eq!(seen.len(), 6);
+    for id in ["p1", "p2", "p3"] {
+        let asked: Vec<&str> = seen
+            .iter()
+            .map(|s| s.prompt())
+            .filter(|p| p.contains(&format!("Task {id}:")))
+            .map(shown_first)
+            .collect();
+        assert_eq!(asked.len(), 2, "{id}");
+        assert!(
+            asked.iter().filter(|first| first.contains("GOOD")).count() == 1,
+            "{id}: {asked:?}"
+        );
+    }
+    let p3 = seen
+        .iter()
+        .find(|s| s.prompt().contains("Task p3:"))
+        .expect("p3 asked");
+    assert!(
+        p3.prompt().contains("print('{$candidate_B}')"),
+        "{}",
+        p3.prompt()
+    );
+    assert!(p3.prompt().contains("print the text {$instruction}"));
+    assert!(
+        seen.iter().all(|s| s.authorization.is_none()),
+        "no key was configured"
+    );
+
+    let stored = calls(app, &admin, &run, None).await;
+    assert_eq!(stored.len(), 6);
+    for call in &stored {
+        assert_eq!(call["status"], "answered", "{call}");
+        assert_eq!(call["fields"]["helpfulness"], "parsed");
+        assert_eq!(call["model"], "scripted");
+        assert_eq!(call["prompt_sha256"].as_str().map(str::len), Some(64));
+        assert!(
+            call["raw_output"]
+                .as_str()
+                .unwrap_or("")
+                .contains("rationale")
+        );
+    }
+    let (straight, turned): (Vec<&Value>, Vec<&Value>) =
+        stored.iter().partition(|c| c["swapped"] == false);
+    assert_eq!((straight.len(), turned.len()), (3, 3));
+    // As shown, the judge said A for p1 straight and B for p1 turned: both the task's A.
+    let p1: Vec<&Value> = stored.iter().filter(|c| c["external_id"] == "p1").collect();
+    let shown: Vec<(&Value, &Value)> = p1
+        .iter()
+        .map(|c| (&c["swapped"], &c["answers"]["helpfulness"]))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![(&json!(false), &json!("a")), (&json!(true), &json!("b"))]
+    );
+
+    // The judge's ratings, in the task's own orientation, marked as a judge's.
+    let export = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
+        .go()
+        .await;
+    let export = export.text().await.expect("export");
+    let rows: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let judged: HashMap<&str, &Value> = rows
+        .iter()
+        .filter(|r| r["rater_kind"] == "judge")
+        .map(|r| (r["external_id"].as_str().unwrap(), r))
+        .collect();
+    assert_eq!(judged.len(), 3, "{export}");
+    assert_eq!(judged["p1"]["answers"]["helpfulness"], "a");
+    assert_eq!(judged["p2"]["answers"]["helpfulness"], "b");
+    assert_eq!(judged["p3"]["answers"]["helpfulness"], "b");
+    assert_eq!(judged["p1"]["rater"], "judge:scripted");
+    assert_eq!(
+        rows.iter().filter(|r| r["rater_kind"] == "human").count(),
+        3
+    );
+
+    // Human metrics count the three human ratings only; the judge is measured beside.
+    let metrics = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .go()
+        .await;
+    let metrics = json_with(metrics, StatusCode::OK).await;
+    assert_eq!(metrics["counts"]["ratings"], 3, "{metrics}");
+    assert_eq!(metrics["helpfulness"]["n"], 3);
+    let raters: Vec<&Value> = metrics["raters"].as_array().unwrap().iter().collect();
+    assert_eq!(raters.len(), 1);
+    assert_eq!(raters[0]["rater"], rater.username);
+    let j = &metrics["judges"]["scripted"];
+    assert_eq!(j["coverage"], 1.0, "{j}");
+    assert_eq!(j["rated"], 3);
+    assert_eq!(j["position_consistency"]["value"], 1.0);
+    let help = &j["fields"]["helpfulness"];
+    assert_eq!(help["n"], 3);
+    assert_eq!(help["agreement"], 1.0);
+    assert_eq!(help["raters"][&rater.username]["agreement"], 1.0);
+    // The lead sees the same.
+    let lead = app.lead().await;
+    let led = lead
+        .api
+        .get(app.url(&format!("/api/v1/judge-runs/{run}")))
+        .go()
+        .await;
+    assert_eq!(led.status(), StatusCode::OK);
+    // A rater sees no run, and no judge rating enters the review queue.
+    let refused = rater
+        .api
+        .get(app.url(&format!("/api/v1/judge-runs/{run}")))
+        .go()
+        .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let queue = lead.api.get(app.url("/api/v1/review")).go().await;
+    let queue = json_with(queue, StatusCode::OK).await;
+    assert!(!queue.to_string().contains("judge:scripted"), "{queue}");
+    let _ = judge;
+}
+db_test!(a_pair_is_asked_in_both_orders_and_mapped_back: TestApp);
+
+/// Outputs by marker in the task's response: each exercises one way of reading.
+fn additive_outputs(body: &Value, _: usize) -> Reply {
+    let prompt = body["messages"][0]["content"].as_str().unwrap_or("");
+    let marker = ["PLAIN", "CONFLICT", "NOSCORE", "CUT", "FENCED", "RANGE"]
+        .into_iter()
+        .find(|m| prompt.contains(&format!("<response>{m}")))
+        .unwrap_or("");
+    match marker {
+        "PLAIN" => Reply::text("score: 3\nIt answers the basic question usefully."),
+        "CONFLICT" => Reply::text("score: 2\nOn reflection, more.\nscore: 4"),
+        "NOSCORE" => Reply::text("A fine answer, I would say."),
+        "CUT" => Reply::Content(
+            "score: 4\nThe response is well organised and".into(),
+            "length",
+        ),
+        "FENCED" => Reply::text(
+            "Here it is:\n```json\n{\"score\": 5, \"justification\": \"Expert, exact and well organised.\"}\n```\nDone.",
+        ),
+        _ => Reply::text("score: 7\nBeyond the scale."),
+    }
+}
+
+async fn unparsed_outputs_never_count_as_a_score(app: &TestApp) {
+    let admin = app.admin().await;
+    let scripted = ScriptedJudge::start(additive_outputs).await;
+    let batch = app
+        .batch(
+            &admin,
+            "additive",
+            &single_tasks(&[
+                ("s1", "PLAIN answer"),
+                ("s2", "CONFLICT answer"),
+                ("s3", "NOSCORE answer"),
+                ("s4", "CUT answer"),
+                ("s5", "FENCED answer"),
+                ("s6", "RANGE answer"),
+            ]),
+            "&rubric=additive-5&randomize=false",
+        )
+        .await;
+    add_judge(app, &admin, "scorer", &scripted.base_url, json!({})).await;
+    let run = start_run(app, &admin, &batch, "scorer").await;
+    let view = wait_for(app, &admin, &run, "finished").await;
+    assert_eq!(
+        (view["calls"].as_i64(), view["answered"].as_i64()),
+        (Some(6), Some(2))
+    );
+    assert_eq!(
+        (view["unparsed"].as_i64(), view["failed"].as_i64()),
+        (Some(4), Some(0))
+    );
+    assert_eq!(scripted.seen().len(), 6, "one order for a single response");
+
+    let unparsed = calls(app, &admin, &run, Some("unparsed")).await;
+    let why: HashMap<&str, (&Value, &Value)> = unparsed
+        .iter()
+        .map(|c| {
+            (
+                c["external_id"].as_str().unwrap(),
+                (&c["fields"]["relevant"], &c["raw_output"]),
+            )
+        })
+        .collect();
+    assert_eq!(why.len(), 4);
+    assert_eq!(why["s2"].0, "conflicting");
+    assert_eq!(why["s3"].0, "missing");
+    assert_eq!(why["s4"].0, "truncated");
+    assert_eq!(why["s6"].0, "invalid: 7 is not from 0 to 5");
+    assert_eq!(
+        why["s3"].1, "A fine answer, I would say.",
+        "the raw output is kept"
+    );
+    for call in &unparsed {
+        assert_eq!(call["answers"].get("score"), None, "{call}");
+    }
+
+    let stored: i64 = app
+        .count("SELECT COUNT(*) FROM ratings WHERE rater_kind = 'judge'")
+        .await;
+    assert_eq!(stored, 2, "only whole answers are ratings");
+    let export = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
+        .go()
+        .await
+        .text()
+        .await
+        .expect("export");
+    let scores: HashMap<String, Value> = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+        .map(|r| {
+            (
+                r["external_id"].as_str().unwrap().to_owned(),
+                r["answers"]["score"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(scores.len(), 2, "{export}");
+    assert_eq!(scores["s1"], 3);
+    assert_eq!(scores["s5"], 5);
+
+    let metrics = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .go()
+        .await;
+    let metrics = json_with(metrics, StatusCode::OK).await;
+    assert_eq!(
+        metrics["counts"]["ratings"], 0,
+        "judge ratings are not human ratings"
+    );
+    let j = &metrics["judges"]["scorer"];
+    assert_eq!(
+        (j["answered"].as_u64(), j["unparsed"].as_u64()),
+        (Some(2), Some(4))
+    );
+    assert_eq!(j["coverage"], 2.0 / 6.0);
+    assert_eq!(j["fields"]["score"]["parsed"], 2);
+    assert_eq!(j["fields"]["score"]["asked"], 6);
+}
+db_test!(unparsed_outputs_never_count_as_a_score: TestApp);
+
+/// Fails each marked task's first request as its marker says, then answers.
+fn faults() -> impl Fn(&Value, usize) -> Reply + Send + Sync {
+    let tries: Mutex<HashMap<String, usize>> = Mutex::new(HashMap::new());
+    move |body, _| {
+        let prompt = body["messages"][0]["content"].as_str().unwrap_or("");
+        let marker = ["R429", "R500", "SLOW", "R400"]
+            .into_iter()
+            .find(|m| prompt.contains(&format!("<response>{m}")))
+            .unwrap_or("OK");
+        let n = {
+            let mut tries = tries.lock().expect("tries");
+            let n = tries.entry(marker.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        let answer = Reply::text("score: 2\nCovers part of the question.");
+        match (marker, n) {
+            ("R429", 1) => Reply::Status(429, Some("2")),
+            ("R500", 1 | 2) => Reply::Status(500, None),
+            ("SLOW", 1) => Reply::After(Duration::from_secs(4), Box::new(answer)),
+            ("R400", _) => Reply::Status(400, None),
+            _ => answer,
+        }
+    }
+}
+
+async fn calls_are_retried_honouring_retry_after(fixture: &QuickApp) {
+    let app = &fixture.0;
+    let admin = app.admin().await;
+    let scripted = ScriptedJudge::start(faults()).await;
+    let batch = app
+        .batch(
+            &admin,
+            "faults",
+            &single_tasks(&[
+                ("f1", "R429 answer"),
+                ("f2", "R500 answer"),
+                ("f3", "SLOW answer"),
+                ("f4", "R400 answer"),
+            ]),
+            "&rubric=additive-5&randomize=false",
+        )
+        .await;
+    add_judge(
+        app,
+        &admin,
+        "flaky",
+        &scripted.base_url,
+        json!({"timeout_s": 1, "concurrency": 4}),
+    )
+    .await;
+    let run = start_run(app, &admin, &batch, "flaky").await;
+    let view = wait_for(app, &admin, &run, "finished").await;
+    assert_eq!(
+        (view["answered"].as_i64(), view["failed"].as_i64()),
+        (Some(3), Some(1)),
+        "{view}"
+    );
+
+    let stored: HashMap<String, Value> = calls(app, &admin, &run, None)
+        .await
+        .into_iter()
+        .map(|c| (c["external_id"].as_str().unwrap().to_owned(), c))
+        .collect();
+    assert_eq!(stored["f1"]["attempts"], 2, "429 once, then answered");
+    assert_eq!(stored["f2"]["attempts"], 3, "500 twice, then answered");
+    assert_eq!(stored["f3"]["attempts"], 2, "timed out once, then answered");
+    assert_eq!(stored["f4"]["status"], "failed");
+    assert_eq!(stored["f4"]["attempts"], 1, "a 400 is not retried");
+    assert!(
+        stored["f4"]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("HTTP 400")
+    );
+
+    // The retry after the 429 came no sooner than its Retry-After of 2 s, though the
+    // backoff alone would have waited about 20 ms.
+    let seen = scripted.seen();
+    let r429: Vec<std::time::Instant> = seen
+        .iter()
+        .filter(|s| s.prompt().contains("<response>R429"))
+        .map(|s| s.at)
+        .collect();
+    assert_eq!(r429.len(), 2);
+    let waited = r429[1] - r429[0];
+    assert!(waited >= Duration::from_secs(2), "retried after {waited:?}");
+    let r500: Vec<std::time::Instant> = seen
+        .iter()
+        .filter(|s| s.prompt().contains("<response>R500"))
+        .map(|s| s.at)
+        .collect();
+    assert_eq!(r500.len(), 3);
+
+    // Resuming the finished run asks again only the call that failed.
+    let resumed = admin
+        .api
+        .post(app.url(&format!("/api/v1/judge-runs/{run}/resume")))
+        .go()
+        .await;
+    assert_eq!(resumed.status(), StatusCode::OK);
+    wait_for(app, &admin, &run, "finished").await;
+    let asked_again = scripted.seen().len() - seen.len();
+    assert_eq!(asked_again, 1, "only the failed call is asked again");
+}
+db_test!(calls_are_retried_honouring_retry_after: QuickApp);
+
+async fn judges_are_configured_with_every_bad_field_named(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let bad = admin
+        .api
+        .post(app.url("/api/v1/judges"))
+        .json(
+            &json!({"name": "no spaces please", "base_url": "ftp://host/v1/chat/completions",
+            "temperature": 3, "concurrency": 0, "api_key": "sk-123", "colour": "red",
+            "templates": {"blackhat": {"text": "{$instruction} {$response}", "format": "answers"},
+                          "nope": {"text": "x", "format": "answers"}}}),
+        )
+        .go()
+        .await;
+    let bad = json_with(bad, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let fields = bad["fields"].as_object().expect("fields");
+    for field in [
+        "name",
+        "base_url",
+        "model",
+        "temperature",
+        "concurrency",
+        "api_key",
+        "colour",
+        "templates.blackhat.text",
+        "templates.nope",
+    ] {
+        assert!(fields.contains_key(field), "{field} in {bad}");
+    }
+    assert!(
+        fields["templates.blackhat.text"]
+            .as_str()
+            .unwrap()
+            .contains("{$response}")
+    );
+    assert!(
+        fields["api_key"]
+            .as_str()
+            .unwrap()
+            .contains("VERDICT_SECRET_KEY")
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM judges").await,
+        0,
+        "nothing stored"
+    );
+
+    let template = json!({"text": "Q {$instruction}\nA {$candidate_A}\nB {$candidate_B}\nAnswer JSON.",
+                          "format": "answers"});
+    let id = add_judge(
+        app,
+        &admin,
+        "good",
+        "http://127.0.0.1:9/v1",
+        json!({"api_key_env": "SOME_KEY", "templates": {"blackhat": template}}),
+    )
+    .await;
+    let taken = admin
+        .api
+        .post(app.url("/api/v1/judges"))
+        .json(&json!({"name": "good", "base_url": "http://127.0.0.1:9/v1", "model": "m"}))
+        .go()
+        .await;
+    assert_eq!(taken.status(), StatusCode::CONFLICT);
+    let list = admin.api.get(app.url("/api/v1/judges")).go().await;
+    let list = json_with(list, StatusCode::OK).await;
+    assert_eq!(list[0]["name"], "good");
+    assert_eq!(list[0]["api_key_env"], "SOME_KEY");
+    assert_eq!(list[0]["api_key_stored"], false);
+    assert_eq!(list[0]["templates"]["blackhat"]["format"], "answers");
+    let changed = admin
+        .api
+        .patch(app.url(&format!("/api/v1/judges/{id}")))
+        .json(&json!({"concurrency": 8, "temperature": 0.5}))
+        .go()
+        .await;
+    let changed = json_with(changed, StatusCode::OK).await;
+    assert_eq!(changed["concurrency"], 8);
+    assert_eq!(changed["params"]["temperature"], 0.5);
+    assert_eq!(changed["api_key_env"], "SOME_KEY", "unchanged fields stay");
+    let renamed = admin
+        .api
+        .patch(app.url(&format!("/api/v1/judges/{id}")))
+        .json(&json!({"name": "other"}))
+        .go()
+        .await;
+    assert_eq!(renamed.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let forbidden = lead.api.get(app.url("/api/v1/judges")).go().await;
+    assert_eq!(forbidden.status(), StatusCode::FORBIDDEN);
+
+    // A run needs its key's variable on the server, and a judge that exists.
+    let batch = app
+        .batch(&admin, "keys", &crate::helpers::tasks_jsonl(2), "")
+        .await;
+    let no_key = admin
+        .api
+        .post(app.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+        .json(&json!({"judge": "good"}))
+        .go()
+        .await;
+    let no_key = json_with(no_key, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        no_key["fields"]["judge"]
+            .as_str()
+            .unwrap()
+            .contains("SOME_KEY"),
+        "{no_key}"
+    );
+    let unknown = admin
+        .api
+        .post(app.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+        .json(&json!({"judge": "nobody"}))
+        .go()
+        .await;
+    let unknown = json_with(unknown, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        unknown["fields"]["judge"]
+            .as_str()
+            .unwrap()
+            .contains("nobody")
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM judge_runs").await, 0);
+    // Judge accounts are nobody's to sign in with or manage.
+    let users = admin.api.get(app.url("/api/v1/users")).go().await;
+    let users = json_with(users, StatusCode::OK).await;
+    assert!(!users.to_string().contains("judge:"), "{users}");
+}
+db_test!(judges_are_configured_with_every_bad_field_named: TestApp);
+
+/// Answers slowly (each call takes 300 ms), so that a run can be paused or its server
+/// killed part way.
+fn slow(body: &Value, _: usize) -> Reply {
+    let _ = body;
+    Reply::After(
+        Duration::from_millis(300),
+        Box::new(Reply::text("score: 1\nRelevant, little more.")),
+    )
+}
+
+async fn a_paused_run_asks_nothing_until_resumed(fixture: &QuickApp) {
+    let app = &fixture.0;
+    let admin = app.admin().await;
+    let scripted = ScriptedJudge::start(slow).await;
+    let tasks: Vec<(String, String)> = (1..=12)
+        .map(|i| (format!("s{i}"), format!("answer {i}")))
+        .collect();
+    let tasks: Vec<(&str, &str)> = tasks
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let batch = app
+        .batch(
+            &admin,
+            "paused",
+            &single_tasks(&tasks),
+            "&rubric=additive-5&randomize=false",
+        )
+        .await;
+    add_judge(
+        app,
+        &admin,
+        "slow",
+        &scripted.base_url,
+        json!({"concurrency": 1}),
+    )
+    .await;
+    let run = start_run(app, &admin, &batch, "slow").await;
+    let again = admin
+        .api
+        .post(app.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+        .json(&json!({"judge": "slow"}))
+        .go()
+        .await;
+    assert_eq!(
+        again.status(),
+        StatusCode::CONFLICT,
+        "one open run per judge and batch"
+    );
+    while scripted.seen().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let paused = admin
+        .api
+        .post(app.url(&format!("/api/v1/judge-runs/{run}/pause")))
+        .go()
+        .await;
+    let paused = json_with(paused, StatusCode::OK).await;
+    assert_eq!(paused["status"], "paused");
+    // The call under way finishes and is kept; then nothing more is asked.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let asked = scripted.seen().len();
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(scripted.seen().len(), asked, "a paused run asks nothing");
+    let twice = admin
+        .api
+        .post(app.url(&format!("/api/v1/judge-runs/{run}/pause")))
+        .go()
+        .await;
+    assert_eq!(twice.status(), StatusCode::CONFLICT);
+    let resumed = admin
+        .api
+        .post(app.url(&format!("/api/v1/judge-runs/{run}/resume")))
+        .go()
+        .await;
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let view = wait_for(app, &admin, &run, "finished").await;
+    assert_eq!(view["answered"], 12);
+    assert_eq!(scripted.seen().len(), 12, "nothing asked twice");
+    let cancel = admin
+        .api
+        .post(app.url(&format!("/api/v1/judge-runs/{run}/cancel")))
+        .go()
+        .await;
+    assert_eq!(
+        cancel.status(),
+        StatusCode::CONFLICT,
+        "a finished run is over"
+    );
+}
+db_test!(a_paused_run_asks_nothing_until_resumed: QuickApp);
+
+/// Judge calls stored so far, as (external id, order) pairs.
+async fn stored_calls(db: &TestDb) -> Vec<(String, bool)> {
+    let sql = "SELECT t.external_id, c.swapped FROM judge_calls c JOIN tasks t ON t.id = c.task_id
+               WHERE c.status = 'answered'";
+    match db.backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&db.url).await.expect("connect");
+            let rows = sqlx::query_as(sql).fetch_all(&pool).await.expect(sql);
+            pool.close().await;
+            rows
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&db.url).await.expect("connect");
+            let rows = sqlx::query_as(sql).fetch_all(&pool).await.expect(sql);
+            pool.close().await;
+            rows
+        }
+    }
+}
+
+async fn a_killed_server_resumes_its_run_without_asking_again(db: &TestDb) {
+    use crate::durability::{kill_9, serve_with};
+    let added = crate::cli::verdict(
+        db,
+        &[
+            "user",
+            "add",
+            "--username",
+            "admin",
+            "--role",
+            "admin",
+            "--password-stdin",
+        ],
+        Some("judge run admin password\n"),
+    );
+    assert!(added.status.success());
+    let token = crate::cli::verdict(db, &["token", "create", "--username", "admin"], None);
+    let admin = crate::helpers::bearer(String::from_utf8_lossy(&token.stdout).trim());
+    let scripted = ScriptedJudge::start(|body: &Value, _| {
+        Reply::After(Duration::from_millis(250), Box::new(prefers_good(body, 0)))
+    })
+    .await;
+    let lease = [("VERDICT_JUDGE_LEASE_S", "2")];
+    let (mut server, base) = serve_with(db, &lease);
+    let tasks: Vec<(String, String, String)> = (1..=8)
+        .map(|i| {
+            (
+                format!("k{i}"),
+                format!("GOOD answer {i}"),
+                format!("weak answer {i}"),
+            )
+        })
+        .collect();
+    let tasks: Vec<(&str, &str, &str)> = tasks
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    let upload = admin
+        .post(format!(
+            "{base}/api/v1/batches?name=killed&rubric=pairwise-aspects"
+        ))
+        .header("content-type", "application/x-ndjson")
+        .body(pair_tasks(&tasks))
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(upload.status(), StatusCode::CREATED);
+    let batch = upload.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let judge = admin
+        .post(format!("{base}/api/v1/judges"))
+        .json(&json!({"name": "steady", "base_url": scripted.base_url, "model": "m", "concurrency": 1}))
+        .send()
+        .await
+        .expect("judge");
+    assert_eq!(judge.status(), StatusCode::CREATED);
+    let started = admin
+        .post(format!("{base}/api/v1/batches/{batch}/judge-runs"))
+        .json(&json!({"judge": "steady"}))
+        .send()
+        .await
+        .expect("run");
+    assert_eq!(started.status(), StatusCode::ACCEPTED);
+    let run = started.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    // Killed with calls answered and more to ask.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while stored_calls(db).await.len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run made no progress"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill_9(&mut server);
+    let before_kill = stored_calls(db).await;
+    assert!(before_kill.len() < 16, "killed part way");
+
+    let (mut server, base) = serve_with(db, &lease);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let view = loop {
+        let view: Value = admin
+            .get(format!("{base}/api/v1/judge-runs/{run}"))
+            .send()
+            .await
+            .expect("run")
+            .json()
+            .await
+            .expect("JSON");
+        if view["status"] == "finished" {
+            break view;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run was not taken over: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    kill_9(&mut server);
+    assert_eq!(view["answered"], 16, "{view}");
+    // What was answered before the kill was asked once; at most the one call under way
+    // at the kill was asked twice.
+    let seen = scripted.seen();
+    for (task, swapped) in &before_kill {
+        let asked = seen
+            .iter()
+            .filter(|s| s.prompt().contains(&format!("Task {task}:")))
+            .filter(|s| shown_first(s.prompt()).contains("GOOD") != *swapped)
+            .count();
+        assert_eq!(asked, 1, "{task} (swapped: {swapped}) was asked again");
+    }
+    assert!(seen.len() <= 17, "{} requests for 16 calls", seen.len());
+    assert_eq!(stored_calls(db).await.len(), 16);
+}
+db_test!(a_killed_server_resumes_its_run_without_asking_again: TestDb);
