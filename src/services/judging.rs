@@ -166,7 +166,9 @@ impl Judging {
             .filter(|call| !settled.contains(call))
             .collect();
 
-        let heartbeat = {
+        // Stops saying the run is ours however this returns, so that a worker that fails
+        // lets another take the run over after the lease.
+        let _heartbeat = AbortOnDrop({
             let (store, worker, lease, stop) = (
                 store.clone(),
                 self.0.worker.clone(),
@@ -183,7 +185,7 @@ impl Judging {
                     }
                 }
             })
-        };
+        });
         let asker = Arc::new(Asker::new(&judge, &plan, api_key, self.0.retry_delay)?);
         let permits = Arc::new(Semaphore::new(
             usize::try_from(judge.concurrency.max(1)).unwrap_or(1),
@@ -224,7 +226,6 @@ impl Judging {
         while let Some(done) = calls.join_next().await {
             report(done, progress)?;
         }
-        heartbeat.abort();
         if !stop.load(Ordering::SeqCst) {
             // Every call was made: the run is over (failed calls are counted, and asked
             // again if it is resumed).
@@ -233,6 +234,15 @@ impl Judging {
                 .await?;
         }
         Ok(())
+    }
+}
+
+/// Aborts a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -573,9 +583,18 @@ async fn rate_task(
         .collect();
     let combined = judge::combine(rubric, &asked, run.plan.0.min_explanation);
     if combined.complete() {
-        store
-            .save_judge_rating(judge_user, run.batch_id, task_id, &combined.answers)
-            .await?;
+        let save = || store.save_judge_rating(judge_user, run.batch_id, task_id, &combined.answers);
+        match save().await {
+            // Both orders finished at once and the other call's rating landed first (on
+            // PostgreSQL, transactions do not queue behind an insert): it is the same
+            // answer, which the second try finds and leaves as it is.
+            Err(crate::store::StoreError::Duplicate(_)) => {
+                save().await?;
+            }
+            other => {
+                other?;
+            }
+        }
     }
     Ok(())
 }

@@ -564,7 +564,8 @@ impl super::Store {
                     .bind(judge_user)
                     .bind(now)
                     .execute(&mut *tx)
-                    .await?;
+                    .await
+                    .map_err(|e| on_unique(e, "judge rating"))?;
                     let after = sqlx::query_as::<_, Rating>(&format!(
                         "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status,
                                               answers, rater_kind, created_at, updated_at, submitted_at)
