@@ -88,6 +88,7 @@ pub fn router(state: AppState) -> Router {
         .merge(audit::page_router())
         .merge(dashboard::page_router())
         .merge(rubrics::page_router())
+        .merge(judges::page_router())
         .merge(api_routes)
         .merge(api::router(&document))
         .route("/static/{*path}", get(web::assets::serve))

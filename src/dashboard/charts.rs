@@ -462,6 +462,96 @@ pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
     svg
 }
 
+/// One question of a judge beside the raters: the judge's agreement with the raters'
+/// consensus and the raters' agreement with each other, each over `n` pairs.
+pub struct JudgeRow {
+    pub label: String,
+    pub judge: Option<f64>,
+    pub judge_n: usize,
+    pub human: Option<f64>,
+    pub human_n: usize,
+}
+
+/// Two horizontal bars per question: how often the judge gives the raters' consensus,
+/// and how often two raters give the same answer (the ceiling a judge can be expected
+/// to reach). A question without pairs has no bar and says so.
+pub fn judge_agreement(judge: &str, rows: &[JudgeRow]) -> String {
+    let (label_w, bar_w, bar_h, row_h) = (190.0, 380.0, 9.0, 30.0);
+    let width = label_w + bar_w + 50.0;
+    let (judge_colour, human_colour) = (PALETTE[0], PALETTE[7]);
+    let keys = [
+        Key {
+            mark: Mark::Square,
+            colour: judge_colour,
+            text: "judge vs consensus".into(),
+        },
+        Key {
+            mark: Mark::Square,
+            colour: human_colour,
+            text: "raters (ceiling)".into(),
+        },
+    ];
+    let mut body = String::new();
+    let top = legend(&mut body, &keys, label_w, 4.0, bar_w) + 8.0;
+    let h = top + row_h * rows.len() as f64 + 20.0;
+    let mut svg = format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {width} {h}\" role=\"img\" aria-label=\"{}\">",
+        escape(&format!(
+            "Judge {judge}: agreement with the raters' consensus beside the raters' agreement \
+             with each other, per question; the table above gives the numbers"
+        ))
+    );
+    svg.push_str(&body);
+    for (i, row) in rows.iter().enumerate() {
+        let y = top + i as f64 * row_h;
+        let label = escape(&row.label);
+        let _ = write!(
+            svg,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{label}</text>",
+            y + 14.0
+        );
+        for (j, (who, share, n, colour)) in [
+            ("judge", row.judge, row.judge_n, judge_colour),
+            ("raters", row.human, row.human_n, human_colour),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let by = y + 2.0 + j as f64 * (bar_h + 2.0);
+            match share {
+                Some(share) => {
+                    let w = bar_w * share.clamp(0.0, 1.0);
+                    let _ = write!(
+                        svg,
+                        "<rect x=\"{label_w}\" y=\"{by:.1}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{colour}\"><title>{label}, {who}: {:.0}% of {n} pairs</title></rect>\
+                         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{:.0}%</text>",
+                        100.0 * share,
+                        label_w + w + 4.0,
+                        by + bar_h - 1.0,
+                        100.0 * share
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        svg,
+                        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#5d6675\">{who}: no pairs</text>",
+                        label_w + 4.0,
+                        by + bar_h - 1.0
+                    );
+                }
+            }
+        }
+    }
+    let axis = h - 6.0;
+    let _ = write!(
+        svg,
+        "<text x=\"{label_w}\" y=\"{axis:.1}\" font-size=\"10\">0%</text><text x=\"{:.1}\" y=\"{axis:.1}\" font-size=\"10\" text-anchor=\"end\">100%</text>",
+        label_w + bar_w
+    );
+    svg.push_str("</svg>");
+    svg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +588,36 @@ mod tests {
             svg.contains(&format!("fill=\"{yes}\"/><text")),
             "in the legend: {svg}"
         );
+    }
+
+    #[test]
+    fn a_judge_is_drawn_beside_the_raters_with_escaped_labels() {
+        let rows = [
+            JudgeRow {
+                label: "<b>Helpfulness</b>".into(),
+                judge: Some(0.75),
+                judge_n: 4,
+                human: Some(0.5),
+                human_n: 8,
+            },
+            JudgeRow {
+                label: "Clarity".into(),
+                judge: None,
+                judge_n: 0,
+                human: Some(1.0),
+                human_n: 2,
+            },
+        ];
+        let svg = judge_agreement("j<script>", &rows);
+        assert!(!svg.contains("<b>") && !svg.contains("<script>"), "{svg}");
+        assert!(svg.contains("&lt;b&gt;Helpfulness&lt;/b&gt;, judge: 75% of 4 pairs"));
+        assert!(svg.contains("raters: 50% of 8 pairs"));
+        assert!(
+            svg.contains("judge: no pairs"),
+            "a question without pairs says so"
+        );
+        assert!(svg.contains("raters (ceiling)"), "a legend in words");
+        assert!(!svg.contains("style="), "no inline styles");
     }
 
     #[test]

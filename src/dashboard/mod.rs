@@ -6,7 +6,7 @@ use std::sync::Arc;
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use uuid::Uuid;
@@ -16,6 +16,9 @@ use crate::batches::BatchView;
 use crate::error::FieldErrors;
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::export::ExportQuery;
+use crate::judges::RunView;
+use crate::metrics::judges::{JudgeField, JudgeMetrics};
+use crate::metrics::stats::Estimate;
 use crate::metrics::{Accumulator, Metrics, PreferenceSummary, ScoreSummary};
 use crate::rubric::{Answer, Role, Rubric};
 use crate::state::AppState;
@@ -113,6 +116,83 @@ struct ScoreView {
     summary: ScoreSummary,
     chart: String,
     bars: Vec<charts::Bar>,
+}
+
+/// A judge as the batch page shows it: its figures, its questions in the rubric's order
+/// with their labels, and its chart.
+struct JudgeFigures {
+    name: String,
+    metrics: JudgeMetrics,
+    fields: Vec<(String, JudgeField)>,
+    /// SVG drawn by `charts` from numbers and escaped labels only; none while no
+    /// question has a pair to compare.
+    chart: Option<String>,
+}
+
+/// The batch page's form to start a judge run, as an admin sent it, and what was wrong
+/// with it (`judge`, `judge.templates.…`) or with a run's button (`run`).
+#[derive(Debug, Default)]
+pub struct RunForm {
+    /// The judge picked, by name.
+    pub judge: String,
+    pub errors: FieldErrors,
+}
+
+/// An answer's label for people: the rubric's words, with the response a question about
+/// each response is about; the path itself when the rubric has no such answer.
+fn answer_label(rubric: &Rubric, path: &str) -> String {
+    rubric
+        .slots()
+        .iter()
+        .find(|s| s.path() == path)
+        .map_or_else(
+            || path.to_owned(),
+            |slot| match slot.side() {
+                Some(side) => format!("{} ({})", slot.label(), side.key().to_uppercase()),
+                None => slot.label().to_owned(),
+            },
+        )
+}
+
+/// Values by answer path, in the order the rubric asks them (paths it does not have
+/// last), each with its label for people.
+pub fn labelled_in_order<T>(
+    rubric: &Rubric,
+    by_path: impl IntoIterator<Item = (String, T)>,
+) -> Vec<(String, T)> {
+    let order: Vec<String> = rubric.slots().iter().map(|s| s.path()).collect();
+    let rank = |path: &str| order.iter().position(|p| p == path).unwrap_or(order.len());
+    let mut items: Vec<(String, T)> = by_path.into_iter().collect();
+    items.sort_by_key(|(path, _)| rank(path));
+    items
+        .into_iter()
+        .map(|(path, value)| (answer_label(rubric, &path), value))
+        .collect()
+}
+
+/// A share as a page shows it: `75%`, or a dash when there is none.
+fn percent(share: &Option<f64>) -> String {
+    share.map_or_else(|| "—".into(), |x| format!("{:.0}%", x * 100.0))
+}
+
+/// A coefficient (kappa, Spearman) as a page shows it: `0.62`, or a dash.
+fn coefficient(value: &Option<f64>) -> String {
+    value.map_or_else(|| "—".into(), |x| format!("{x:.2}"))
+}
+
+/// A share with its 95% interval: `62% (48–75%)`, or a dash.
+fn estimate(share: &Option<Estimate>) -> String {
+    share.map_or_else(
+        || "—".into(),
+        |e| {
+            format!(
+                "{:.0}% ({:.0}–{:.0}%)",
+                e.value * 100.0,
+                e.low * 100.0,
+                e.high * 100.0
+            )
+        },
+    )
 }
 
 /// The export form as typed: every field text, empty for "any".
@@ -231,9 +311,46 @@ struct BatchPage {
     /// Each outcome's name and its words.
     outcomes: Vec<(&'static str, String)>,
     statuses: &'static [&'static str],
+    /// Each judge measured against the raters, by name.
+    judges: Vec<JudgeFigures>,
+    /// The batch's judge runs, newest first.
+    runs: Vec<RunView>,
+    /// For an admin, the judges a run can be started with; `None` for a lead, who sees
+    /// the runs but not their buttons.
+    run_judges: Option<Vec<String>>,
+    run_form: RunForm,
 }
 
 impl BatchPage {
+    /// Whether a run on the page is running (its row is then kept up to date by
+    /// `static/judges.js`).
+    fn any_running(&self) -> bool {
+        self.runs
+            .iter()
+            .any(|r| r.status == crate::lifecycle::RunStatus::Running)
+    }
+
+    /// Whether a run can be resumed from the page: a paused one, or a finished one with
+    /// calls that failed (resuming asks them again).
+    fn resumable(&self, run: &RunView) -> bool {
+        run.status.can_resume()
+            && (run.status == crate::lifecycle::RunStatus::Paused || run.failed > 0)
+    }
+
+    /// What is wrong with the start form, each line naming its field in words (a refused
+    /// button, under `run`, is shown by the runs instead).
+    fn run_errors(&self) -> Vec<String> {
+        self.run_form
+            .errors
+            .iter()
+            .filter(|(field, _)| *field != "run")
+            .map(|(field, why)| match field.as_str() {
+                "judge" => format!("Judge: {why}"),
+                other => format!("{other}: {why}"),
+            })
+            .collect()
+    }
+
     fn export_summary(&self) -> Vec<String> {
         self.export_errors
             .iter()
@@ -283,9 +400,36 @@ async fn page(
         id,
         form,
         FieldErrors::new(),
+        RunForm::default(),
     )
     .await?;
     Ok(render(&page)?.into_response())
+}
+
+/// The batch page with the judge run form as sent and what was wrong with it, for the
+/// judge pages' buttons to answer with.
+pub async fn with_run_form(
+    state: &AppState,
+    user: &User,
+    layout: Layout,
+    id: Uuid,
+    run_form: RunForm,
+) -> AppResult<Html<String>> {
+    let export = ExportForm {
+        format: "csv".into(),
+        ..ExportForm::default()
+    };
+    let page = build(
+        state,
+        user,
+        layout,
+        id,
+        export,
+        FieldErrors::new(),
+        run_form,
+    )
+    .await?;
+    render(&page)
 }
 
 /// `GET /batches/{id}/export`: the batch page's export form. Good filters go on to the
@@ -311,7 +455,16 @@ async fn export(
             Ok(axum::response::Redirect::to(&to).into_response())
         }
         Err(errors) => {
-            let page = build(&state, &lead, page_user.layout, id, form, errors).await?;
+            let page = build(
+                &state,
+                &lead,
+                page_user.layout,
+                id,
+                form,
+                errors,
+                RunForm::default(),
+            )
+            .await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
     }
@@ -324,8 +477,19 @@ async fn build(
     id: Uuid,
     export: ExportForm,
     export_errors: FieldErrors,
+    run_form: RunForm,
 ) -> AppResult<BatchPage> {
     let (batch, metrics, rubric) = compute(state, id, lead).await?;
+    let mut runs = Vec::new();
+    for run in state.store().runs_of_batch(id).await? {
+        runs.push(crate::judges::run_view(state.store(), run).await?);
+    }
+    let run_judges = if lead.can_administer() {
+        let judges = state.store().list_judges().await?;
+        Some(judges.into_iter().map(|j| j.name).collect())
+    } else {
+        None
+    };
     let held = state.store().held(id, HELD_SHOWN).await?;
     let stranded = if batch.state == "open" {
         state.store().stranded_tasks(id, STRANDED_SHOWN).await?
@@ -415,8 +579,13 @@ async fn build(
         .chain(metrics.scores.keys())
         .map(String::as_str)
         .collect();
+    let judges = judge_figures(&metrics, &rubric);
     Ok(BatchPage {
         layout,
+        judges,
+        runs,
+        run_judges,
+        run_form,
         export_raters: batch_raters(&batch, &metrics),
         export,
         export_errors,
@@ -444,6 +613,37 @@ async fn build(
         batch,
         metrics,
     })
+}
+
+/// Each judge of `metrics` as the page shows it, its questions in the rubric's order.
+fn judge_figures(metrics: &Metrics, rubric: &Rubric) -> Vec<JudgeFigures> {
+    metrics
+        .judges
+        .iter()
+        .map(|(name, judge)| {
+            let fields = labelled_in_order(
+                rubric,
+                judge.fields.iter().map(|(p, f)| (p.clone(), f.clone())),
+            );
+            let rows: Vec<charts::JudgeRow> = fields
+                .iter()
+                .map(|(label, f)| charts::JudgeRow {
+                    label: label.clone(),
+                    judge: f.consensus.agreement,
+                    judge_n: f.consensus.n,
+                    human: f.human.agreement,
+                    human_n: f.human.n,
+                })
+                .collect();
+            let compared = rows.iter().any(|r| r.judge_n > 0 || r.human_n > 0);
+            JudgeFigures {
+                name: name.clone(),
+                chart: compared.then(|| charts::judge_agreement(name, &rows)),
+                metrics: judge.clone(),
+                fields,
+            }
+        })
+        .collect()
 }
 
 /// `POST /batches/{batch}/assignments/{id}/release`: the batch page's Release button.

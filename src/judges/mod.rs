@@ -19,9 +19,14 @@ use crate::store::batches::Batch;
 use crate::store::judges::{Judge, JudgeSettings, Run, RunCounts};
 
 pub mod api;
+pub mod pages;
 
 pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()
+}
+
+pub fn page_router() -> axum::Router<crate::state::AppState> {
+    pages::router()
 }
 
 /// A judge as the API shows it: never its key.

@@ -76,7 +76,18 @@ pub async fn start_run(app: &TestApp, admin: &Persona, batch: &str, judge: &str)
 /// Waits (at most two minutes: the work takes as long as it takes) until the run has
 /// `status`; returns the run.
 pub async fn wait_for(app: &TestApp, who: &Persona, run: &str, status: &str) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    wait_for_within(app, who, run, status, Duration::from_secs(120)).await
+}
+
+/// [`wait_for`], for at most `limit`.
+pub async fn wait_for_within(
+    app: &TestApp,
+    who: &Persona,
+    run: &str,
+    status: &str,
+    limit: Duration,
+) -> Value {
+    let deadline = std::time::Instant::now() + limit;
     loop {
         let response = who
             .api

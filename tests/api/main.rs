@@ -13,6 +13,8 @@ mod dashboard;
 mod durability;
 mod hardening;
 mod input;
+mod judge_model;
+mod judge_pages;
 mod judge_server;
 mod judges;
 mod lists;

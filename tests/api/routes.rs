@@ -141,6 +141,18 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("POST", "/api/v1/judge-runs/{run}/resume", [401, 403, 403, 403, 409, 401]),
     ("POST", "/api/v1/judge-runs/{run}/cancel", [401, 403, 403, 403, 409, 401]),
     ("GET", "/api/v1/judge-runs/{run}/calls", [401, 403, 403, 200, 200, 401]),
+    // Their pages: only the CSRF token names no judge (422), so no run starts and no
+    // worker writes; the run's buttons find it cancelled and the batch page says so (409).
+    ("GET", "/admin/judges", [303, 403, 403, 403, 200, 303]),
+    ("POST", "/admin/judges", [303, 403, 403, 403, 422, 303]),
+    ("GET", "/admin/judges/{judge}", [303, 403, 403, 403, 200, 303]),
+    // Only the CSRF token: an empty URL and model, which a judge cannot have (422).
+    ("POST", "/admin/judges/{judge}", [303, 403, 403, 403, 422, 303]),
+    ("POST", "/batches/{batch}/judge-runs", [303, 403, 403, 403, 422, 303]),
+    ("POST", "/judge-runs/{run}/pause", [303, 403, 403, 403, 409, 303]),
+    ("POST", "/judge-runs/{run}/resume", [303, 403, 403, 403, 409, 303]),
+    ("POST", "/judge-runs/{run}/cancel", [303, 403, 403, 403, 409, 303]),
+    ("GET", "/judge-runs/{run}/calls", [303, 403, 403, 200, 200, 303]),
     // Releasing the rater's open assignment (after every row that works on it): the
     // first lead's request releases it, every later one finds it no longer open.
     ("POST", "/batches/{batch}/assignments/{assignment}/release", [303, 403, 403, 303, 409, 303]),

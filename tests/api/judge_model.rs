@@ -1,0 +1,264 @@
+//! A judge against a real model server: llama.cpp's `llama-server` serving
+//! SmolLM2-135M-Instruct on loopback (`.ci/llama-server` builds and fetches both; set
+//! `LLAMA_SERVER` and `LLAMA_MODEL` to their paths). A run over a small batch of each
+//! built-in rubric must complete, and everything stored must be what the outputs say:
+//! each call's parse statuses are those of its raw output read again, and a task has a
+//! judge rating exactly when its orders combine into a whole answer, with those answers.
+//! The model's answers may be poor; the whole path is real.
+//!
+//! Without `LLAMA_SERVER` the test says so and passes, unless `VERDICT_REQUIRE_LLAMA` is
+//! set (CI sets it), when it fails.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use verdict::judge::{Asked, Fields, combine, parse};
+use verdict::rubric::Answers;
+
+use verdict::store::Backend;
+
+use crate::helpers::{Fixture, Go, TestApp, json_with};
+use crate::judges::{add_judge, calls, start_run, wait_for_within};
+
+/// `llama-server` on a free port of loopback, killed when dropped.
+struct ModelServer {
+    child: Child,
+    base_url: String,
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the model server and waits until it has loaded the model (`/health` answers
+/// 503 while it loads); `None` when none is configured.
+async fn model_server() -> Option<ModelServer> {
+    let (Ok(server), Ok(model)) = (std::env::var("LLAMA_SERVER"), std::env::var("LLAMA_MODEL"))
+    else {
+        assert!(
+            std::env::var_os("VERDICT_REQUIRE_LLAMA").is_none(),
+            "VERDICT_REQUIRE_LLAMA is set but LLAMA_SERVER and LLAMA_MODEL are not"
+        );
+        eprintln!(
+            "note: the real-model judge test did not run: set LLAMA_SERVER and LLAMA_MODEL (.ci/llama-server)"
+        );
+        return None;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = Command::new(server)
+        .args([
+            "-m",
+            &model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["-c", "8192", "-np", "2", "--no-webui"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start llama-server");
+    let server = ModelServer {
+        child,
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+    };
+    let health = format!("http://127.0.0.1:{port}/health");
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Ok(r) = client.get(&health).send().await
+            && r.status() == StatusCode::OK
+        {
+            return Some(server);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "llama-server did not load its model"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn first_lines(text: &str, n: usize) -> String {
+    text.lines().take(n).map(|l| format!("{l}\n")).collect()
+}
+
+/// On SQLite only: the model's minutes are spent once (the scripted tests run every
+/// path on both databases).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_run_over_each_rubric_against_a_real_model() {
+    let Some(model) = model_server().await else {
+        return;
+    };
+    let fixture = <TestApp as Fixture>::setup(Backend::Sqlite)
+        .await
+        .expect("SQLite");
+    let app = &fixture;
+    let admin = app.admin().await;
+    add_judge(
+        app,
+        &admin,
+        "smollm",
+        &model.base_url,
+        json!({"temperature": 0, "seed": 7, "max_tokens": 700, "structured_output": true,
+               "max_text_chars": 40, "concurrency": 2, "timeout_s": 600}),
+    )
+    .await;
+    let pairs = first_lines(include_str!("../../demo/tasks.jsonl"), 2);
+    let singles = first_lines(include_str!("../../demo/single.jsonl"), 2);
+    for (rubric, tasks, query) in [
+        ("additive-5", &singles, "&randomize=false"),
+        ("pairwise-aspects", &pairs, ""),
+        ("blackhat", &pairs, ""),
+    ] {
+        let batch = app
+            .batch(
+                &admin,
+                &format!("real-{rubric}"),
+                tasks,
+                &format!("&rubric={rubric}{query}"),
+            )
+            .await;
+        let run = start_run(app, &admin, &batch, "smollm").await;
+        // A small model on two cores: minutes, not seconds.
+        let view = wait_for_within(app, &admin, &run, "finished", Duration::from_secs(1200)).await;
+        eprintln!(
+            "{rubric}: {} answered, {} unparsed, {} failed of {} calls",
+            view["answered"], view["unparsed"], view["failed"], view["calls"]
+        );
+        let orders = if rubric == "additive-5" { 1 } else { 2 };
+        assert_eq!(view["calls"], 2 * orders, "{rubric}: {view}");
+        assert_eq!(
+            view["failed"], 0,
+            "{rubric}: every call reached the model: {view}"
+        );
+        assert_eq!(
+            view["answered"].as_i64().unwrap() + view["unparsed"].as_i64().unwrap(),
+            2 * orders,
+            "{rubric}"
+        );
+        check_stored(app, &admin, rubric, &batch, &run).await;
+    }
+    fixture.teardown().await;
+}
+
+/// Every call of the run: a real output, with its parse statuses those of the output
+/// read again; every task: a judge rating exactly when its calls combine into a whole
+/// answer, holding that answer.
+async fn check_stored(
+    app: &TestApp,
+    admin: &crate::helpers::Persona,
+    rubric_name: &str,
+    batch: &str,
+    run: &str,
+) {
+    let rubric = verdict::rubric::by_name(rubric_name).expect("built-in");
+    let format = verdict::judge::template::built_in(rubric).format;
+    let stored = calls(app, admin, run, None).await;
+    let mut by_task: BTreeMap<String, Vec<(bool, Answers, Fields)>> = BTreeMap::new();
+    for call in &stored {
+        let output = call["raw_output"].as_str().expect("a raw output");
+        assert!(!output.is_empty(), "{call}");
+        assert_eq!(call["model"], "scripted", "the judge's model name is sent");
+        assert_eq!(call["prompt_sha256"].as_str().map(str::len), Some(64));
+        assert!(call["prompt_tokens"].as_i64().unwrap_or(0) > 0, "{call}");
+        assert!(
+            call["completion_tokens"].as_i64().unwrap_or(0) > 0,
+            "{call}"
+        );
+        assert!(call["latency_ms"].as_i64().unwrap_or(0) > 0, "{call}");
+        assert_eq!(call["params"]["structured_output"], true);
+        let truncated = call["finish_reason"] == "length";
+        let again = parse(rubric, format, output, truncated, 20);
+        let fields: Fields = serde_json::from_value(call["fields"].clone()).expect("fields");
+        assert_eq!(
+            fields, again.fields,
+            "{rubric_name}: stored statuses are the output's: {output}"
+        );
+        let status = if again.answered() {
+            "answered"
+        } else {
+            "unparsed"
+        };
+        assert_eq!(call["status"], status, "{rubric_name}: {output}");
+        let answers: Answers = serde_json::from_value(call["answers"].clone()).expect("answers");
+        assert_eq!(answers, again.answers);
+        by_task
+            .entry(call["external_id"].as_str().unwrap().to_owned())
+            .or_default()
+            .push((call["swapped"].as_bool().unwrap(), answers, fields));
+    }
+    let export = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
+        .go()
+        .await;
+    assert_eq!(export.status(), StatusCode::OK);
+    let rows: Vec<Value> = export
+        .text()
+        .await
+        .expect("export")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let rated: BTreeMap<&str, &Value> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r["rater_kind"], "judge");
+            assert_eq!(r["counts_in_metrics"], false);
+            (r["external_id"].as_str().unwrap(), &r["answers"])
+        })
+        .collect();
+    for (task, orders) in &by_task {
+        let asked: Vec<Asked<'_>> = orders
+            .iter()
+            .map(|(swapped, answers, fields)| Asked {
+                swapped: *swapped,
+                answers,
+                fields,
+            })
+            .collect();
+        let combined = combine(rubric, &asked, 20);
+        match rated.get(task.as_str()) {
+            Some(answers) => {
+                assert!(
+                    combined.complete(),
+                    "{rubric_name} {task}: rated though {:?}",
+                    combined.fields
+                );
+                assert_eq!(
+                    **answers,
+                    Value::Object(combined.answers.clone()),
+                    "{rubric_name} {task}"
+                );
+            }
+            None => assert!(
+                !combined.complete(),
+                "{rubric_name} {task}: a whole answer was not stored as a rating"
+            ),
+        }
+    }
+    let metrics = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .go()
+        .await;
+    let metrics = json_with(metrics, StatusCode::OK).await;
+    assert_eq!(
+        metrics["counts"]["ratings"], 0,
+        "judge ratings are not human ratings"
+    );
+    let j = &metrics["judges"]["smollm"];
+    assert_eq!(j["tasks"], 2, "{j}");
+    assert_eq!(j["rated"].as_u64().unwrap() as usize, rated.len());
+}
