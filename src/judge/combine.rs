@@ -227,10 +227,22 @@ fn scale_mean(rubric: &Rubric, path: &str, values: &[Option<&Value>]) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::parse::parse;
+    use crate::judge::parse::{Parsed, parse};
     use crate::judge::template::Format;
     use crate::rubric::by_name;
     use serde_json::json;
+
+    /// Combines an answer given A first and one given B first.
+    fn both_orders(rubric: &Rubric, first: &Parsed, second: &Parsed, min: usize) -> Combined {
+        fn asked(swapped: bool, parsed: &Parsed) -> Asked<'_> {
+            Asked {
+                swapped,
+                answers: &parsed.answers,
+                fields: &parsed.fields,
+            }
+        }
+        combine(rubric, &[asked(false, first), asked(true, second)], min)
+    }
 
     fn choices(help: &str, clarity: &str) -> String {
         json!({"rationale": "Compared on every aspect.", "choices": {
@@ -245,22 +257,7 @@ mod tests {
         // A first: A is more helpful. B first (the judge's "B" is the task's A): the same.
         let first = parse(rubric, Format::Choices, &choices("A", "tie"), false, 0);
         let second = parse(rubric, Format::Choices, &choices("B", "tie"), false, 0);
-        let combined = combine(
-            rubric,
-            &[
-                Asked {
-                    swapped: false,
-                    answers: &first.answers,
-                    fields: &first.fields,
-                },
-                Asked {
-                    swapped: true,
-                    answers: &second.answers,
-                    fields: &second.fields,
-                },
-            ],
-            0,
-        );
+        let combined = both_orders(rubric, &first, &second, 0);
         assert!(combined.complete(), "{:?}", combined.fields);
         assert_eq!(combined.answers["helpfulness"], "a");
         assert_eq!(combined.answers["clarity"], "tie");
@@ -272,22 +269,7 @@ mod tests {
         // It prefers whatever it is shown first, both times.
         let first = parse(rubric, Format::Choices, &choices("A", "tie"), false, 0);
         let second = parse(rubric, Format::Choices, &choices("A", "tie"), false, 0);
-        let combined = combine(
-            rubric,
-            &[
-                Asked {
-                    swapped: false,
-                    answers: &first.answers,
-                    fields: &first.fields,
-                },
-                Asked {
-                    swapped: true,
-                    answers: &second.answers,
-                    fields: &second.fields,
-                },
-            ],
-            0,
-        );
+        let combined = both_orders(rubric, &first, &second, 0);
         assert_eq!(combined.fields["helpfulness"], FieldStatus::Inconsistent);
         assert!(combined.answers.get("helpfulness").is_none());
         assert!(!combined.complete());
@@ -313,22 +295,7 @@ mod tests {
         for (shown_first, shown_second, expected) in cases {
             let first = parse(rubric, Format::Answers, &answer(shown_first), false, 20);
             let second = parse(rubric, Format::Answers, &answer(shown_second), false, 20);
-            let combined = combine(
-                rubric,
-                &[
-                    Asked {
-                        swapped: false,
-                        answers: &first.answers,
-                        fields: &first.fields,
-                    },
-                    Asked {
-                        swapped: true,
-                        answers: &second.answers,
-                        fields: &second.fields,
-                    },
-                ],
-                20,
-            );
+            let combined = both_orders(rubric, &first, &second, 20);
             match expected {
                 Some(sxs) => {
                     assert_eq!(combined.answers["sxs"], sxs, "{shown_first}/{shown_second}")
@@ -343,22 +310,7 @@ mod tests {
         let rubric = by_name("pairwise-aspects").unwrap();
         let first = parse(rubric, Format::Choices, &choices("A", "tie"), false, 0);
         let second = parse(rubric, Format::Choices, "I cannot decide.", false, 0);
-        let combined = combine(
-            rubric,
-            &[
-                Asked {
-                    swapped: false,
-                    answers: &first.answers,
-                    fields: &first.fields,
-                },
-                Asked {
-                    swapped: true,
-                    answers: &second.answers,
-                    fields: &second.fields,
-                },
-            ],
-            0,
-        );
+        let combined = both_orders(rubric, &first, &second, 0);
         assert_eq!(combined.fields["helpfulness"], FieldStatus::Missing);
         assert!(!combined.complete());
     }

@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{JudgeView, RunView, find_judge, read_settings, run_view, start_run};
+use super::{JudgeView, RunAction, RunView, launch, move_run, read_settings, run_view};
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::judge::Fields;
-use crate::lifecycle::{CallStatus, Refusal, RunStatus};
+use crate::lifecycle::{CallStatus, RunStatus};
 use crate::rubric::Answers;
 use crate::state::AppState;
 use crate::store::judges::Run;
@@ -160,26 +160,12 @@ pub async fn start(
     ApiPath(batch_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<StartRun>,
 ) -> AppResult<(StatusCode, Json<Started>)> {
-    let store = state.store();
-    let batch = store.batch(batch_id).await?.ok_or(AppError::NotFound)?;
-    let judge = find_judge(store, body.judge.trim()).await?;
-    let run = start_run(
-        store,
-        state.judging().sealing_key(),
-        &judge,
-        &batch,
-        Some(admin.id),
-    )
-    .await?;
-    state.judging().spawn(run.id);
-    crate::audit::record(
-        &state,
-        &admin,
-        "judge_run.start",
-        &batch.name,
-        serde_json::json!({"judge": judge.name, "run": run.id}),
-    )
-    .await;
+    let batch = state
+        .store()
+        .batch(batch_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let run = launch(&state, &admin, &batch, body.judge.trim()).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Started {
@@ -228,43 +214,15 @@ pub async fn one_run(
     Ok(Json(run_view(state.store(), run).await?))
 }
 
-/// Moves a run from `from` to `to`, or says why it cannot.
-async fn transition(
+/// The run after `action`, as the API shows it.
+async fn moved(
     state: &AppState,
     admin: &User,
     id: Uuid,
-    allowed: fn(RunStatus) -> bool,
-    to: RunStatus,
-    action: &str,
+    action: RunAction,
 ) -> AppResult<Json<RunView>> {
-    let store = state.store();
-    let run = store.run(id).await?.ok_or(AppError::NotFound)?;
-    let from: Vec<RunStatus> = RunStatus::ALL
-        .iter()
-        .copied()
-        .filter(|s| allowed(*s))
-        .collect();
-    if !allowed(run.status) || !store.set_run_status(id, &from, to).await? {
-        let now = store.run(id).await?.map_or(run.status, |r| r.status);
-        return Err(Refusal::Closed(
-            format!("the run is {now}: it cannot be {action}d now").into(),
-        )
-        .into());
-    }
-    match to {
-        RunStatus::Running => state.judging().spawn(id),
-        _ => state.judging().stop(id),
-    }
-    crate::audit::record(
-        state,
-        admin,
-        &format!("judge_run.{action}"),
-        &id.to_string(),
-        serde_json::json!({"from": run.status, "to": to}),
-    )
-    .await;
-    let run = store.run(id).await?.ok_or(AppError::NotFound)?;
-    Ok(Json(run_view(store, run).await?))
+    let run = move_run(state, admin, id, action).await?;
+    Ok(Json(run_view(state.store(), run).await?))
 }
 
 /// Pauses a running run (admin): calls under way finish and are kept.
@@ -277,15 +235,7 @@ pub async fn pause(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<RunView>> {
-    transition(
-        &state,
-        &admin,
-        id,
-        RunStatus::can_pause,
-        RunStatus::Paused,
-        "pause",
-    )
-    .await
+    moved(&state, &admin, id, RunAction::Pause).await
 }
 
 /// Resumes a paused run, or a finished one with failed calls (admin): it asks only what
@@ -299,15 +249,7 @@ pub async fn resume(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<RunView>> {
-    transition(
-        &state,
-        &admin,
-        id,
-        RunStatus::can_resume,
-        RunStatus::Running,
-        "resume",
-    )
-    .await
+    moved(&state, &admin, id, RunAction::Resume).await
 }
 
 /// Cancels a run for good (admin); what it has is kept.
@@ -320,15 +262,7 @@ pub async fn cancel(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<RunView>> {
-    transition(
-        &state,
-        &admin,
-        id,
-        RunStatus::can_cancel,
-        RunStatus::Cancelled,
-        "cancel",
-    )
-    .await
+    moved(&state, &admin, id, RunAction::Cancel).await
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -530,3 +530,106 @@ pub async fn run_view(store: &Store, run: Run) -> ServiceResult<RunView> {
     let counts = store.run_counts(run.id).await?;
     Ok(RunView::new(run, &judge, counts))
 }
+
+/// Starts a run of the judge named (or with the id) `judge` over `batch` for `admin`,
+/// sets this process's worker on it, and records it in the audit log: the API's and the
+/// batch page's Start.
+pub async fn launch(
+    state: &crate::AppState,
+    admin: &crate::store::users::User,
+    batch: &Batch,
+    judge: &str,
+) -> ServiceResult<Run> {
+    let store = state.store();
+    let judge = find_judge(store, judge).await?;
+    let run = start_run(
+        store,
+        state.judging().sealing_key(),
+        &judge,
+        batch,
+        Some(admin.id),
+    )
+    .await?;
+    state.judging().spawn(run.id);
+    crate::audit::record(
+        state,
+        admin,
+        "judge_run.start",
+        &batch.name,
+        serde_json::json!({"judge": judge.name, "run": run.id}),
+    )
+    .await;
+    Ok(run)
+}
+
+/// What an admin does to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAction {
+    Pause,
+    Resume,
+    Cancel,
+}
+
+impl RunAction {
+    fn allows(self, status: RunStatus) -> bool {
+        match self {
+            RunAction::Pause => status.can_pause(),
+            RunAction::Resume => status.can_resume(),
+            RunAction::Cancel => status.can_cancel(),
+        }
+    }
+
+    fn to(self) -> RunStatus {
+        match self {
+            RunAction::Pause => RunStatus::Paused,
+            RunAction::Resume => RunStatus::Running,
+            RunAction::Cancel => RunStatus::Cancelled,
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            RunAction::Pause => "pause",
+            RunAction::Resume => "resume",
+            RunAction::Cancel => "cancel",
+        }
+    }
+}
+
+/// Pauses, resumes or cancels a run for `admin`: starts or stops this process's worker
+/// and records it; a run whose status does not allow it (now) is refused, saying why.
+pub async fn move_run(
+    state: &crate::AppState,
+    admin: &crate::store::users::User,
+    id: Uuid,
+    action: RunAction,
+) -> ServiceResult<Run> {
+    let store = state.store();
+    let run = store.run(id).await?.ok_or(ServiceError::NotFound)?;
+    let from: Vec<RunStatus> = RunStatus::ALL
+        .iter()
+        .copied()
+        .filter(|s| action.allows(*s))
+        .collect();
+    let to = action.to();
+    if !action.allows(run.status) || !store.set_run_status(id, &from, to).await? {
+        let now = store.run(id).await?.map_or(run.status, |r| r.status);
+        return Err(crate::lifecycle::Refusal::Closed(
+            format!("the run is {now}: it cannot be {}d now", action.verb()).into(),
+        )
+        .into());
+    }
+    match to {
+        RunStatus::Running => state.judging().spawn(id),
+        _ => state.judging().stop(id),
+    }
+    crate::audit::record(
+        state,
+        admin,
+        &format!("judge_run.{}", action.verb()),
+        &id.to_string(),
+        serde_json::json!({"from": run.status, "to": to}),
+    )
+    .await;
+    store.run(id).await?.ok_or(ServiceError::NotFound)
+}

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{JudgeView, RunView, find_judge, read_settings, run_view, start_run};
+use super::{JudgeView, RunAction, RunView, launch, move_run, read_settings, run_view};
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::dashboard::{RunForm, labelled_in_order};
@@ -521,36 +521,19 @@ async fn start(
     ApiPath(batch_id): ApiPath<Uuid>,
     CsrfForm(form): CsrfForm<StartForm>,
 ) -> AppResult<Response> {
-    let store = state.store();
-    let batch = store.batch(batch_id).await?.ok_or(AppError::NotFound)?;
+    let batch = state
+        .store()
+        .batch(batch_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let name = form.judge.trim();
-    let started = async {
-        if name.is_empty() {
-            return Err(ServiceError::field("judge", "is required: choose a judge"));
-        }
-        let judge = find_judge(store, name).await?;
-        let run = start_run(
-            store,
-            state.judging().sealing_key(),
-            &judge,
-            &batch,
-            Some(admin.id),
-        )
-        .await?;
-        Ok((judge, run))
-    }
-    .await;
+    let started = if name.is_empty() {
+        Err(ServiceError::field("judge", "is required: choose a judge"))
+    } else {
+        launch(&state, &admin, &batch, name).await
+    };
     let (status, errors) = match started {
-        Ok((judge, run)) => {
-            state.judging().spawn(run.id);
-            crate::audit::record(
-                &state,
-                &admin,
-                "judge_run.start",
-                &batch.name,
-                json!({"judge": judge.name, "run": run.id}),
-            )
-            .await;
+        Ok(_) => {
             return Ok(Redirect::to(&format!("/batches/{batch_id}#judge-runs")).into_response());
         }
         Err(ServiceError::Invalid(fields)) => (StatusCode::UNPROCESSABLE_ENTITY, fields),
@@ -570,32 +553,21 @@ async fn start(
     Ok((status, html).into_response())
 }
 
-/// A button of a run on the batch page.
-#[derive(Clone, Copy)]
-enum Action {
-    Pause,
-    Resume,
-    Cancel,
-}
-
-/// Moves a run as the API's pause, resume and cancel do (the same checks, the worker
-/// started or stopped, the audit entry), then goes back to the batch page. A run that
-/// cannot move now (it moved meanwhile) shows the batch page saying why.
+/// Moves a run as the API's pause, resume and cancel do (`super::move_run`), then goes
+/// back to the batch page. A run that cannot move now (it moved meanwhile) shows the
+/// batch page saying why.
 async fn transition(
     state: AppState,
     admin: User,
     layout: Layout,
     id: Uuid,
-    action: Action,
+    action: RunAction,
 ) -> AppResult<Response> {
     let run = state.store().run(id).await?.ok_or(AppError::NotFound)?;
-    let (who, to) = (RequireAdmin(admin.clone()), State(state.clone()));
-    let moved = match action {
-        Action::Pause => super::api::pause(who, to, ApiPath(id)).await,
-        Action::Resume => super::api::resume(who, to, ApiPath(id)).await,
-        Action::Cancel => super::api::cancel(who, to, ApiPath(id)).await,
-    };
-    match moved {
+    match move_run(&state, &admin, id, action)
+        .await
+        .map_err(AppError::from)
+    {
         Ok(_) => Ok(Redirect::to(&format!("/batches/{}#judge-runs", run.batch_id)).into_response()),
         Err(AppError::Conflict(why)) => {
             let judge = state
@@ -627,7 +599,7 @@ async fn pause(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(_): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, Action::Pause).await
+    transition(state, admin, page_user.layout, id, RunAction::Pause).await
 }
 
 /// `POST /judge-runs/{id}/resume`: the batch page's Resume button.
@@ -638,7 +610,7 @@ async fn resume(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(_): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, Action::Resume).await
+    transition(state, admin, page_user.layout, id, RunAction::Resume).await
 }
 
 /// `POST /judge-runs/{id}/cancel`: the batch page's Cancel button.
@@ -649,7 +621,7 @@ async fn cancel(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(_): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, Action::Cancel).await
+    transition(state, admin, page_user.layout, id, RunAction::Cancel).await
 }
 
 /// Calls a page shows at once.

@@ -21,7 +21,7 @@ use verdict::rubric::Answers;
 use verdict::store::Backend;
 
 use crate::helpers::{Fixture, Go, TestApp, json_with};
-use crate::judges::{add_judge, calls, start_run, wait_for_within};
+use crate::judges::{add_judge, calls, export_rows, start_run, wait_for_within};
 
 /// `llama-server` on a free port of loopback, killed when dropped.
 struct ModelServer {
@@ -198,19 +198,7 @@ async fn check_stored(
             .or_default()
             .push((call["swapped"].as_bool().unwrap(), answers, fields));
     }
-    let export = admin
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-        .go()
-        .await;
-    assert_eq!(export.status(), StatusCode::OK);
-    let rows: Vec<Value> = export
-        .text()
-        .await
-        .expect("export")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
+    let rows = export_rows(app, admin, batch).await;
     let rated: BTreeMap<&str, &Value> = rows
         .iter()
         .map(|r| {

@@ -106,6 +106,23 @@ pub async fn wait_for_within(
     }
 }
 
+/// The batch's export as JSON Lines, a row each.
+pub async fn export_rows(app: &TestApp, who: &Persona, batch: &str) -> Vec<Value> {
+    let export = who
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
+        .go()
+        .await;
+    assert_eq!(export.status(), StatusCode::OK);
+    export
+        .text()
+        .await
+        .expect("export")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect()
+}
+
 /// Every call of a run, in task order (optionally of one status).
 pub async fn calls(app: &TestApp, who: &Persona, run: &str, status: Option<&str>) -> Vec<Value> {
     let query = status.map_or(String::new(), |s| format!("?status={s}"));
@@ -268,22 +285,13 @@ async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
     );
 
     // The judge's ratings, in the task's own orientation, marked as a judge's.
-    let export = admin
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-        .go()
-        .await;
-    let export = export.text().await.expect("export");
-    let rows: Vec<Value> = export
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
+    let rows = export_rows(app, &admin, &batch).await;
     let judged: HashMap<&str, &Value> = rows
         .iter()
         .filter(|r| r["rater_kind"] == "judge")
         .map(|r| (r["external_id"].as_str().unwrap(), r))
         .collect();
-    assert_eq!(judged.len(), 3, "{export}");
+    assert_eq!(judged.len(), 3, "{rows:?}");
     assert_eq!(judged["p1"]["answers"]["helpfulness"], "a");
     assert_eq!(judged["p2"]["answers"]["helpfulness"], "b");
     assert_eq!(judged["p3"]["answers"]["helpfulness"], "b");
@@ -415,17 +423,9 @@ async fn unparsed_outputs_never_count_as_a_score(app: &TestApp) {
         .count("SELECT COUNT(*) FROM ratings WHERE rater_kind = 'judge'")
         .await;
     assert_eq!(stored, 2, "only whole answers are ratings");
-    let export = admin
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-        .go()
-        .await
-        .text()
-        .await
-        .expect("export");
-    let scores: HashMap<String, Value> = export
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+    let rows = export_rows(app, &admin, &batch).await;
+    let scores: HashMap<String, Value> = rows
+        .iter()
         .map(|r| {
             (
                 r["external_id"].as_str().unwrap().to_owned(),
@@ -433,7 +433,7 @@ async fn unparsed_outputs_never_count_as_a_score(app: &TestApp) {
             )
         })
         .collect();
-    assert_eq!(scores.len(), 2, "{export}");
+    assert_eq!(scores.len(), 2, "{rows:?}");
     assert_eq!(scores["s1"], 3);
     assert_eq!(scores["s5"], 5);
 
