@@ -43,7 +43,22 @@ impl Combined {
 }
 
 /// Combines the orders of one task (one for a single-response rubric, two for a pair).
+/// Without every order the rubric asks in, nothing is answered.
 pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> Combined {
+    let orders = super::Plan::orders(rubric.subject);
+    if orders
+        .iter()
+        .any(|order| !asked.iter().any(|a| a.swapped == *order))
+    {
+        return Combined {
+            answers: Answers::new(),
+            fields: asked_paths(rubric)
+                .into_iter()
+                .chain(rubric.derived.iter().map(|d| d.key.clone()))
+                .map(|path| (path, FieldStatus::Missing))
+                .collect(),
+        };
+    }
     let canonical: Vec<(bool, Answers)> = asked
         .iter()
         .map(|a| (a.swapped, orient(rubric, a.answers.clone(), a.swapped)))
@@ -313,6 +328,24 @@ mod tests {
         let combined = both_orders(rubric, &first, &second, 0);
         assert_eq!(combined.fields["helpfulness"], FieldStatus::Missing);
         assert!(!combined.complete());
+    }
+
+    #[test]
+    fn a_pair_asked_in_one_order_only_is_not_answered() {
+        let rubric = by_name("pairwise-aspects").unwrap();
+        let first = parse(rubric, Format::Choices, &choices("A", "tie"), false, 0);
+        let combined = combine(
+            rubric,
+            &[Asked {
+                swapped: false,
+                answers: &first.answers,
+                fields: &first.fields,
+            }],
+            0,
+        );
+        assert!(!combined.complete());
+        assert_eq!(combined.fields["helpfulness"], FieldStatus::Missing);
+        assert!(combined.answers.is_empty());
     }
 
     #[test]

@@ -127,6 +127,39 @@ pub struct TaskRatings {
     pub model_b: Option<String>,
     /// By rater name; drafts are left out.
     pub ratings: Vec<TaskRatingView>,
+    /// Each LLM judge's answer from its latest run over the batch, by judge name: apart
+    /// from the raters' (it counts in no human figure).
+    pub judges: Vec<JudgeOnTaskView>,
+}
+
+/// One judge's answer to the task, and the calls it comes from.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct JudgeOnTaskView {
+    pub judge: String,
+    /// Whether the calls make a whole rating (stored as the judge's).
+    pub complete: bool,
+    /// What was read, canonical orientation.
+    #[schema(value_type = Object)]
+    pub answers: crate::rubric::Answers,
+    /// Per answer path: parsed, or why not (missing, conflicting, truncated,
+    /// inconsistent, `invalid: why`).
+    #[schema(value_type = Object)]
+    pub fields: crate::judge::Fields,
+    pub calls: Vec<JudgeCallView>,
+}
+
+/// One call about the task.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct JudgeCallView {
+    /// B was shown as "Response A".
+    pub swapped: bool,
+    pub status: crate::lifecycle::CallStatus,
+    pub raw_output: Option<String>,
+    pub finish_reason: Option<String>,
+    pub error: Option<String>,
+    /// As the judge was shown them.
+    #[schema(value_type = Object)]
+    pub fields: crate::judge::Fields,
 }
 
 /// One rater's rating of the task, in the task's canonical orientation.
@@ -159,8 +192,30 @@ pub async fn task(
     State(state): State<AppState>,
     ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
 ) -> AppResult<Json<TaskRatings>> {
-    let (summary, _, task_id, ratings) =
+    let (summary, rubric, task_id, ratings) =
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
+    let judges = super::task_judges(&state, &summary.batch, &rubric, task_id)
+        .await?
+        .into_iter()
+        .map(|j| JudgeOnTaskView {
+            judge: j.judge,
+            complete: j.complete,
+            answers: j.answers,
+            fields: j.fields,
+            calls: j
+                .calls
+                .into_iter()
+                .map(|c| JudgeCallView {
+                    swapped: c.swapped,
+                    status: c.status,
+                    raw_output: c.raw_output,
+                    finish_reason: c.finish_reason,
+                    error: c.error,
+                    fields: c.fields.0,
+                })
+                .collect(),
+        })
+        .collect();
     let task = state
         .store()
         .task(task_id)
@@ -187,5 +242,6 @@ pub async fn task(
         model_a: task.model_a,
         model_b: task.model_b,
         ratings,
+        judges,
     }))
 }

@@ -138,6 +138,60 @@ pub async fn task_ratings(
     Ok((summary, rubric, task_id, ratings))
 }
 
+/// One judge's answer to a task beside the raters': the calls of its latest run over the
+/// batch, and what they combine into.
+pub struct JudgeOnTask {
+    pub judge: String,
+    /// Canonical orientation; only what was read (consistently, for a pair).
+    pub answers: Answers,
+    /// Per answer path: parsed, or why not.
+    pub fields: crate::judge::Fields,
+    /// Whether it is a whole rating (stored as the judge's).
+    pub complete: bool,
+    pub calls: Vec<crate::store::judges::Call>,
+}
+
+/// Every judge's answer to a task of the batch, by judge name.
+pub async fn task_judges(
+    state: &AppState,
+    batch: &crate::store::batches::Batch,
+    rubric: &Rubric,
+    task_id: Uuid,
+) -> AppResult<Vec<JudgeOnTask>> {
+    let calls = state.store().judge_calls_of_task(batch.id, task_id).await?;
+    let min_explanation = usize::try_from(batch.min_explanation_len).unwrap_or(0);
+    let mut judges: Vec<JudgeOnTask> = Vec::new();
+    for (judge, call) in calls {
+        match judges.last_mut() {
+            Some(last) if last.judge == judge => last.calls.push(call),
+            _ => judges.push(JudgeOnTask {
+                judge,
+                answers: Answers::new(),
+                fields: Default::default(),
+                complete: false,
+                calls: vec![call],
+            }),
+        }
+    }
+    for judge in &mut judges {
+        let asked: Vec<crate::judge::Asked<'_>> = judge
+            .calls
+            .iter()
+            .filter(|c| c.status != lifecycle::CallStatus::Failed)
+            .map(|c| crate::judge::Asked {
+                swapped: c.swapped,
+                answers: &c.answers.0,
+                fields: &c.fields.0,
+            })
+            .collect();
+        let combined = crate::judge::combine(rubric, &asked, min_explanation);
+        judge.complete = combined.complete();
+        judge.answers = combined.answers;
+        judge.fields = combined.fields;
+    }
+    Ok(judges)
+}
+
 /// A rating a lead may review: 404 unless they lead its batch; 403 for their own.
 pub async fn reviewable(state: &AppState, id: Uuid, lead: &User) -> AppResult<Access> {
     let access = crate::services::rating::access(state.store(), id, lead).await?;

@@ -647,6 +647,57 @@ struct TaskPage {
     prompt_html: String,
     a_html: String,
     b_html: String,
+    /// Each LLM judge's answer beside the raters'.
+    judges: Vec<JudgeColumn>,
+}
+
+/// A judge's answer to the task as the side-by-side page shows it.
+struct JudgeColumn {
+    judge: String,
+    complete: bool,
+    /// Per question: its label, then the answer's (or why it was not read), and its
+    /// explanation.
+    rows: Vec<(String, String, String)>,
+    /// Each call: the order asked, its status, and its raw output or error.
+    calls: Vec<(String, String, String)>,
+}
+
+impl JudgeColumn {
+    fn new(rubric: &crate::rubric::Rubric, judge: super::JudgeOnTask) -> Self {
+        let rows = rubric
+            .slots()
+            .iter()
+            .map(|slot| {
+                let label = super::table::row_label(slot);
+                match judge.fields.get(&slot.path()) {
+                    Some(status) if status.is_parsed() => {
+                        let cell = super::table::cell(slot, &judge.answers);
+                        (label, cell.value, cell.why)
+                    }
+                    Some(status) => (label, format!("not read: {status}"), String::new()),
+                    None => (label, "—".into(), String::new()),
+                }
+            })
+            .collect();
+        let calls = judge
+            .calls
+            .into_iter()
+            .map(|c| {
+                let order = if c.swapped { "B first" } else { "A first" };
+                let shown = c
+                    .raw_output
+                    .or(c.error.map(|e| format!("error: {e}")))
+                    .unwrap_or_default();
+                (order.to_owned(), c.status.label(), shown)
+            })
+            .collect();
+        Self {
+            judge: judge.judge,
+            complete: judge.complete,
+            rows,
+            calls,
+        }
+    }
 }
 
 /// `GET /batches/{id}/tasks/{external_id}`: every rater's answers side by side.
@@ -659,6 +710,11 @@ async fn task(
     let (summary, rubric, task_id, ratings) =
         super::task_ratings(&state, &lead, batch_id, &external_id).await?;
     let (_, rendered) = task::with_html(state.store(), task_id).await?;
+    let judges = super::task_judges(&state, &summary.batch, &rubric, task_id)
+        .await?
+        .into_iter()
+        .map(|j| JudgeColumn::new(&rubric, j))
+        .collect();
     let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
     let rows = rows(&rubric, &summary.batch.classifications.0, &sets);
     let raters = ratings
@@ -682,6 +738,7 @@ async fn task(
         prompt_html: rendered.prompt,
         a_html: rendered.response_a,
         b_html: rendered.response_b,
+        judges,
     };
     Ok(render(&page)?.into_response())
 }

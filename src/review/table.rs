@@ -41,7 +41,7 @@ pub struct Row {
     pub differs: bool,
 }
 
-fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
+pub(super) fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
     let holder = slot.holder(answers);
     let value = slot.value(answers);
     Cell {

@@ -592,6 +592,35 @@ impl super::Store {
         Ok(id)
     }
 
+    /// Each judge's calls about one task, from its latest run over the batch: (judge
+    /// name, call), by judge name, A first before B first.
+    pub async fn judge_calls_of_task(
+        &self,
+        batch_id: Uuid,
+        task_id: Uuid,
+    ) -> StoreResult<Vec<(String, Call)>> {
+        #[derive(sqlx::FromRow)]
+        struct Named {
+            judge: String,
+            #[sqlx(flatten)]
+            call: Call,
+        }
+        let sql = format!(
+            "SELECT j.name AS judge, {CALL_COLUMNS}
+             FROM judge_calls c JOIN judge_runs r ON r.id = c.run_id JOIN judges j ON j.id = r.judge_id
+             WHERE c.task_id = $2 AND r.id = (
+                 SELECT r2.id FROM judge_runs r2 WHERE r2.judge_id = r.judge_id AND r2.batch_id = $1
+                 ORDER BY r2.created_at DESC, r2.id DESC LIMIT 1)
+             ORDER BY j.name, c.swapped"
+        );
+        let rows = read!(self, |pool| sqlx::query_as::<_, Named>(&sql)
+            .bind(batch_id)
+            .bind(task_id)
+            .fetch_all(pool)
+            .await)?;
+        Ok(rows.into_iter().map(|n| (n.judge, n.call)).collect())
+    }
+
     /// The calls of each judge's latest run over a batch, with the responses' lengths,
     /// for the batch's metrics.
     pub async fn judge_call_facts(&self, batch_id: Uuid) -> StoreResult<Vec<JudgeCall>> {

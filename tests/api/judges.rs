@@ -340,6 +340,37 @@ async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
     let queue = json_with(queue, StatusCode::OK).await;
     assert!(!queue.to_string().contains("judge:scripted"), "{queue}");
     let _ = judge;
+
+    // The side-by-side view shows the judge's answer and raw outputs beside the raters'.
+    let side = lead
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/tasks/p2")))
+        .go()
+        .await;
+    let side = json_with(side, StatusCode::OK).await;
+    assert_eq!(
+        side["ratings"].as_array().map(Vec::len),
+        Some(1),
+        "raters only: {side}"
+    );
+    let beside = &side["judges"][0];
+    assert_eq!(beside["judge"], "scripted");
+    assert_eq!(beside["complete"], true);
+    assert_eq!(beside["answers"]["helpfulness"], "b");
+    assert_eq!(beside["fields"]["helpfulness"], "parsed");
+    assert_eq!(beside["calls"].as_array().map(Vec::len), Some(2));
+    assert!(
+        beside["calls"][1]["raw_output"]
+            .as_str()
+            .unwrap()
+            .contains("\"helpfulness\":\"A\"")
+    );
+    let browser = lead.browser_for(app).await;
+    let page =
+        crate::helpers::page_text(app, &browser, &format!("/batches/{batch}/tasks/p2")).await;
+    assert!(page.contains("LLM judges"), "{page}");
+    assert!(page.contains("a whole rating"));
+    assert!(page.contains("B first: answered (raw output)"));
 }
 db_test!(a_pair_is_asked_in_both_orders_and_mapped_back: TestApp);
 
