@@ -957,3 +957,114 @@ async fn a_killed_server_resumes_its_run_without_asking_again(db: &TestDb) {
     assert_eq!(stored_calls(db).await.len(), 16);
 }
 db_test!(a_killed_server_resumes_its_run_without_asking_again: TestDb);
+
+/// Runs `verdict` with `args` on `db` off the test's async threads (the scripted judge
+/// answers on them meanwhile); returns whether it succeeded, its stdout and its stderr.
+async fn verdict_cli(db: &TestDb, args: &[&str]) -> (bool, String, String) {
+    let (url, args): (String, Vec<String>) = (
+        db.url.clone(),
+        args.iter().map(|a| (*a).to_owned()).collect(),
+    );
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(crate::cli::BIN)
+            .args(&args)
+            .env("DATABASE_URL", url)
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run verdict")
+    })
+    .await
+    .expect("joined");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn the_command_line_adds_a_judge_and_runs_it(db: &TestDb) {
+    let scripted = ScriptedJudge::start(additive_outputs).await;
+    let file = tempfile::NamedTempFile::with_suffix(".jsonl").expect("temp file");
+    std::fs::write(
+        file.path(),
+        single_tasks(&[("c1", "PLAIN answer"), ("c2", "NOSCORE answer")]),
+    )
+    .expect("write tasks");
+    let path = file.path().to_str().expect("path");
+    let (ok, _, err) = verdict_cli(
+        db,
+        &[
+            "import",
+            "--name",
+            "cli",
+            "--rubric",
+            "additive-5",
+            "--no-randomize",
+            path,
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let (ok, out, err) = verdict_cli(
+        db,
+        &[
+            "judge",
+            "add",
+            "--name",
+            "cli-judge",
+            "--base-url",
+            &scripted.base_url,
+            "--model",
+            "m",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("created judge cli-judge"), "{out}");
+    let (ok, _, err) = verdict_cli(
+        db,
+        &[
+            "judge",
+            "add",
+            "--name",
+            "bad judge",
+            "--base-url",
+            "nowhere",
+            "--model",
+            "m",
+        ],
+    )
+    .await;
+    assert!(!ok);
+    assert!(err.contains("name:") && err.contains("base_url:"), "{err}");
+    let (ok, out, err) = verdict_cli(
+        db,
+        &["judge", "run", "--batch", "cli", "--judge", "cli-judge"],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("finished — 1 answered, 1 unparsed, 0 failed of 2 calls"),
+        "{out}"
+    );
+    let (ok, out, _) = verdict_cli(db, &["judge", "list"]).await;
+    assert!(ok);
+    assert!(
+        out.contains("cli-judge") && out.contains(&scripted.base_url),
+        "{out}"
+    );
+    assert_eq!(scripted.seen().len(), 2);
+    // Run again: the finished run is not open, so a new one asks both again.
+    let (ok, _, err) = verdict_cli(
+        db,
+        &["judge", "run", "--batch", "cli", "--judge", "cli-judge"],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(scripted.seen().len(), 4);
+    let (ok, _, err) =
+        verdict_cli(db, &["judge", "run", "--batch", "cli", "--judge", "nobody"]).await;
+    assert!(!ok);
+    assert!(err.contains("nobody"), "{err}");
+}
+db_test!(the_command_line_adds_a_judge_and_runs_it: TestDb);
