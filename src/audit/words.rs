@@ -185,6 +185,18 @@ pub fn words(entry: &AuditView) -> EntryWords {
                 text(&d["title"])
             )],
         ),
+        "judge.create" | "judge.update" => (Some("/admin/judges".into()), fallback(d)),
+        "judge_run.start" => {
+            let run = id(d, "run").map(|r| format!("/judge-runs/{r}/calls"));
+            (run, vec![format!("Judge {} started", text(&d["judge"]))])
+        }
+        "judge_run.pause" | "judge_run.resume" | "judge_run.cancel" => {
+            let run = entry.target.as_deref().and_then(|t| t.parse::<Uuid>().ok());
+            (
+                run.map(|r| format!("/judge-runs/{r}/calls")),
+                vec![format!("Run: {} → {}", text(&d["from"]), text(&d["to"]))],
+            )
+        }
         _ => (None, fallback(d)),
     };
     EntryWords {
@@ -270,6 +282,25 @@ mod tests {
         assert_eq!(w.lines, ["Decision: return", "Comment: see B"]);
         assert_eq!(w.target_href, Some(format!("/review/{rating}")));
         assert_eq!(w.links[0].text, "batch demo");
+    }
+
+    #[test]
+    fn judge_runs_read_as_words_and_link_their_calls() {
+        let run = Uuid::from_u128(5);
+        let w = words(&entry(
+            "judge_run.start",
+            "demo",
+            json!({"judge": "smollm", "run": run}),
+        ));
+        assert_eq!(w.lines, ["Judge smollm started"]);
+        assert_eq!(w.target_href, Some(format!("/judge-runs/{run}/calls")));
+        let w = words(&entry(
+            "judge_run.pause",
+            &run.to_string(),
+            json!({"from": "running", "to": "paused"}),
+        ));
+        assert_eq!(w.lines, ["Run: running → paused"]);
+        assert_eq!(w.target_href, Some(format!("/judge-runs/{run}/calls")));
     }
 
     #[test]
