@@ -785,7 +785,23 @@ async fn a_paused_run_asks_nothing_until_resumed(fixture: &QuickApp) {
     let paused = json_with(paused, StatusCode::OK).await;
     assert_eq!(paused["status"], "paused");
     // The call under way finishes and is kept; then nothing more is asked.
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let view = admin
+            .api
+            .get(app.url(&format!("/api/v1/judge-runs/{run}")))
+            .go()
+            .await;
+        let view = json_with(view, StatusCode::OK).await;
+        if view["answered"].as_u64() == Some(scripted.seen().len() as u64) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "calls under way never ended: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let asked = scripted.seen().len();
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(scripted.seen().len(), asked, "a paused run asks nothing");
