@@ -20,8 +20,8 @@ use verdict::rubric::Answers;
 
 use verdict::store::Backend;
 
-use crate::helpers::{Fixture, Go, TestApp, json_with};
-use crate::judges::{add_judge, calls, export_rows, start_run, wait_for_within};
+use crate::helpers::{Fixture, TestApp};
+use crate::judges::{add_judge, batch_metrics, calls, export_rows, start_run, wait_for_within};
 
 /// `llama-server` on a free port of loopback, killed when dropped.
 struct ModelServer {
@@ -236,12 +236,7 @@ async fn check_stored(
             ),
         }
     }
-    let metrics = admin
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .go()
-        .await;
-    let metrics = json_with(metrics, StatusCode::OK).await;
+    let metrics = batch_metrics(app, admin, batch).await;
     assert_eq!(
         metrics["counts"]["ratings"], 0,
         "judge ratings are not human ratings"

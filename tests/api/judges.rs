@@ -106,6 +106,24 @@ pub async fn wait_for_within(
     }
 }
 
+/// The batch's metrics, as `who` reads them.
+pub async fn batch_metrics(app: &TestApp, who: &Persona, batch: &str) -> Value {
+    let metrics = who
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .go()
+        .await;
+    json_with(metrics, StatusCode::OK).await
+}
+
+/// Posts `action` (pause, resume or cancel) to a run as `who`.
+async fn run_action(app: &TestApp, who: &Persona, run: &str, action: &str) -> reqwest::Response {
+    who.api
+        .post(app.url(&format!("/api/v1/judge-runs/{run}/{action}")))
+        .go()
+        .await
+}
+
 /// The batch's export as JSON Lines, a row each.
 pub async fn export_rows(app: &TestApp, who: &Persona, batch: &str) -> Vec<Value> {
     let export = who
@@ -302,12 +320,7 @@ async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
     );
 
     // Human metrics count the three human ratings only; the judge is measured beside.
-    let metrics = admin
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .go()
-        .await;
-    let metrics = json_with(metrics, StatusCode::OK).await;
+    let metrics = batch_metrics(app, &admin, &batch).await;
     assert_eq!(metrics["counts"]["ratings"], 3, "{metrics}");
     assert_eq!(metrics["helpfulness"]["n"], 3);
     let raters: Vec<&Value> = metrics["raters"].as_array().unwrap().iter().collect();
@@ -468,12 +481,7 @@ async fn unparsed_outputs_never_count_as_a_score(app: &TestApp) {
     assert_eq!(scores["s1"], 3);
     assert_eq!(scores["s5"], 5);
 
-    let metrics = admin
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .go()
-        .await;
-    let metrics = json_with(metrics, StatusCode::OK).await;
+    let metrics = batch_metrics(app, &admin, &batch).await;
     assert_eq!(
         metrics["counts"]["ratings"], 0,
         "judge ratings are not human ratings"
@@ -584,11 +592,7 @@ async fn calls_are_retried_honouring_retry_after(fixture: &QuickApp) {
     assert_eq!(r500.len(), 3);
 
     // Resuming the finished run asks again only the call that failed.
-    let resumed = admin
-        .api
-        .post(app.url(&format!("/api/v1/judge-runs/{run}/resume")))
-        .go()
-        .await;
+    let resumed = run_action(app, &admin, &run, "resume").await;
     assert_eq!(resumed.status(), StatusCode::OK);
     wait_for(app, &admin, &run, "finished").await;
     let asked_again = scripted.seen().len() - seen.len();
@@ -777,11 +781,7 @@ async fn a_paused_run_asks_nothing_until_resumed(fixture: &QuickApp) {
     while scripted.seen().len() < 2 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let paused = admin
-        .api
-        .post(app.url(&format!("/api/v1/judge-runs/{run}/pause")))
-        .go()
-        .await;
+    let paused = run_action(app, &admin, &run, "pause").await;
     let paused = json_with(paused, StatusCode::OK).await;
     assert_eq!(paused["status"], "paused");
     // The call under way finishes and is kept; then nothing more is asked.
@@ -805,26 +805,14 @@ async fn a_paused_run_asks_nothing_until_resumed(fixture: &QuickApp) {
     let asked = scripted.seen().len();
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(scripted.seen().len(), asked, "a paused run asks nothing");
-    let twice = admin
-        .api
-        .post(app.url(&format!("/api/v1/judge-runs/{run}/pause")))
-        .go()
-        .await;
+    let twice = run_action(app, &admin, &run, "pause").await;
     assert_eq!(twice.status(), StatusCode::CONFLICT);
-    let resumed = admin
-        .api
-        .post(app.url(&format!("/api/v1/judge-runs/{run}/resume")))
-        .go()
-        .await;
+    let resumed = run_action(app, &admin, &run, "resume").await;
     assert_eq!(resumed.status(), StatusCode::OK);
     let view = wait_for(app, &admin, &run, "finished").await;
     assert_eq!(view["answered"], 12);
     assert_eq!(scripted.seen().len(), 12, "nothing asked twice");
-    let cancel = admin
-        .api
-        .post(app.url(&format!("/api/v1/judge-runs/{run}/cancel")))
-        .go()
-        .await;
+    let cancel = run_action(app, &admin, &run, "cancel").await;
     assert_eq!(
         cancel.status(),
         StatusCode::CONFLICT,
