@@ -197,6 +197,10 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_JUDGE_LEASE_S", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(2..))]
     judge_lease_s: u64,
+    /// The vendored Pyodide package the in-browser code runner serves (installed by
+    /// scripts/vendor-pyodide); without it Python blocks cannot be run, JavaScript can.
+    #[arg(long, env = "VERDICT_PYODIDE_DIR", default_value = crate::config::DEFAULT_PYODIDE_DIR)]
+    pyodide_dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -383,6 +387,7 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
         max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
+        pyodide_dir: args.pyodide_dir,
         ..config
     };
     let listener = TcpListener::bind(&args.bind)

@@ -42,7 +42,14 @@ pub struct Config {
     /// For tests only (no flag sets it): an export fails after this many rows, as a
     /// database failing part way would make it, to prove the client is told.
     pub export_fault_after_rows: Option<u64>,
+    /// Where the vendored Pyodide package lives (`scripts/vendor-pyodide` installs it);
+    /// the in-browser code runner's Python is served from it. Missing: Python does not
+    /// run, JavaScript still does.
+    pub pyodide_dir: std::path::PathBuf,
 }
+
+/// Where `scripts/vendor-pyodide` installs Pyodide, relative to the working directory.
+pub const DEFAULT_PYODIDE_DIR: &str = "vendor/node_modules/pyodide";
 
 /// One password hash per core: more would not finish sooner, only take more memory.
 fn cores() -> usize {
@@ -68,6 +75,7 @@ impl Default for Config {
             judge_retry_delay: Duration::from_secs(1),
             sealing_key: None,
             export_fault_after_rows: None,
+            pyodide_dir: std::path::PathBuf::from(DEFAULT_PYODIDE_DIR),
         }
     }
 }

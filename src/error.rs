@@ -47,6 +47,10 @@ pub enum AppError {
         message: String,
         fields: FieldErrors,
     },
+    /// Answers that meet consistency warnings of the rubric the rater has not confirmed:
+    /// nothing was stored; the same submission confirming them is.
+    #[error("{}", unconfirmed_message(.0.len()))]
+    Unconfirmed(Vec<WarningView>),
     /// An upload with bad records: nothing was stored.
     #[error("{count} of the records are invalid; nothing was stored")]
     BadRecords {
@@ -66,6 +70,25 @@ pub enum AppError {
 }
 
 pub type AppResult<T> = Result<T, AppError>;
+
+/// A consistency warning of a rubric, as a refused submission names it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct WarningView {
+    pub id: String,
+    pub message: String,
+}
+
+fn unconfirmed_message(count: usize) -> String {
+    let which = if count == 1 {
+        "a consistency warning"
+    } else {
+        "consistency warnings"
+    };
+    format!(
+        "the answers meet {which} of the rubric: look again, then change them, or send them \
+         again with the ids in confirmed_warnings; nothing was stored"
+    )
+}
 
 impl AppError {
     /// A 422 naming one field.
@@ -94,7 +117,7 @@ impl AppError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden | Self::Csrf(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::Unconfirmed(_) => StatusCode::CONFLICT,
             Self::TooLarge { .. } | Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Validation { .. } | Self::BadRecords { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -119,6 +142,9 @@ pub struct ErrorBody {
     /// How many records were bad in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_count: Option<u64>,
+    /// The consistency warnings the answers meet and the rater has not confirmed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<WarningView>,
     /// Quote this when reporting an internal error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -146,16 +172,18 @@ impl IntoResponse for AppError {
             Self::Unavailable | Self::Busy => Some(1),
             _ => None,
         };
-        let (fields, errors, error_count) = match self {
-            Self::Validation { fields, .. } => (fields, vec![], None),
-            Self::BadRecords { count, errors } => (FieldErrors::new(), errors, Some(count)),
-            _ => (FieldErrors::new(), vec![], None),
+        let (fields, errors, error_count, warnings) = match self {
+            Self::Validation { fields, .. } => (fields, vec![], None, vec![]),
+            Self::BadRecords { count, errors } => (FieldErrors::new(), errors, Some(count), vec![]),
+            Self::Unconfirmed(warnings) => (FieldErrors::new(), vec![], None, warnings),
+            _ => (FieldErrors::new(), vec![], None, vec![]),
         };
         let body = ErrorBody {
             error: message.clone(),
             fields,
             errors,
             error_count,
+            warnings,
             request_id: None,
         };
         let mut response = (status, Json(body)).into_response();

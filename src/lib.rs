@@ -34,9 +34,12 @@ pub mod config;
 pub mod credentials;
 pub mod dashboard;
 pub mod demo;
+pub mod diff;
 pub mod error;
+pub mod evidence;
 pub mod export;
 pub mod fields;
+pub mod gold;
 pub mod heavy;
 pub mod home;
 pub mod import;
@@ -50,6 +53,7 @@ pub mod review;
 pub mod role;
 pub mod rubric;
 pub mod rubrics;
+pub mod runner;
 pub mod services;
 pub mod signin;
 pub mod state;
@@ -89,6 +93,8 @@ pub fn router(state: AppState) -> Router {
         .merge(dashboard::page_router())
         .merge(rubrics::page_router())
         .merge(judges::page_router())
+        .merge(runner::router(&config))
+        .merge(diff::page_router())
         .merge(api_routes)
         .merge(api::router(&document))
         .route("/static/{*path}", get(web::assets::serve))

@@ -138,24 +138,40 @@
     (input || (question && question.querySelector("input, textarea")) || summary).focus();
   }
 
-  // The rubric's warnings: answers it takes but asks the rater to look at again. Shown
-  // once; sending the same answers again sends them.
-  let warned = "";
+  // The rubric's warnings: answers it takes only once the rater confirms them. Each is
+  // listed with a box to tick; the form is sent when every warning the answers meet is
+  // ticked (or the answers are changed so that it no longer applies).
+  const warningsBox = document.getElementById("warnings-box");
+  const warningsList = document.getElementById("warnings-list");
+  const ticked = () => new Set(
+    [...form.querySelectorAll('input[name="confirmed_warnings"]:checked')].map((box) => box.value),
+  );
   function showWarnings(result) {
-    summary.textContent = "";
-    const lead = document.createElement("p");
-    lead.textContent = result.summary;
-    const list = document.createElement("ul");
-    for (const message of result.warnings) {
+    const kept = ticked();
+    warningsList.replaceChildren();
+    for (const warning of result.warnings) {
       const item = document.createElement("li");
-      item.textContent = message;
-      list.append(item);
+      const label = document.createElement("label");
+      label.className = "option";
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.name = "confirmed_warnings";
+      box.value = warning.id;
+      box.checked = kept.has(warning.id);
+      const text = document.createElement("span");
+      const mean = document.createElement("strong");
+      mean.textContent = "I mean these answers.";
+      text.append(`${warning.message} `, mean);
+      label.append(box, text);
+      item.append(label);
+      warningsList.append(item);
     }
-    summary.append(lead, list);
+    warningsBox.hidden = false;
+    summary.textContent = result.summary;
     summary.classList.add("warning");
     summary.hidden = false;
-    summary.setAttribute("tabindex", "-1");
-    summary.focus();
+    const first = warningsList.querySelector("input:not(:checked)");
+    (first || summary).focus();
   }
 
   let checked = false;
@@ -184,8 +200,8 @@
       return;
     }
     const warnings = result !== null && !outOfScope ? result.warnings || [] : [];
-    if (warnings.length > 0 && warned !== warnings.join("\n")) {
-      warned = warnings.join("\n");
+    const confirmed = ticked();
+    if (warnings.some((warning) => !confirmed.has(warning.id))) {
       showWarnings(result);
       return;
     }

@@ -33,7 +33,16 @@ async function press(page, ...keys) {
 
 const current = (page) => page.evaluate(() => document.querySelector("#rating-form .current")?.dataset.question);
 const focused = (page) => page.evaluate(() => document.activeElement.name ?? null);
-const responseText = (page, side) => page.locator(`section[aria-label="Response ${side}"] .rendered`).innerText();
+/** A response's text as rendered, without the code runner's controls and output. */
+const responseText = (page, side) =>
+  page.locator(`section[aria-label="Response ${side}"] .rendered`).evaluate((rendered) => {
+    const copy = rendered.cloneNode(true);
+    for (const added of copy.querySelectorAll(".runner, .runner-tally, button.copy")) added.remove();
+    document.body.append(copy);
+    const text = copy.innerText;
+    copy.remove();
+    return text;
+  });
 
 /** Ctrl+Enter, and the form of the next task (or the page saying there is none). */
 async function submitByKeyboard(page) {
@@ -207,7 +216,7 @@ test("six-aspect tasks rated by keyboard are stored canonical, shown swapped or 
   assert.deepEqual(await lead.problems(), []);
 });
 
-test("answers that contradict each other are shown back once before they are sent", async () => {
+test("answers that contradict each other are sent only once the rater confirms them, and the rating records it", async () => {
   const page = await signedIn("lead");
   await openNext(page, BLACKHAT);
   const url = page.url();
@@ -224,12 +233,24 @@ test("answers that contradict each other are shown back once before they are sen
   await page.locator('input[name="classifications.language"]').first().check();
   await page.locator('input[name="classifications.kind"]').first().check();
   await page.click("#submit");
-  const summary = page.locator("#error-summary.warning");
-  await summary.waitFor({ state: "visible" });
-  assert.match(await summary.textContent(), /You prefer A, yet A has major correctness issues and B has none/);
-  assert.equal(page.url(), url, "not sent yet");
-  // The same answers again: the rater has looked, and they are sent.
+  const box = page.locator("#warnings-box");
+  await box.waitFor({ state: "visible" });
+  assert.match(await box.textContent(), /You prefer A, yet A has major correctness issues and B has none/);
+  assert.match(await page.textContent("#error-summary.warning"), /tick each warning to confirm/);
+  const confirm = page.locator('input[name="confirmed_warnings"][value="prefers-a-despite-major-issues"]');
+  assert.equal(await confirm.isChecked(), false);
+  // Sending again without ticking it sends nothing.
+  await page.click("#submit");
+  await page.waitForTimeout(500);
+  assert.equal(page.url(), url, "not sent while the warning is unconfirmed");
+  // Ticked, the rating is sent and records the warning.
+  await confirm.check();
   await Promise.all([page.waitForNavigation(), page.click("#submit")]);
   assert.notEqual(page.url(), url);
+  const list = await (await page.request.get(`${env.server.base}/api/v1/ratings?limit=100`)).json();
+  const assignment = new URL(url).pathname.split("/").pop();
+  const sent = list.items.find((item) => item.assignment_id === assignment);
+  const rating = await (await page.request.get(`${env.server.base}/api/v1/ratings/${sent.id}`)).json();
+  assert.deepEqual(rating.confirmed_warnings, ["prefers-a-despite-major-issues"]);
   assert.deepEqual(await page.problems(), []);
 });

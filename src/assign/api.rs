@@ -106,7 +106,8 @@ impl From<Rating> for RatingRef {
     }
 }
 
-/// Saves a draft (answers in the orientation shown; only types are checked).
+/// Saves a draft (answers in the orientation shown; only types are checked), with the
+/// code runs recorded so far under `evidence` if any.
 #[utoipa::path(put, path = "/api/v1/assignments/{id}/draft", tag = "rating",
     params(("id" = Uuid, Path, description = "assignment id")), request_body = Object,
     responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),
@@ -123,7 +124,10 @@ pub async fn draft(
     ))
 }
 
-/// Submits the rating; 422 with `fields` naming every broken rule.
+/// Submits the rating; 422 with `fields` naming every broken rule. Answers that meet
+/// consistency warnings of the rubric are refused with 409 and `warnings: [{id, message}]`
+/// (nothing stored) until sent again with those ids in `confirmed_warnings`. `evidence`
+/// carries the code runs made in the browser.
 #[utoipa::path(post, path = "/api/v1/assignments/{id}/submit", tag = "rating",
     params(("id" = Uuid, Path, description = "assignment id")), request_body = Object,
     responses((status = 200, body = RatingRef), (status = 404, body = ErrorBody),

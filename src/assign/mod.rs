@@ -11,14 +11,15 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::error::{AppError, AppResult, FieldErrors};
+use crate::error::{AppError, AppResult, FieldErrors, WarningView};
+use crate::evidence;
 use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::services::ServiceError;
 use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
 use crate::store::assignments::{Assignment, Task};
 use crate::store::batches::Batch;
-use crate::store::ratings::{Finish, Rating};
+use crate::store::ratings::{Extras, Finish, Rating};
 use crate::store::users::User;
 
 pub mod api;
@@ -177,41 +178,173 @@ pub async fn draft(state: &AppState, owned: &Owned) -> AppResult<Option<(Rating,
     }))
 }
 
-/// Checks answers given in the shown orientation and turns them canonical; the time
-/// spent is taken out of them (it has a column of its own).
-fn canonical(owned: &Owned, input: &Value, mode: Mode) -> AppResult<(Answers, i32)> {
-    let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
-    let questions = &owned.batch.classifications.0;
-    let mut answers =
-        rubric::validate(&owned.rubric, questions, input, mode, min).map_err(AppError::invalid)?;
+/// Where a rater's answers are checked: the batch's rubric and settings, and whether
+/// the rater saw A and B swapped.
+pub struct Form<'a> {
+    pub rubric: &'a Rubric,
+    pub batch: &'a Batch,
+    pub swapped: bool,
+}
+
+impl Owned {
+    pub fn form(&self) -> Form<'_> {
+        Form {
+            rubric: &self.rubric,
+            batch: &self.batch,
+            swapped: self.assignment.swapped,
+        }
+    }
+}
+
+/// A submission checked: its answers canonical, the active time spent, what it carries
+/// beside them, and the rubric's warnings its answers meet.
+pub struct Checked<'r> {
+    pub answers: Answers,
+    pub time: i32,
+    pub extras: Extras,
+    pub warnings: Vec<&'r rubric::Warning>,
+}
+
+/// Checks answers given in the shown orientation (with the evidence and confirmed
+/// warnings beside them) and turns them canonical; the time spent is taken out of them
+/// (it has a column of its own). Every broken field is named at once.
+pub fn checked<'r>(form: &Form<'r>, input: &Value, mode: Mode) -> AppResult<Checked<'r>> {
+    let min = usize::try_from(form.batch.min_explanation_len).unwrap_or(0);
+    let questions = &form.batch.classifications.0;
+    let (input, extras) = take_extras(form, input);
+    let answers = rubric::validate(form.rubric, questions, &input, mode, min);
+    let (mut answers, extras) = match (answers, extras) {
+        (Ok(answers), Ok(extras)) => (answers, extras),
+        (answers, extras) => {
+            let mut fields = answers.err().unwrap_or_default();
+            fields.extend(extras.err().unwrap_or_default());
+            return Err(AppError::invalid(fields));
+        }
+    };
     // Checked by `validate`: a whole number of seconds in range.
     let time = rubric::take_time_spent(&mut answers).unwrap_or(0);
-    Ok((
-        rubric::orient(&owned.rubric, answers, owned.assignment.swapped),
+    let warnings = rubric::warnings(form.rubric, &answers);
+    Ok(Checked {
+        answers: rubric::orient(form.rubric, answers, form.swapped),
         time,
-    ))
+        extras,
+        warnings,
+    })
+}
+
+/// Takes `evidence` and `confirmed_warnings` out of a submission, checked, leaving the
+/// answers for the rubric's checks. The evidence is turned canonical.
+fn take_extras(form: &Form, input: &Value) -> (Value, Result<Extras, FieldErrors>) {
+    let mut input = input.clone();
+    let mut extras = Extras::default();
+    let mut errors = FieldErrors::new();
+    if let Some(object) = input.as_object_mut() {
+        if let Some(given) = object.remove("evidence") {
+            let single = form.rubric.subject == rubric::Subject::Single;
+            match evidence::parse(&given, single) {
+                Ok(e) => extras.evidence = Some(e.oriented(form.swapped)),
+                Err(e) => errors.extend(e),
+            }
+        }
+        if let Some(given) = object.remove("confirmed_warnings") {
+            match confirmed_ids(form.rubric, &given) {
+                Ok(ids) => extras.confirmed_warnings = ids,
+                Err(e) => errors.extend(e),
+            }
+        }
+    }
+    let extras = if errors.is_empty() {
+        Ok(extras)
+    } else {
+        Err(errors)
+    };
+    (input, extras)
+}
+
+/// The ids in `confirmed_warnings`: a list of ids of the rubric's warnings.
+fn confirmed_ids(rubric: &Rubric, given: &Value) -> Result<Vec<String>, FieldErrors> {
+    let field = "confirmed_warnings";
+    let Some(list) = given.as_array() else {
+        return Err(FieldErrors::from([(
+            field.into(),
+            "must be a list of warning ids".into(),
+        )]));
+    };
+    let mut errors = FieldErrors::new();
+    let mut ids = Vec::new();
+    for (i, id) in list.iter().enumerate() {
+        match id.as_str() {
+            Some(id) if rubric.warning(id).is_some() => ids.push(id.to_owned()),
+            Some(id) => {
+                let known: Vec<&str> = rubric.warnings.iter().map(|w| w.id.as_str()).collect();
+                let known = if known.is_empty() {
+                    "this rubric has no warnings".to_owned()
+                } else {
+                    format!("its warnings are {}", known.join(", "))
+                };
+                errors.insert(
+                    format!("{field}[{i}]"),
+                    format!("{id:?} is not a warning of this rubric; {known}"),
+                );
+            }
+            None => {
+                errors.insert(
+                    format!("{field}[{i}]"),
+                    "must be a warning id, as a string".into(),
+                );
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(ids)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The warnings a submission must have confirmed: each one its answers meet. Refused
+/// (409, nothing stored) while any is unconfirmed; taken, the rating records them.
+pub fn confirm(checked: &mut Checked) -> AppResult<()> {
+    let unconfirmed: Vec<WarningView> = checked
+        .warnings
+        .iter()
+        .filter(|w| !checked.extras.confirmed_warnings.contains(&w.id))
+        .map(|w| view(w))
+        .collect();
+    if !unconfirmed.is_empty() {
+        return Err(AppError::Unconfirmed(unconfirmed));
+    }
+    checked.extras.confirmed_warnings = checked.warnings.iter().map(|w| w.id.clone()).collect();
+    Ok(())
 }
 
 /// What submitting `input` would be refused for, by path (an error), or else the
-/// rubric's warnings it meets (answers it takes, but asks the rater to look at again);
-/// nothing is saved.
-pub fn check(owned: &Owned, input: &Value) -> AppResult<Vec<String>> {
-    let min = usize::try_from(owned.batch.min_explanation_len).unwrap_or(0);
-    let questions = &owned.batch.classifications.0;
-    let shown = rubric::validate(&owned.rubric, questions, input, Mode::Submit, min)
-        .map_err(AppError::invalid)?;
-    Ok(rubric::warnings(&owned.rubric, &shown)
-        .into_iter()
-        .map(str::to_owned)
-        .collect())
+/// rubric's warnings it meets (answers it takes once the rater confirms them); nothing
+/// is saved.
+pub fn check(owned: &Owned, input: &Value) -> AppResult<Vec<WarningView>> {
+    let checked = checked(&owned.form(), input, Mode::Submit)?;
+    Ok(checked.warnings.iter().map(|w| view(w)).collect())
+}
+
+fn view(warning: &rubric::Warning) -> WarningView {
+    WarningView {
+        id: warning.id.clone(),
+        message: warning.message.clone(),
+    }
 }
 
 pub async fn save_draft(state: &AppState, owned: &Owned, input: &Value) -> AppResult<Rating> {
-    let (answers, time) = canonical(owned, input, Mode::Draft)?;
+    let checked = checked(&owned.form(), input, Mode::Draft)?;
     let lease = Utc::now() + Duration::minutes(i64::from(owned.batch.lease_minutes));
     state
         .store()
-        .save_draft(owned.assignment.id, &answers, time, lease)
+        .save_draft(
+            owned.assignment.id,
+            &checked.answers,
+            &checked.extras,
+            checked.time,
+            lease,
+        )
         .await?
         .map_err(AppError::from)
 }
@@ -222,9 +355,12 @@ pub async fn submit(
     user: &User,
     input: &Value,
 ) -> AppResult<Rating> {
-    let (answers, time) = canonical(owned, input, Mode::Submit)?;
-    let finish = Finish::Rated { answers };
-    finish_with(state, owned, user, &finish, time).await
+    let mut checked = checked(&owned.form(), input, Mode::Submit)?;
+    confirm(&mut checked)?;
+    let finish = Finish::Rated {
+        answers: checked.answers,
+    };
+    finish_with(state, owned, user, &finish, &checked.extras, checked.time).await
 }
 
 /// Skips the task, keeping the active time spent on it (`time_spent_s`, checked as a
@@ -239,7 +375,10 @@ pub async fn skip(
 ) -> AppResult<Rating> {
     let time = time_spent_s.map(rubric::time_spent).transpose();
     match (skip_of(reason, note), time) {
-        (Ok(finish), Ok(time)) => finish_with(state, owned, user, &finish, time.unwrap_or(0)).await,
+        (Ok(finish), Ok(time)) => {
+            let keep = Extras::default();
+            finish_with(state, owned, user, &finish, &keep, time.unwrap_or(0)).await
+        }
         (finish, time) => {
             // Every refused field at once: the reason, the note and the time.
             let mut fields = match finish {
@@ -275,12 +414,17 @@ pub async fn out_of_scope(
         .await?
         .map(|(_, shown)| shown)
         .unwrap_or_default();
-    let (answers, time) = canonical(owned, &over(&kept, input), Mode::OutOfScope)?;
+    let checked = checked(&owned.form(), &over(&kept, input), Mode::OutOfScope)?;
     let finish = Finish::OutOfScope {
-        answers,
+        answers: checked.answers,
         explanation,
     };
-    finish_with(state, owned, user, &finish, time).await
+    // Warnings are about rated answers: out of scope, none is asked or recorded.
+    let extras = Extras {
+        confirmed_warnings: vec![],
+        ..checked.extras
+    };
+    finish_with(state, owned, user, &finish, &extras, checked.time).await
 }
 
 async fn finish_with(
@@ -288,6 +432,7 @@ async fn finish_with(
     owned: &Owned,
     user: &User,
     finish: &Finish,
+    extras: &Extras,
     time: i32,
 ) -> AppResult<Rating> {
     state
@@ -296,6 +441,7 @@ async fn finish_with(
             owned.assignment.id,
             user.id,
             finish,
+            extras,
             time,
             owned.batch.overlap,
         )
@@ -369,6 +515,16 @@ pub fn form_answers(
         } else if name == "time_spent_s" {
             if let Ok(n) = value.parse::<i64>() {
                 answers.insert(name.clone(), Value::from(n));
+            }
+        } else if name == "evidence" {
+            // JSON text, read with the rest of the submission.
+            answers.insert(name.clone(), Value::from(value.as_str()));
+        } else if name == "confirmed_warnings" {
+            let list = answers
+                .entry(name.clone())
+                .or_insert_with(|| Value::Array(vec![]));
+            if let Value::Array(ids) = list {
+                ids.push(Value::from(value.as_str()));
             }
         } else if let Some((q, explains)) = find(name, false) {
             answers.insert(name.clone(), typed(q, explains, value));

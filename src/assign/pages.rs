@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use super::{Owned, owned};
 use crate::auth::csrf::CsrfForm;
-use crate::error::{AppError, AppResult, FieldErrors};
+use crate::error::{AppError, AppResult, FieldErrors, WarningView};
+use crate::evidence::{Evidence, Side};
 use crate::rubric::{self, Answers, Classification, Rubric};
 use crate::state::AppState;
 use crate::store::users::User;
@@ -124,6 +125,13 @@ pub struct QuestionView {
     pub explanation_error: Option<String>,
     /// The current answer calls for an explanation (the box shows without script too).
     pub explanation_needed: bool,
+    /// For a question the rubric takes code runs as evidence for: the response whose
+    /// runs count (`a`, `b`, or empty for a question asked once), and what ran of it.
+    pub code_runs: Option<String>,
+    pub code_runs_text: String,
+    /// A lead's comments on this answer and on its explanation (a reviewed rating).
+    pub comment: Option<String>,
+    pub explanation_comment: Option<String>,
 }
 
 /// The text of a stored answer as the form's inputs carry it.
@@ -188,6 +196,12 @@ fn question(
         explanation_needed: current.is_some_and(|v| question.needs_explanation(v)),
         explanation_name,
         name,
+        code_runs: question
+            .code_runs
+            .then(|| prefix.trim_end_matches('.').to_owned()),
+        code_runs_text: String::new(),
+        comment: None,
+        explanation_comment: None,
     }
 }
 
@@ -216,6 +230,31 @@ pub struct ClassificationView {
     /// Each option, whether it is chosen, and the key that picks it.
     pub options: Vec<(String, bool, String)>,
     pub error: Option<String>,
+}
+
+impl FormView {
+    /// Puts a lead's comments (by answer path) beside their answers, and what ran of
+    /// each response beside the questions code runs are evidence for; both in the
+    /// orientation shown.
+    pub fn annotate(
+        &mut self,
+        comments: &std::collections::BTreeMap<String, String>,
+        evidence: Option<&Evidence>,
+    ) {
+        for section in &mut self.sections {
+            for (_, q) in &mut section.questions {
+                q.comment = comments.get(&q.name).cloned();
+                q.explanation_comment = comments.get(&q.explanation_name).cloned();
+                if let (Some(side), Some(evidence)) = (&q.code_runs, evidence) {
+                    let side = if side == "b" { Side::B } else { Side::A };
+                    let tally = evidence.tally(side);
+                    if tally.ran > 0 {
+                        q.code_runs_text = format!("In the browser: {}.", tally.words());
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The whole form, filled from answers (in the orientation shown).
@@ -331,6 +370,13 @@ struct FormPage {
     oos_explanation: String,
     /// How long the task stays held without activity.
     lease_minutes: i32,
+    /// The code runs recorded so far, as the JSON the page's runner reads and writes
+    /// (in the orientation shown); empty when none.
+    evidence: String,
+    /// The rubric's warnings the answers meet, to confirm or change (a refused submit).
+    warnings: Vec<WarningView>,
+    /// The warnings the rater has ticked.
+    confirmed: Vec<String>,
 }
 
 async fn form_page(
@@ -345,13 +391,21 @@ async fn form_page(
     let (task, rendered) = super::task_with_html(state, owned.assignment.task_id).await?;
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(owned.assignment.swapped);
-    let form = form_view(
+    let mut form = form_view(
         &owned.rubric,
         &owned.batch.classifications.0,
         owned.batch.min_explanation_len,
         &answers,
         &errors,
     );
+    let evidence = answers
+        .get("evidence")
+        .and_then(|given| {
+            let single = owned.rubric.subject == rubric::Subject::Single;
+            crate::evidence::parse(given, single).ok()
+        })
+        .unwrap_or_default();
+    form.annotate(&Default::default(), Some(&evidence));
     Ok(FormPage {
         layout,
         assignment_id: owned.assignment.id,
@@ -371,7 +425,27 @@ async fn form_page(
             .unwrap_or_default(),
         general_error,
         lease_minutes: owned.batch.lease_minutes,
+        evidence: answers
+            .get("evidence")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        confirmed: confirmed_of(&answers),
+        warnings: Vec::new(),
     })
+}
+
+/// The warnings a form's answers come with ticked (`confirmed_warnings`).
+pub fn confirmed_of(answers: &Answers) -> Vec<String> {
+    answers
+        .get("confirmed_warnings")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// An open assignment of this user's, or a trip back to their queue if it is finished.
@@ -396,7 +470,14 @@ async fn form(
         Err(redirect) => return Ok(redirect),
     };
     let (answers, time) = match super::draft(&state, &owned).await? {
-        Some((rating, answers)) => (answers, rating.time_spent_s),
+        Some((rating, mut answers)) => {
+            if let Some(evidence) = rating.evidence {
+                let shown = evidence.0.oriented(owned.assignment.swapped);
+                let text = serde_json::to_string(&shown).map_err(AppError::internal)?;
+                answers.insert("evidence".into(), Value::from(text));
+            }
+            (answers, rating.time_spent_s)
+        }
         None => (Answers::new(), 0),
     };
     let page = form_page(
@@ -472,8 +553,38 @@ async fn submit(
                 form_page(&state, &owned, page_user.layout, shown, time, fields, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
+        Err(AppError::Unconfirmed(warnings)) => {
+            // Taken as a draft; shown again with the warnings to confirm or change.
+            let _ = super::save_draft(&state, &owned, &input).await;
+            let (shown, time) = as_typed(&input);
+            let mut page = form_page(
+                &state,
+                &owned,
+                page_user.layout,
+                shown,
+                time,
+                FieldErrors::new(),
+                None,
+            )
+            .await?;
+            page.error_summary = look_again(warnings.len());
+            page.warnings = warnings;
+            Ok((StatusCode::CONFLICT, render(&page)?).into_response())
+        }
         Err(other) => Err(other),
     }
+}
+
+/// The summary above answers that meet warnings the rater has not confirmed.
+fn look_again(count: usize) -> String {
+    let which = match count {
+        1 => "a warning".to_owned(),
+        n => format!("{n} warnings"),
+    };
+    format!(
+        "Your answers meet {which} below. Change the answers, or tick each warning to \
+         confirm you mean them, then submit again."
+    )
 }
 
 #[derive(Serialize)]
@@ -516,8 +627,8 @@ struct Checked {
     fields: FieldErrors,
     summary: String,
     /// With no field refused: the rubric's warnings the answers meet, for the rater to
-    /// confirm or change (the form is taken either way).
-    warnings: Vec<String>,
+    /// confirm or change (the form is taken once each is confirmed).
+    warnings: Vec<WarningView>,
 }
 
 /// `POST /assignments/{id}/check`: what submitting the form would be refused for (or,
@@ -546,9 +657,7 @@ async fn check(
     };
     let summary = match fields.get("explanation") {
         Some(why) if out_of_scope => scope_refusal(why),
-        _ if fields.is_empty() && !warnings.is_empty() => {
-            "Please look again before you submit; submit again to keep your answers.".into()
-        }
+        _ if fields.is_empty() && !warnings.is_empty() => look_again(warnings.len()),
         _ => attention(fields.len()),
     };
     Ok(Json(Checked {

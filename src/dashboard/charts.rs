@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::metrics::PositionBias;
 use crate::metrics::agreement::Agreement;
+use crate::metrics::stats::Estimate;
 use crate::rubric::Favours;
 
 const PALETTE: [&str; 8] = [
@@ -552,6 +553,159 @@ pub fn judge_agreement(judge: &str, rows: &[JudgeRow]) -> String {
     svg
 }
 
+/// One row of a dot-and-interval chart: whose figure it is, the figure with its 95%
+/// interval (none when there is no estimate: too few answers, or no fit), and how many
+/// answers it rests on.
+pub struct DotRow {
+    pub label: String,
+    pub estimate: Option<Estimate>,
+    pub n: u64,
+    /// The batch's own row (all raters pooled), drawn in its own colour.
+    pub pooled: bool,
+}
+
+/// The axis of a dot-and-interval chart: from 0 to `max`, with `ticks`, a `reference`
+/// line (its value and what it means) and how a value reads (`75%`, `31 min`).
+pub struct DotScale {
+    pub max: f64,
+    pub ticks: Vec<f64>,
+    pub reference: Option<(f64, &'static str)>,
+    pub format: fn(f64) -> String,
+}
+
+impl DotScale {
+    /// Shares, from 0% to 100%, with a line at `reference` when given.
+    pub fn shares(reference: Option<(f64, &'static str)>) -> Self {
+        Self {
+            max: 1.0,
+            ticks: vec![0.0, 0.25, 0.5, 0.75, 1.0],
+            reference,
+            format: |x| format!("{:.0}%", 100.0 * x),
+        }
+    }
+
+    /// Seconds, shown in minutes, up to a little past the largest of `values` and never
+    /// less than 45 minutes, with the guidance's line at `guidance_s`.
+    pub fn minutes(values: impl IntoIterator<Item = f64>, guidance_s: f64) -> Self {
+        let largest = values.into_iter().fold(guidance_s * 1.5, f64::max);
+        let step = if largest > 7200.0 { 1800.0 } else { 600.0 };
+        let max = (largest / step).ceil() * step;
+        Self {
+            max,
+            ticks: (0..=(max / step) as usize)
+                .map(|i| i as f64 * step)
+                .collect(),
+            reference: Some((guidance_s, "30-minute guidance")),
+            format: |s| format!("{:.0} min", s / 60.0),
+        }
+    }
+}
+
+/// One dot per row with its 95% interval as a band, on a common axis with a reference
+/// line; a row without a figure says so, with its n. `what` names the dot in the legend.
+pub fn dot_intervals(title: &str, what: &str, rows: &[DotRow], scale: &DotScale) -> String {
+    let (label_w, bar_w, row_h) = (170.0, 400.0, 24.0);
+    let width = label_w + bar_w + 30.0;
+    let (dot, pooled, band, line) = (PALETTE[0], PALETTE[5], "#9bb4e8", "#5d6675");
+    let mut keys = vec![
+        Key {
+            mark: Mark::Dot,
+            colour: dot,
+            text: what.to_owned(),
+        },
+        Key {
+            mark: Mark::Band,
+            colour: band,
+            text: "its 95% interval".into(),
+        },
+    ];
+    if rows.iter().any(|r| r.pooled) {
+        keys.push(Key {
+            mark: Mark::Dot,
+            colour: pooled,
+            text: "all raters".into(),
+        });
+    }
+    if let Some((_, meaning)) = scale.reference {
+        keys.push(Key {
+            mark: Mark::Tick,
+            colour: line,
+            text: meaning.into(),
+        });
+    }
+    let mut body = String::new();
+    let top = legend(&mut body, &keys, 0.0, 4.0, width) + 8.0;
+    let h = top + row_h * rows.len() as f64 + 22.0;
+    let mut svg = format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {width} {h:.1}\" role=\"img\" aria-label=\"{}\">",
+        escape(&format!("{title}; the table above gives the numbers"))
+    );
+    svg.push_str(&body);
+    let at = |v: f64| label_w + bar_w * (v / scale.max).clamp(0.0, 1.0);
+    let bottom = top + row_h * rows.len() as f64;
+    for &tick in &scale.ticks {
+        let _ = write!(
+            svg,
+            "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"1\" height=\"{:.1}\" fill=\"#eef0f3\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+            at(tick),
+            bottom - top,
+            at(tick),
+            bottom + 14.0,
+            escape(&(scale.format)(tick))
+        );
+    }
+    if let Some((value, meaning)) = scale.reference {
+        let _ = write!(
+            svg,
+            "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"2\" height=\"{:.1}\" fill=\"{line}\"><title>{}</title></rect>",
+            at(value) - 1.0,
+            bottom - top,
+            escape(meaning)
+        );
+    }
+    for (i, row) in rows.iter().enumerate() {
+        let y = top + i as f64 * row_h + row_h / 2.0;
+        let label = escape(&row.label);
+        let n = row.n;
+        let _ = write!(
+            svg,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{label}</text>",
+            y + 4.0
+        );
+        let Some(e) = row.estimate else {
+            let _ = write!(
+                svg,
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#5d6675\">no estimate (n={n})</text>",
+                label_w + 4.0,
+                y + 4.0
+            );
+            continue;
+        };
+        let show = scale.format;
+        if e.high > e.low {
+            let _ = write!(
+                svg,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"6\" fill=\"{band}\"><title>{label}: 95% interval {}–{}</title></rect>",
+                at(e.low),
+                y - 3.0,
+                (at(e.high) - at(e.low)).max(1.0),
+                escape(&show(e.low)),
+                escape(&show(e.high))
+            );
+        }
+        let _ = write!(
+            svg,
+            "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{}\"><title>{label}: {} (n={n})</title></circle>",
+            at(e.value),
+            if row.pooled { pooled } else { dot },
+            escape(&show(e.value))
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,5 +785,43 @@ mod tests {
         assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;script&gt;"));
         assert!(!svg.contains("style="), "no inline styles");
+    }
+    #[test]
+    fn dots_sit_on_their_share_with_a_band_and_rows_without_a_figure_say_so() {
+        let rows = [
+            DotRow {
+                label: "All raters".into(),
+                estimate: Some(Estimate {
+                    value: 0.5,
+                    low: 0.25,
+                    high: 0.75,
+                }),
+                n: 12,
+                pooled: true,
+            },
+            DotRow {
+                label: "<i>ana</i>".into(),
+                estimate: None,
+                n: 3,
+                pooled: false,
+            },
+        ];
+        let svg = dot_intervals(
+            "Lean",
+            "share",
+            &rows,
+            &DotScale::shares(Some((0.5, "no lean"))),
+        );
+        // The axis runs from x = 170 over 400: 50% at 370, the band from 270 to 470.
+        assert!(svg.contains("<circle cx=\"370.0\""), "{svg}");
+        assert!(svg.contains("<rect x=\"270.0\""), "{svg}");
+        assert!(svg.contains("width=\"200.0\" height=\"6\""), "{svg}");
+        assert!(svg.contains("no estimate (n=3)"));
+        assert!(svg.contains("&lt;i&gt;ana&lt;/i&gt;") && !svg.contains("<i>"));
+        assert!(svg.contains("no lean") && svg.contains("all raters"));
+        assert!(!svg.contains("style="), "no inline styles");
+        let minutes = DotScale::minutes([600.0, 3000.0], 1800.0);
+        assert_eq!((minutes.max, minutes.ticks.len()), (3000.0, 6));
+        assert_eq!((minutes.format)(1800.0), "30 min");
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::evidence::{Evidence, Side};
 use crate::lifecycle::{Outcome, Status};
 use crate::rubric::Rubric;
 use crate::state::AppState;
@@ -182,10 +183,38 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
             "review_comment",
             "rubric",
             "rubric_version",
+            "warnings",
+            "code_runs",
+            "attachments",
+            "review_field_comments",
         ]
         .map(String::from),
     );
     columns
+}
+
+/// What ran of each response in the rater's browser, in words: `a: ran 2 blocks: 2
+/// passed; b: ran 1 block: 1 failed` (canonical sides).
+fn code_runs(evidence: Option<&Evidence>) -> String {
+    let Some(evidence) = evidence else {
+        return String::new();
+    };
+    [Side::A, Side::B]
+        .into_iter()
+        .filter_map(|side| {
+            let tally = evidence.tally(side);
+            (tally.ran > 0).then(|| format!("{}: {}", side.key(), tally.words()))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A JSON cell, empty for nothing.
+fn json_cell<T: serde::Serialize>(value: &T, empty: bool) -> String {
+    if empty {
+        return String::new();
+    }
+    neutral(&serde_json::to_string(value).unwrap_or_default())
 }
 
 /// A cell a spreadsheet would run as a formula gets a leading apostrophe.
@@ -248,6 +277,13 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
     record.push(neutral(row.review_comment.as_deref().unwrap_or("")));
     record.push(neutral(&rubric.name));
     record.push(version.to_string());
+    record.push(neutral(&row.confirmed_warnings.0.join(";")));
+    let evidence = row.evidence.as_ref().map(|e| &e.0);
+    record.push(code_runs(evidence));
+    let attachments = evidence.map_or(&[][..], |e| &e.attachments[..]);
+    record.push(json_cell(&attachments, attachments.is_empty()));
+    let comments = &row.review_fields.0;
+    record.push(json_cell(comments, comments.is_empty()));
     record
 }
 
@@ -261,6 +297,8 @@ pub fn json_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Value {
         "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
         "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,
         "review_comment": row.review_comment, "rubric": rubric.name, "rubric_version": version,
+        "warnings": row.confirmed_warnings.0, "evidence": row.evidence.as_ref().map(|e| &e.0),
+        "review_field_comments": row.review_fields.0,
     })
 }
 

@@ -379,6 +379,8 @@ mod tests {
             time_spent_s: 60,
             model_a: None,
             model_b: None,
+            len_a: 0,
+            len_b: 0,
         }
     }
 

@@ -17,6 +17,9 @@
 //! - Each score has its mean and distribution, and a mean per model.
 //! - Raters are compared with each other on the rubric's first preference (else its first
 //!   score).
+//! - Each rater's (and the batch's) leans to the response shown first and to the longer
+//!   one, length-controlled preference, time against the guidance and straight-lining
+//!   are in [`bias`].
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,6 +31,7 @@ use crate::lifecycle::{Exclusion, Outcome, Status};
 use crate::rubric::{Answer, Favours, Role, Rubric, Slot, Subject};
 
 pub mod agreement;
+pub mod bias;
 pub mod bradley_terry;
 pub mod judges;
 pub mod pairwise;
@@ -49,6 +53,9 @@ pub struct RatingFacts {
     pub time_spent_s: i32,
     pub model_a: Option<String>,
     pub model_b: Option<String>,
+    /// The two responses' lengths in characters (for the length lean).
+    pub len_a: i64,
+    pub len_b: i64,
 }
 
 impl RatingFacts {
@@ -222,6 +229,10 @@ pub struct Metrics {
     /// batch). Judge ratings count in nothing above.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub judges: BTreeMap<String, judges::JudgeMetrics>,
+    /// Per rater and for the batch: the lean to the response shown first and to the
+    /// longer one, the length-controlled preference, time against the 30-minute
+    /// guidance, and straight-lining (see [`bias`]).
+    pub bias: bias::Bias,
 }
 
 /// How metrics read a question beyond its distribution and agreement.
@@ -258,6 +269,12 @@ struct Question {
     yes_no: bool,
     /// For a preference: which response each code (index = code - 1) favours.
     favours: Vec<Option<Favours>>,
+    /// Whether raters answer it (a derived answer is worked out by the server).
+    asked: bool,
+    /// Each code (index = code, 0 for none) as read with A and B shown the other way
+    /// round: a mirrored scale, options that name a side traded (see
+    /// [`crate::rubric::orient`]); itself for everything else.
+    turned: Vec<u8>,
 }
 
 impl Question {
@@ -307,6 +324,7 @@ impl Question {
         };
         let unscaled = values.iter().map(|v| unscaled_values.contains(v)).collect();
         let favours = values.iter().map(|v| role.favours(v)).collect();
+        let turned = turned_codes(rubric, slot, &values);
         Some(Self {
             path: slot.path(),
             side: slot.side().map(crate::rubric::Side::key),
@@ -318,6 +336,8 @@ impl Question {
             reading,
             yes_no,
             favours,
+            asked: matches!(slot, Slot::Asked { .. }),
+            turned,
         })
     }
 
@@ -357,6 +377,38 @@ impl Question {
     fn is_preference(&self) -> bool {
         matches!(self.reading, Reading::Scale { .. } | Reading::Choice)
     }
+}
+
+/// The code of each of `values` (a slot's answers, in order) once turned as a swap turns
+/// it: by the rubric's own orientation rule, so that straight-lining reads answers as the
+/// rater gave them. Answers asked of each response change sides instead (see
+/// [`Accumulator::new`]), so they keep their codes here.
+fn turned_codes(rubric: &Rubric, slot: Slot<'_>, values: &[serde_json::Value]) -> Vec<u8> {
+    let mut turned = vec![0];
+    for (i, value) in values.iter().enumerate() {
+        let code = i as u8 + 1;
+        let to = match slot {
+            Slot::Asked {
+                question,
+                side: None,
+            } => {
+                let one = serde_json::Map::from_iter([(question.key.clone(), value.clone())]);
+                crate::rubric::orient(rubric, one, true)
+                    .get(&question.key)
+                    .and_then(|t| values.iter().position(|v| v == t))
+                    .map_or(code, |j| j as u8 + 1)
+            }
+            _ => code,
+        };
+        turned.push(to);
+    }
+    turned
+}
+
+/// What a preference answer favours as the rater saw the responses: with B shown first
+/// (`swapped`), a canonical A is the response shown second.
+fn as_shown(favours: Favours, swapped: bool) -> Favours {
+    if swapped { favours.flipped() } else { favours }
 }
 
 type RawMap<'a> = HashMap<&'a str, &'a RawValue>;
@@ -404,6 +456,14 @@ pub struct Accumulator {
     /// was chosen.
     classifications: Vec<crate::rubric::Classification>,
     class_tallies: Vec<Vec<u64>>,
+    /// The bias figures, per rater and for the batch.
+    bias: bias::BiasTally,
+    /// The questions straight-lining reads (each one raters answer), by index into
+    /// `questions`, each with the question whose code gives its answer as shown when B
+    /// was shown first (for one asked of each response, the other response's).
+    lines: Vec<(usize, usize)>,
+    /// Room for one rating's answers as shown, reused from rating to rating.
+    shown: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -448,6 +508,27 @@ impl Accumulator {
             .first()
             .map(|(i, _)| *i)
             .or_else(|| score_models.first().map(|(i, _)| *i));
+        let lines: Vec<(usize, usize)> = questions
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.asked)
+            .map(|(i, q)| {
+                let other = questions.iter().position(|o| {
+                    o.asked && q.side.is_some() && o.key == q.key && o.side != q.side
+                });
+                (i, other.unwrap_or(i))
+            })
+            .collect();
+        let bias = bias::BiasTally::new(
+            !preferences.is_empty(),
+            lines
+                .iter()
+                .map(|&(i, _)| bias::LineQuestion {
+                    path: questions[i].path.clone(),
+                    names: questions[i].names.clone(),
+                })
+                .collect(),
+        );
         Self {
             rubric: RubricRef {
                 name: rubric.name.clone(),
@@ -470,7 +551,38 @@ impl Accumulator {
                 .map(|q| vec![0; q.options.len()])
                 .collect(),
             classifications: classifications.to_vec(),
+            bias,
+            shown: Vec::with_capacity(lines.len()),
+            lines,
         }
+    }
+
+    /// Adds an included rating, whose codes start at `first` in `codes`, to the bias
+    /// figures.
+    fn add_bias(&mut self, row: &RatingFacts, first: usize) {
+        let codes = &self.codes[first..];
+        let turn = row.swapped && self.subject == Subject::Pair;
+        self.shown.clear();
+        for &(i, other) in &self.lines {
+            self.shown.push(if turn {
+                self.questions[i].turned[usize::from(codes[other])]
+            } else {
+                codes[i]
+            });
+        }
+        let preference = self
+            .preferences
+            .first()
+            .and_then(|(qi, _)| self.questions[*qi].favours(codes[*qi]));
+        let observation = bias::Observation {
+            preference,
+            swapped: row.swapped,
+            lengths: (row.len_a, row.len_b),
+            time_spent_s: row.time_spent_s,
+            models: row.model_a.as_deref().zip(row.model_b.as_deref()),
+            shown: &self.shown,
+        };
+        self.bias.add(&row.rater, &observation);
     }
 
     /// Counts the options chosen for each classification question (one, or several).
@@ -575,11 +687,7 @@ impl Accumulator {
                 side.0 += 1;
                 side.1 += score as f64;
             }
-            let shown = if row.swapped {
-                favours.flipped()
-            } else {
-                favours
-            };
+            let shown = as_shown(favours, row.swapped);
             if shown != Favours::Tie {
                 tally.decisive += 1;
                 tally.shown_first += u64::from(shown == Favours::A);
@@ -618,6 +726,7 @@ impl Accumulator {
                 models.entry(model.clone()).or_default().push(value as f64);
             }
         }
+        self.add_bias(row, first);
     }
 
     pub fn finish(mut self, tasks: i64) -> Metrics {
@@ -783,6 +892,7 @@ impl Accumulator {
             position_bias,
             models,
             judges: BTreeMap::new(),
+            bias: self.bias.finish(),
         }
     }
 
@@ -962,6 +1072,8 @@ mod tests {
             time_spent_s: 60,
             model_a: Some("m1".into()),
             model_b: Some("m2".into()),
+            len_a: 100,
+            len_b: 200,
         }
     }
 
@@ -1229,6 +1341,9 @@ mod tests {
                     time_spent_s: 30 + next(900) as i32,
                     model_a: Some(ma.into()),
                     model_b: Some(mb.into()),
+                    // From the task alone: the seeded answers above stay as they were.
+                    len_a: 200 + (task * 37 % 300) as i64,
+                    len_b: 200 + (task * 53 % 300) as i64,
                 });
             }
         }
@@ -1251,7 +1366,11 @@ mod tests {
         for row in varied_blackhat_batch() {
             acc.add(&row);
         }
-        let got = serde_json::to_value(acc.finish(60)).unwrap();
+        let mut got = serde_json::to_value(acc.finish(60)).unwrap();
+        // The bias figures came after the fixture (they are tested in `bias` and
+        // `tests/api/bias.rs`); every figure that was there must be unchanged.
+        assert!(got["bias"]["raters"].is_array());
+        got.as_object_mut().unwrap().remove("bias");
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/metrics/blackhat.json"
@@ -1282,6 +1401,8 @@ mod tests {
                 time_spent_s: 60,
                 model_a: None,
                 model_b: None,
+                len_a: 0,
+                len_b: 0,
             });
         }
         let m = acc.finish(40);

@@ -5,14 +5,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::assign::{checked, confirm};
 use crate::error::{AppError, AppResult};
+use crate::evidence::Evidence;
 use crate::lifecycle::{self, Outcome, Status};
 use crate::rubric::{self, Answers, Mode};
 use crate::services::finish::{over, scope_explanation, skip_of};
-use crate::services::rating::{Access, Viewer};
+use crate::services::rating::{Access, Viewer, turn_paths};
 use crate::state::AppState;
 use crate::store::page::{ListKind, Page};
-use crate::store::ratings::{Finish, HistoryRow, Rating};
+use crate::store::ratings::{Extras, Finish, HistoryRow, Rating};
 use crate::store::users::User;
 use crate::web::paging::params;
 
@@ -114,6 +116,15 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
         if let Some(Value::Object(answers)) = snapshot.get_mut("answers") {
             *answers = rubric::orient(&access.rubric, std::mem::take(answers), turn);
         }
+        if let Some(Value::Object(fields)) = snapshot.get_mut("review_fields") {
+            let by_path = std::mem::take(fields).into_iter().collect();
+            *fields = turn_paths(&by_path, turn).into_iter().collect();
+        }
+        if let Some(evidence) = snapshot.get_mut("evidence")
+            && let Ok(read) = serde_json::from_value::<Evidence>(evidence.clone())
+        {
+            *evidence = serde_json::to_value(read.oriented(turn)).unwrap_or(Value::Null);
+        }
         snapshot
     };
     Ok(state
@@ -155,7 +166,14 @@ pub async fn save_revision_draft(
         Some(Value::String(text)) => Some(text),
         _ => None,
     };
-    for key in ["outcome", "reason", "note"] {
+    // Evidence and confirmations count when the revision is sent, not in its draft.
+    for key in [
+        "outcome",
+        "reason",
+        "note",
+        "evidence",
+        "confirmed_warnings",
+    ] {
         given.remove(key);
     }
     let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
@@ -244,18 +262,20 @@ pub async fn revise(
         .get("time_spent_s")
         .and_then(Value::as_i64)
         .and_then(|t| i32::try_from(t).ok());
-    let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
-    let questions = &access.batch.classifications.0;
-    let checked = |input: &Value, mode: Mode| -> AppResult<Answers> {
-        let mut answers = rubric::validate(&access.rubric, questions, input, mode, min)
-            .map_err(AppError::invalid)?;
-        answers.remove("time_spent_s");
-        Ok(rubric::orient(&access.rubric, answers, access.turn()))
+    let form = crate::assign::Form {
+        rubric: &access.rubric,
+        batch: &access.batch,
+        swapped: access.turn(),
     };
-    let finish = match outcome {
-        Outcome::Rated => Finish::Rated {
-            answers: checked(&Value::Object(given), Mode::Submit)?,
-        },
+    let (finish, extras) = match outcome {
+        Outcome::Rated => {
+            let mut checked = checked(&form, &Value::Object(given), Mode::Submit)?;
+            confirm(&mut checked)?;
+            let finish = Finish::Rated {
+                answers: checked.answers,
+            };
+            (finish, checked.extras)
+        }
         Outcome::OutOfScope => {
             let kept_note = (access.rating.outcome == Outcome::OutOfScope)
                 .then(|| access.rating.note.clone())
@@ -263,12 +283,22 @@ pub async fn revise(
             let explanation = explanation.or(kept_note).unwrap_or_default();
             let explanation = scope_explanation(&explanation, &access.batch)?;
             let merged = over(&access.answers(), &Value::Object(given));
-            Finish::OutOfScope {
-                answers: checked(&merged, Mode::OutOfScope)?,
+            let checked = checked(&form, &merged, Mode::OutOfScope)?;
+            let finish = Finish::OutOfScope {
+                answers: checked.answers,
                 explanation,
-            }
+            };
+            // Warnings are about rated answers: out of scope, none is recorded.
+            let extras = Extras {
+                confirmed_warnings: vec![],
+                ..checked.extras
+            };
+            (finish, extras)
         }
-        Outcome::Skipped => skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
+        Outcome::Skipped => (
+            skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
+            Extras::default(),
+        ),
     };
     Ok(state
         .store()
@@ -276,6 +306,7 @@ pub async fn revise(
             access.rating.id,
             user.id,
             &finish,
+            &extras,
             time,
             access.batch.overlap,
         )

@@ -11,9 +11,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::HistoryQuery;
-use crate::assign::pages::{FormView, form_view};
+use crate::assign::pages::{FormView, confirmed_of, form_view};
 use crate::auth::csrf::CsrfForm;
-use crate::error::{AppError, AppResult, FieldErrors};
+use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::lifecycle::{Outcome, Status};
 use crate::rubric::Answers;
 use crate::services::rating::{Access, Viewer, access};
@@ -73,6 +73,9 @@ struct RatingPage {
     note: Option<String>,
     skip_reason: Option<String>,
     review_comment: Option<String>,
+    /// The rubric's warnings a refused revision's answers meet, and those ticked.
+    warnings: Vec<WarningView>,
+    confirmed: Vec<String>,
     revisable: bool,
     form: FormView,
     error_count: usize,
@@ -158,13 +161,19 @@ async fn page(
         skip_reason: r.skip_reason.clone(),
         review_comment: r.review_comment.clone(),
         revisable,
-        form: form_view(
-            &access.rubric,
-            &access.batch.classifications.0,
-            access.batch.min_explanation_len,
-            &answers,
-            &errors,
-        ),
+        confirmed: confirmed_of(&answers),
+        warnings: Vec::new(),
+        form: {
+            let mut form = form_view(
+                &access.rubric,
+                &access.batch.classifications.0,
+                access.batch.min_explanation_len,
+                &answers,
+                &errors,
+            );
+            form.annotate(&access.review_fields(), access.evidence().as_ref());
+            form
+        },
         error_count: errors.len(),
         explanation_error: ["explanation", "outcome", "reason", "note"]
             .iter()
@@ -262,6 +271,14 @@ async fn revise(
             let shown = Shown::Refused(answers, fields, time);
             let page = page(&state, &access, page_user.layout, shown, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+        Err(AppError::Unconfirmed(warnings)) => {
+            let mut answers = input.as_object().cloned().unwrap_or_default();
+            let time = crate::rubric::take_time_spent(&mut answers).unwrap_or(0);
+            let shown = Shown::Refused(answers, FieldErrors::new(), time);
+            let mut page = page(&state, &access, page_user.layout, shown, None).await?;
+            page.warnings = warnings;
+            Ok((StatusCode::CONFLICT, render(&page)?).into_response())
         }
         Err(other) => Err(other),
     }

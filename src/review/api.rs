@@ -63,6 +63,7 @@ pub async fn accept_all(
         question: body.question.as_deref(),
         answer: body.answer.as_deref(),
         disagrees: body.disagrees.map(|d| if d { "true" } else { "false" }),
+        warning: body.warning.as_deref(),
     };
     let done = super::accept_all(&state, &lead, text, body.seen.as_deref()).await?;
     Ok(Json(done))

@@ -37,6 +37,8 @@ pub struct BulkAccept {
     pub answer: Option<String>,
     /// Only ratings that disagree with the others of their task.
     pub disagrees: Option<bool>,
+    /// Only ratings whose rater confirmed this warning of the rubric (its id), or `any`.
+    pub warning: Option<String>,
     /// The ratings the lead looked at, each with the version seen: only these are
     /// accepted, and one that changed since (or no longer matches) is skipped. Absent:
     /// every matching rating as it is now.
@@ -118,6 +120,7 @@ pub async fn accept_all(
         let decision = Decision {
             decision: lifecycle::Decision::Accept.to_string(),
             comment: None,
+            field_comments: Default::default(),
             version,
         };
         let outcome = match reviewable(state, id, lead).await {

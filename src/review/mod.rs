@@ -2,7 +2,7 @@
 //! optimistic concurrency, bulk accept, a batch's tasks by disagreement, and a task's
 //! ratings side by side.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use axum::Router;
@@ -16,7 +16,7 @@ use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
 use crate::store::ratings::Rating;
-use crate::store::review::TaskRating;
+use crate::store::review::{ReviewNote, TaskRating};
 use crate::store::users::User;
 
 pub mod api;
@@ -49,12 +49,88 @@ pub struct Decision {
     pub decision: String,
     #[schema(max_length = 5000)]
     pub comment: Option<String>,
+    /// Comments on single answers, by answer path in the task's canonical orientation
+    /// (`b.correctness_explanation`, `sxs`, `classifications.language`): the rater sees
+    /// each beside its field.
+    #[serde(default)]
+    pub field_comments: BTreeMap<String, String>,
     /// The rating version the lead saw.
     #[schema(minimum = 1)]
     pub version: i32,
 }
 
 pub const MAX_COMMENT_CHARS: usize = 5000;
+/// The longest comment on one answer, in characters.
+pub const MAX_FIELD_COMMENT_CHARS: usize = 2000;
+
+/// The answer paths a lead may comment on: every question (of each response) and its
+/// explanation, and the batch's classification questions.
+pub fn commentable(access: &Access) -> Vec<Commentable> {
+    let mut paths = Vec::new();
+    for slot in access.rubric.slots() {
+        if matches!(slot, crate::rubric::Slot::Asked { .. }) {
+            paths.push(Commentable {
+                path: slot.path(),
+                side: slot.side().map(|s| s.key()),
+                label: slot.label().to_owned(),
+            });
+        }
+        if let Some(path) = slot.explanation_path() {
+            paths.push(Commentable {
+                path,
+                side: slot.side().map(|s| s.key()),
+                label: format!("{}: explanation", slot.label()),
+            });
+        }
+    }
+    for q in &access.batch.classifications.0 {
+        paths.push(Commentable {
+            path: format!("classifications.{}", q.key),
+            side: None,
+            label: q.label.clone(),
+        });
+    }
+    paths
+}
+
+/// An answer a lead may comment on: its path (canonical), the response it is of (`a`,
+/// `b`, or none), and its question.
+pub struct Commentable {
+    pub path: String,
+    pub side: Option<&'static str>,
+    pub label: String,
+}
+
+/// The field comments of a decision, trimmed, empty ones dropped; every unknown path or
+/// over-long comment named as `field_comments.<path>`.
+fn field_comments(
+    access: &Access,
+    given: &BTreeMap<String, String>,
+    fields: &mut crate::error::FieldErrors,
+) -> BTreeMap<String, String> {
+    let known = commentable(access);
+    let mut kept = BTreeMap::new();
+    for (path, comment) in given {
+        let at = format!("field_comments.{path}");
+        let comment = comment.trim();
+        if !known.iter().any(|k| k.path == *path) {
+            fields.insert(
+                at,
+                "is not an answer of this rating (name it as a.KEY, b.KEY, KEY, its \
+                 explanation as a.KEY_explanation, or classifications.KEY)"
+                    .into(),
+            );
+        } else if comment.chars().count() > MAX_FIELD_COMMENT_CHARS {
+            fields.insert(
+                at,
+                format!("must be at most {MAX_FIELD_COMMENT_CHARS} characters"),
+            );
+        } else if !comment.is_empty() {
+            kept.insert(path.clone(), comment.to_owned());
+        }
+    }
+    kept
+}
 
 /// Checks and records a decision on a rating the lead may review (not their own).
 pub async fn decide(
@@ -76,10 +152,16 @@ pub async fn decide(
         .as_deref()
         .map(str::trim)
         .filter(|c| !c.is_empty());
-    if chosen.as_ref().is_ok_and(|d| d.needs_comment()) && comment.is_none() {
+    let field_comments = field_comments(access, &decision.field_comments, &mut fields);
+    if chosen.as_ref().is_ok_and(|d| d.needs_comment())
+        && comment.is_none()
+        && field_comments.is_empty()
+    {
         fields.insert(
             "comment".into(),
-            "is required when returning a rating: tell the rater what to change".into(),
+            "is required when returning a rating (or a comment on one of its answers): \
+             tell the rater what to change"
+                .into(),
         );
     }
     if comment.is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS) {
@@ -98,7 +180,10 @@ pub async fn decide(
             access.rating.id,
             lead.id,
             chosen,
-            comment,
+            ReviewNote {
+                comment,
+                field_comments: &field_comments,
+            },
             decision.version,
             access.batch.overlap,
         )
@@ -108,7 +193,7 @@ pub async fn decide(
             tracing::info!(lead = %lead.username, rating = %rating.id, decision = %chosen, "rating reviewed");
             let detail = serde_json::json!({
                 "decision": chosen, "batch": access.batch.name, "batch_id": access.batch.id,
-                "comment": comment
+                "comment": comment, "field_comments": field_comments
             });
             let target = rating.id.to_string();
             crate::audit::record(state, lead, "rating.review", &target, detail).await;

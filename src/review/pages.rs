@@ -18,6 +18,7 @@ use super::{
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
+use crate::evidence::{Evidence, Side};
 use crate::lifecycle::{Outcome, Status};
 use crate::rubric::{Answers, Slot, Subject, orient};
 use crate::services::rating::Access;
@@ -53,6 +54,9 @@ struct QueuePage {
     question: String,
     answer: String,
     disagrees: bool,
+    /// The consistency-warning filter's choices: any rating, any confirmed warning, and
+    /// the picked batch's rubric's warnings.
+    warnings: Vec<Pick>,
     /// `first–last of total`, when anything matches.
     range: Option<String>,
     total: i64,
@@ -91,6 +95,19 @@ async fn queue(
     let batch_text = trimmed(text.batch);
     let visible = state.store().visible_batches(lead.id, lead.role).await?;
     let mut questions = Vec::new();
+    let picked_warning = trimmed(text.warning);
+    let mut warnings = vec![
+        (
+            String::new(),
+            "Any rating".to_owned(),
+            picked_warning.is_empty(),
+        ),
+        (
+            "any".to_owned(),
+            "Any confirmed warning".to_owned(),
+            picked_warning == "any",
+        ),
+    ];
     if let Some(summary) = visible
         .iter()
         .find(|b| b.batch.id.to_string() == batch_text)
@@ -108,6 +125,14 @@ async fn queue(
                 (path, label, chosen)
             })
             .collect();
+        warnings.extend(rubric.warnings.iter().map(|w| {
+            let label = format!("Confirmed: {}", w.id);
+            (w.id.clone(), label, w.id == picked_warning)
+        }));
+    }
+    if !warnings.iter().any(|(_, _, chosen)| *chosen) {
+        let label = format!("Confirmed: {picked_warning}");
+        warnings.push((picked_warning.clone(), label, true));
     }
     let batches = visible
         .into_iter()
@@ -184,6 +209,7 @@ async fn queue(
             trimmed(text.disagrees).as_str(),
             "true" | "1" | "yes" | "on"
         ),
+        warnings,
         ..page
     };
     let status = if page.error.is_some() {
@@ -206,6 +232,7 @@ fn empty_queue(layout: Layout) -> QueuePage {
         question: String::new(),
         answer: String::new(),
         disagrees: false,
+        warnings: vec![],
         range: None,
         total: 0,
         waiting: false,
@@ -230,6 +257,7 @@ struct AcceptForm {
     question: Option<String>,
     answer: Option<String>,
     disagrees: Option<String>,
+    warning: Option<String>,
     /// `rating_id:version` of each rating shown, comma-separated.
     #[serde(default)]
     seen: String,
@@ -245,6 +273,7 @@ impl AcceptForm {
             question: self.question.as_deref(),
             answer: self.answer.as_deref(),
             disagrees: self.disagrees.as_deref(),
+            warning: self.warning.as_deref(),
         }
     }
 }
@@ -470,6 +499,107 @@ struct ReviewPage {
     /// Whether the rubric judges a pair (only then is there an orientation to choose).
     pair: bool,
     can_decide: bool,
+    /// The rubric's warnings the answers met, which the rater confirmed (messages).
+    confirmed_warnings: Vec<String>,
+    /// What ran of each response in the rater's browser, and the runs they attached,
+    /// in the orientation of `view`.
+    code_runs: Vec<(String, String)>,
+    attachments: Vec<AttachmentView>,
+    /// The answers a lead may comment on, in the orientation of `view`, with the last
+    /// review's comment on each.
+    comment_fields: Vec<CommentField>,
+}
+
+impl ReviewPage {
+    fn has_field_comments(&self) -> bool {
+        self.comment_fields.iter().any(|f| !f.comment.is_empty())
+    }
+}
+
+/// A run the rater attached to the rating.
+pub struct AttachmentView {
+    pub title: String,
+    pub status: String,
+    pub code: String,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A box for a comment on one answer: the form field carries its canonical path.
+pub struct CommentField {
+    pub name: String,
+    pub label: String,
+    pub comment: String,
+}
+
+/// Names a response as the view shows it: `a` of a rating shown turned is "B".
+fn shown_side(side: Side, turned: bool) -> &'static str {
+    match (side, turned) {
+        (Side::A, false) | (Side::B, true) => "A",
+        _ => "B",
+    }
+}
+
+fn evidence_views(
+    evidence: Option<&Evidence>,
+    pair: bool,
+    turned: bool,
+) -> (Vec<(String, String)>, Vec<AttachmentView>) {
+    let Some(evidence) = evidence else {
+        return (vec![], vec![]);
+    };
+    let name = |side: Side| {
+        if pair {
+            format!("Response {}", shown_side(side, turned))
+        } else {
+            "The response".to_owned()
+        }
+    };
+    let mut runs: Vec<(String, String)> = [Side::A, Side::B]
+        .into_iter()
+        .map(|side| (name(side), evidence.tally(side)))
+        .filter(|(_, tally)| tally.ran > 0)
+        .map(|(who, tally)| (who, tally.words()))
+        .collect();
+    runs.sort();
+    let attachments = evidence
+        .attachments
+        .iter()
+        .map(|a| AttachmentView {
+            title: format!("{}, block {} ({})", name(a.side), a.block, a.language),
+            status: match (a.exit_code, a.duration_ms) {
+                (Some(code), Some(ms)) => format!("{}, exit {code}, {ms} ms", a.status.label()),
+                (Some(code), None) => format!("{}, exit {code}", a.status.label()),
+                (None, Some(ms)) => format!("{}, {ms} ms", a.status.label()),
+                (None, None) => a.status.label().to_owned(),
+            },
+            code: a.code.clone(),
+            stdout: a.stdout.clone(),
+            stderr: a.stderr.clone(),
+        })
+        .collect();
+    (runs, attachments)
+}
+
+fn comment_fields(access: &Access, turned: bool) -> Vec<CommentField> {
+    let given = &access.rating.review_fields.0;
+    super::commentable(access)
+        .into_iter()
+        .map(|c| {
+            let label = match c.side {
+                Some(side) => {
+                    let side = if side == "a" { Side::A } else { Side::B };
+                    format!("{} · {}", shown_side(side, turned), c.label)
+                }
+                None => c.label,
+            };
+            CommentField {
+                comment: given.get(&c.path).cloned().unwrap_or_default(),
+                name: format!("field_comment.{}", c.path),
+                label,
+            }
+        })
+        .collect()
 }
 
 async fn review_page(
@@ -506,6 +636,7 @@ async fn review_page(
     let answers = orient(&access.rubric, r.answers.0.clone(), turned);
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(turned);
+    let (code_runs, attachments) = evidence_views(r.evidence.as_ref().map(|e| &e.0), pair, turned);
     let path = format!("/review/{}", r.id);
     let other = match view {
         View::Shown => "canonical",
@@ -536,6 +667,18 @@ async fn review_page(
         other_view_href: href(&path, carry, &[("view", other)]),
         pair,
         can_decide: crate::lifecycle::can_review(r.outcome, r.status),
+        confirmed_warnings: r
+            .confirmed_warnings
+            .0
+            .iter()
+            .map(|id| match access.rubric.warning(id) {
+                Some(w) => w.message.clone(),
+                None => format!("{id} (no longer in the rubric)"),
+            })
+            .collect(),
+        code_runs,
+        attachments,
+        comment_fields: comment_fields(access, turned),
     })
 }
 
@@ -561,12 +704,39 @@ async fn one(
     Ok(render(&page)?.into_response())
 }
 
-#[derive(Deserialize)]
-struct DecisionForm {
-    #[serde(default)]
-    decision: String,
-    comment: Option<String>,
-    version: i32,
+/// The decision form's fields: `decision`, `comment`, `version`, and a
+/// `field_comment.<path>` box per answer. Read as pairs because the per-answer boxes
+/// are not known to a struct.
+fn decision_of(pairs: Vec<(String, String)>) -> AppResult<Decision> {
+    let mut decision = Decision {
+        decision: String::new(),
+        comment: None,
+        field_comments: Default::default(),
+        version: 0,
+    };
+    if !pairs.iter().any(|(key, _)| key == "version") {
+        return Err(AppError::BadRequest(
+            "the form lacks the rating's version: reload the rating and decide again".into(),
+        ));
+    }
+    for (key, value) in pairs {
+        match key.as_str() {
+            "decision" => decision.decision = value,
+            "comment" => decision.comment = Some(value),
+            "version" => {
+                decision.version = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| AppError::BadRequest("version must be a whole number".into()))?;
+            }
+            _ => {
+                if let Some(path) = key.strip_prefix("field_comment.") {
+                    decision.field_comments.insert(path.to_owned(), value);
+                }
+            }
+        }
+    }
+    Ok(decision)
 }
 
 /// Records a decision, then goes on to the next rating waiting under the queue's
@@ -577,17 +747,13 @@ async fn post_decision(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     RawQuery(raw): RawQuery,
-    CsrfForm(form): CsrfForm<DecisionForm>,
+    CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
     let (view, query) = review_query(raw.as_deref())?;
     let filters = super::filters(&state, &lead, query.filter_text()).await?;
     let carry = filters.query_string();
     let access = reviewable(&state, id, &lead).await?;
-    let decision = Decision {
-        decision: form.decision,
-        comment: form.comment,
-        version: form.version,
-    };
+    let decision = decision_of(pairs)?;
     match decide(&state, &access, &lead, &decision).await {
         Ok(_) => {
             let next =

@@ -16,7 +16,7 @@ use crate::lifecycle::{Outcome, Status};
 use crate::rubric::{Answers, Rubric, Slot};
 use crate::state::AppState;
 use crate::store::page::{Cursor, ListKind, Page};
-use crate::store::review::{Peer, QueueFilter, QueueRow};
+use crate::store::review::{Peer, QueueFilter, QueueRow, WarningFilter};
 use crate::store::users::User;
 use crate::web::paging::params;
 
@@ -45,6 +45,9 @@ pub struct QueueQuery {
     /// for some preference or score question, more than 1 point from their median (a
     /// scale or score), or not the option most of them chose (options).
     pub disagrees: Option<String>,
+    /// Only ratings whose rater confirmed this consistency warning of the rubric (its
+    /// id, e.g. `prefers-a-despite-major-issues`), or `any` warning.
+    pub warning: Option<String>,
     /// `next_cursor` of the previous page; absent for the oldest ratings.
     pub cursor: Option<String>,
     /// Ratings per page, oldest first (default 50, at most 200).
@@ -62,6 +65,7 @@ impl QueueQuery {
             question: self.question.as_deref(),
             answer: self.answer.as_deref(),
             disagrees: self.disagrees.as_deref(),
+            warning: self.warning.as_deref(),
         }
     }
 }
@@ -76,6 +80,7 @@ pub struct FilterText<'a> {
     pub question: Option<&'a str>,
     pub answer: Option<&'a str>,
     pub disagrees: Option<&'a str>,
+    pub warning: Option<&'a str>,
 }
 
 /// The queue's filters, checked.
@@ -112,6 +117,11 @@ impl Filters {
         }
         if self.disagrees {
             pairs.push(("disagrees", "true".into()));
+        }
+        match &self.store.warning {
+            Some(WarningFilter::Any) => pairs.push(("warning", "any".into())),
+            Some(WarningFilter::Id(id)) => pairs.push(("warning", id.clone())),
+            None => {}
         }
         pairs
     }
@@ -293,6 +303,39 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
             false
         }
     };
+    let warning = match given(text.warning) {
+        None => None,
+        Some(any) if any == "any" => Some(WarningFilter::Any),
+        Some(id) => {
+            let known = match &batch {
+                Some(summary) => {
+                    let rubric = state.store().batch_rubric(&summary.batch).await?;
+                    let ids: Vec<String> = rubric.warnings.iter().map(|w| w.id.clone()).collect();
+                    (!ids.contains(&id)).then(|| {
+                        if ids.is_empty() {
+                            format!("rubric {} has no warnings", rubric.name)
+                        } else {
+                            format!(
+                                "is not a warning of rubric {}: one of any, {}",
+                                rubric.name,
+                                ids.join(", ")
+                            )
+                        }
+                    })
+                }
+                None => (crate::rubric::document::check_name(&id).is_err()).then(|| {
+                    "must be a warning's id (lower-case letters, digits and dashes) or any".into()
+                }),
+            };
+            match known {
+                Some(why) => {
+                    fields.insert("warning".into(), why);
+                    None
+                }
+                None => Some(WarningFilter::Id(id)),
+            }
+        }
+    };
     if !fields.is_empty() {
         return Err(refused(fields));
     }
@@ -302,6 +345,7 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
             rater,
             outcome,
             status,
+            warning,
         },
         answer,
         disagrees,

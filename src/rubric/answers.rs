@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Answer, Explanation, Question, Required, Rubric, Subject, Swap};
+use super::{Answer, Explanation, Question, Required, Rubric, Subject, Swap, Warning};
 
 /// Answers as a JSON object. A pair rubric keeps the answers asked of each response
 /// under `a` and `b`; the answers asked once, the derived ones, `classifications` and
@@ -499,10 +499,10 @@ fn refusal(answer: &Answer, value: &Value) -> String {
     }
 }
 
-/// The messages of the rubric's warnings that `answers` (checked, in the orientation the
-/// rater was shown, derived answers worked out) meet: allowed but unlikely combinations
-/// the rater is asked to look at again. They never refuse anything.
-pub fn warnings<'r>(rubric: &'r Rubric, answers: &Answers) -> Vec<&'r str> {
+/// The rubric's warnings that `answers` (checked, in the orientation the rater was
+/// shown, derived answers worked out) meet: allowed but unlikely combinations the rater
+/// is asked to confirm or change.
+pub fn warnings<'r>(rubric: &'r Rubric, answers: &Answers) -> Vec<&'r Warning> {
     let at = |path: &str| match path.split_once('.') {
         Some((side, key)) => answers.get(side).and_then(|s| s.get(key)),
         None => answers.get(path),
@@ -513,9 +513,8 @@ pub fn warnings<'r>(rubric: &'r Rubric, answers: &Answers) -> Vec<&'r str> {
         .filter(|w| {
             w.when
                 .iter()
-                .all(|(path, matches)| at(path).is_some_and(|v| matches.values().contains(v)))
+                .all(|(path, matches)| matches.matches(at(path)))
         })
-        .map(|w| w.message.as_str())
         .collect()
 }
 
@@ -914,6 +913,14 @@ mod tests {
         assert_eq!(bad["depth"], "unknown value \"A\": use a, tie, b");
     }
 
+    /// The ids of the warnings `answers` meet.
+    fn met(rubric: &Rubric, answers: &Answers) -> Vec<String> {
+        warnings(rubric, answers)
+            .iter()
+            .map(|w| w.id.clone())
+            .collect()
+    }
+
     #[test]
     fn warnings_name_unlikely_combinations_without_refusing_them() {
         let mut input = complete();
@@ -921,24 +928,23 @@ mod tests {
         input["a"]["correctness_explanation"] = json!(WHY);
         input["b"]["correctness"] = json!("no_issues");
         let shown = submit(input.clone()).expect("a warning refuses nothing");
-        assert_eq!(
-            warnings(blackhat(), &shown),
-            [
-                "You prefer A, yet A has major correctness issues and B has none. Is that the preference you mean?"
-            ]
+        assert_eq!(met(blackhat(), &shown), ["prefers-a-despite-major-issues"]);
+        assert!(
+            warnings(blackhat(), &shown)[0]
+                .message
+                .starts_with("You prefer A, yet A has major")
         );
         input["sxs"] = json!(4);
         assert!(
-            warnings(blackhat(), &submit(input).unwrap()).is_empty(),
+            met(blackhat(), &submit(input).unwrap()).is_empty(),
             "a tie is fine"
         );
         let mut odd = criteria([false, true, true, true, true], false);
         odd["substantial"] = json!(false);
         let out = validate(additive(), &[], &odd, Mode::Submit, 20).unwrap();
         assert_eq!(
-            warnings(additive(), &out).len(),
-            2,
-            "expert but not relevant; complete but not substantial"
+            met(additive(), &out),
+            ["expert-not-relevant", "comprehensive-not-substantial"]
         );
         let plain = validate(
             additive(),
@@ -949,5 +955,56 @@ mod tests {
         )
         .unwrap();
         assert!(warnings(additive(), &plain).is_empty());
+    }
+
+    #[test]
+    fn text_conditions_read_whole_words_of_explanations() {
+        let mut input = complete();
+        for side in ["a", "b"] {
+            input[side]["executability"] = json!("no_code");
+            input[side]["correctness"] = json!("not_applicable");
+        }
+        input["sxs_explanation"] = json!("Neither has code; A explains the idea better.");
+        let answers = submit(input.clone()).unwrap();
+        assert!(
+            met(blackhat(), &answers).is_empty(),
+            "{:?}",
+            met(blackhat(), &answers)
+        );
+        // "ran" as a word, whatever its case; not inside another word ("grant").
+        input["sxs_explanation"] = json!("I RAN both snippets; A grants more.");
+        assert_eq!(
+            met(blackhat(), &submit(input.clone()).unwrap()),
+            ["no-code-yet-ran"]
+        );
+        input["sxs_explanation"] = json!("A grants more detail than B does here.");
+        assert!(met(blackhat(), &submit(input.clone()).unwrap()).is_empty());
+        input["a"]["executability_explanation"] = json!("The output was printed twice.");
+        assert_eq!(
+            met(blackhat(), &submit(input.clone()).unwrap()),
+            ["a-no-code-yet-ran"]
+        );
+        // N/A correctness beside code that ran, or did not.
+        input["b"]["executability"] = json!("no");
+        input["b"]["executability_explanation"] = json!("It needs a database I do not have.");
+        assert_eq!(
+            met(blackhat(), &submit(input).unwrap()),
+            ["a-no-code-yet-ran", "b-not-applicable-with-code"]
+        );
+    }
+
+    #[test]
+    fn a_derived_total_and_a_phrase_in_the_justification_meet_a_warning() {
+        let mut five = criteria([true, true, true, true, true], false);
+        five["justification"] = json!("Clear and complete, though the example is wordy.");
+        let out = validate(additive(), &[], &five, Mode::Submit, 20).unwrap();
+        assert_eq!(met(additive(), &out), ["full-score-yet-faults"]);
+        five["justification"] = json!("Clear, complete and exactly what was asked.");
+        let out = validate(additive(), &[], &five, Mode::Submit, 20).unwrap();
+        assert!(met(additive(), &out).is_empty());
+        let mut repeats = criteria([true, true, false, false, false], false);
+        repeats["justification"] = json!("Useful, but it is not concise at all.");
+        let out = validate(additive(), &[], &repeats, Mode::Submit, 20).unwrap();
+        assert_eq!(met(additive(), &out), ["repeats-not-marked"]);
     }
 }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::{Answer, Derived, Question, Required, Role, Rubric, Subject, Swap};
+use super::{Answer, Derived, Matches, Question, Required, Role, Rubric, Subject, Swap, TextTest};
 
 /// Path in the document to what is wrong there.
 pub type DocumentErrors = BTreeMap<String, String>;
@@ -363,8 +363,22 @@ fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors) {
         return;
     }
     let slots = rubric.slots();
+    let mut ids = std::collections::HashSet::new();
     for (i, w) in rubric.warnings.iter().enumerate() {
         let at = format!("warnings[{i}]");
+        if !is_identifier(&w.id, '-') {
+            err(
+                format!("{at}.id"),
+                "must be 1 to 64 lower-case letters, digits or dashes, starting with a letter \
+                 (it names the warning in submissions and exports)"
+                    .into(),
+            );
+        } else if !ids.insert(w.id.as_str()) {
+            err(
+                format!("{at}.id"),
+                format!("{:?} names another warning too", w.id),
+            );
+        }
         if w.message.trim().is_empty() {
             err(format!("{at}.message"), "must not be empty".into());
         }
@@ -372,42 +386,96 @@ fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors) {
             err(format!("{at}.when"), "must name at least one answer".into());
         }
         for (path, matches) in &w.when {
-            let Some(slot) = slots.iter().find(|s| s.path() == *path) else {
-                err(
-                    format!("{at}.when.{path}"),
-                    "is not an answer of this rubric (name it as a.KEY, b.KEY or KEY)".into(),
-                );
-                continue;
-            };
-            let takes = |v: &Value| match slot {
-                super::Slot::Asked { question, .. } => {
-                    !question.is_text() && accepts(&question.answer, v)
-                }
-                super::Slot::Derived(d) => {
-                    let (low, high) = d.range(rubric);
-                    v.as_i64().is_some_and(|n| (low..=high).contains(&n))
-                }
-            };
-            if matches.values().is_empty() {
-                err(
-                    format!("{at}.when.{path}"),
-                    "must name at least one answer".into(),
-                );
-            }
-            for v in matches.values() {
-                if !takes(v) {
-                    err(
-                        format!("{at}.when.{path}"),
-                        format!("{v} is not an answer it takes"),
-                    );
+            let at = format!("{at}.when.{path}");
+            match warning_target(rubric, &slots, path) {
+                None => err(
+                    at,
+                    "is not an answer of this rubric (name it as a.KEY, b.KEY or KEY, or \
+                     its explanation as a.KEY_explanation)"
+                        .into(),
+                ),
+                Some(Target::Text) => check_text_condition(matches, &at, &mut err),
+                Some(Target::Value(takes)) => {
+                    check_value_condition(matches, &takes, &at, &mut err);
                 }
             }
         }
     }
 }
 
+/// What a warning's condition names: a written answer, or one with fixed values (and
+/// which values it takes).
+enum Target<'a> {
+    Text,
+    Value(Box<dyn Fn(&Value) -> bool + 'a>),
+}
+
+fn warning_target<'a>(
+    rubric: &Rubric,
+    slots: &[super::Slot<'a>],
+    path: &str,
+) -> Option<Target<'a>> {
+    slots.iter().find_map(|slot| match slot {
+        super::Slot::Asked { question, .. } if slot.path() == path => Some(if question.is_text() {
+            Target::Text
+        } else {
+            let answer = &question.answer;
+            Target::Value(Box::new(move |v: &Value| accepts(answer, v)))
+        }),
+        super::Slot::Asked { .. } if slot.explanation_path().as_deref() == Some(path) => {
+            Some(Target::Text)
+        }
+        super::Slot::Derived(d) if slot.path() == path => {
+            let (low, high) = d.range(rubric);
+            Some(Target::Value(Box::new(move |v: &Value| {
+                v.as_i64().is_some_and(|n| (low..=high).contains(&n))
+            })))
+        }
+        _ => None,
+    })
+}
+
+fn check_text_condition(matches: &Matches, at: &str, err: &mut impl FnMut(String, String)) {
+    match matches {
+        Matches::Text(TextTest::Mentions(phrases)) => {
+            if phrases.is_empty() || phrases.iter().any(|p| p.trim().is_empty()) {
+                err(at.into(), "mentions must list words, none empty".into());
+            }
+        }
+        Matches::Text(TextTest::MoreWordsThan(_)) => {}
+        _ => err(
+            at.into(),
+            "is written text: test it with {\"mentions\": [words]} or {\"more_words_than\": N}"
+                .into(),
+        ),
+    }
+}
+
+fn check_value_condition(
+    matches: &Matches,
+    takes: &dyn Fn(&Value) -> bool,
+    at: &str,
+    err: &mut impl FnMut(String, String),
+) {
+    if let Matches::Text(_) = matches {
+        err(
+            at.into(),
+            "mentions and more_words_than test written text; this answer takes set values".into(),
+        );
+        return;
+    }
+    if matches.values().is_empty() {
+        err(at.into(), "must name at least one answer".into());
+    }
+    for v in matches.values() {
+        if !takes(v) {
+            err(at.into(), format!("{v} is not an answer it takes"));
+        }
+    }
+}
+
 /// Whether `value` is an answer the question takes.
-pub(super) fn accepts(answer: &Answer, value: &Value) -> bool {
+pub(crate) fn accepts(answer: &Answer, value: &Value) -> bool {
     match answer {
         Answer::Choice { options } => value
             .as_str()
@@ -891,6 +959,10 @@ mod tests {
             {"when": {}, "message": "z"}
         ]);
         let errors = errors_of(doc);
+        assert!(
+            errors["warnings[0].id"].contains("lower-case letters"),
+            "{errors:?}"
+        );
         assert!(errors["warnings[0].when.c.correctness"].contains("not an answer of this rubric"));
         assert!(errors["warnings[1].when.sxs"].contains("0 is not an answer it takes"));
         assert!(errors["warnings[2].when.a.correctness"].contains("\"maybe\""));
@@ -899,9 +971,51 @@ mod tests {
         let mut additive: Value =
             serde_json::from_str(include_str!("../../rubrics/additive-5.json")).unwrap();
         additive["warnings"][0]["when"] = json!({"score": [6], "justification": "x"});
+        additive["warnings"][1]["id"] = additive["warnings"][2]["id"].clone();
         let errors = errors_of(additive);
         assert!(errors["warnings[0].when.score"].contains("6 is not an answer"));
-        assert!(errors["warnings[0].when.justification"].contains("not an answer it takes"));
+        assert!(errors["warnings[0].when.justification"].contains("is written text"));
+        assert!(
+            errors["warnings[2].id"].contains("names another warning too"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn text_conditions_test_written_answers_only() {
+        let mut doc = blackhat();
+        doc["warnings"] = json!([
+            {"id": "ok", "message": "m", "when": {
+                "a.executability_explanation": {"mentions": ["ran"]},
+                "sxs_explanation": {"more_words_than": 50}}},
+            {"id": "on-a-choice", "message": "m", "when": {"a.correctness": {"mentions": ["x"]}}},
+            {"id": "empty-words", "message": "m", "when": {"sxs_explanation": {"mentions": [" "]}}},
+            {"id": "no-such-explanation", "message": "m", "when": {"a.sxs_explanation": {"mentions": ["x"]}}}
+        ]);
+        let errors = errors_of(doc);
+        assert!(
+            !errors.keys().any(|k| k.starts_with("warnings[0]")),
+            "{errors:?}"
+        );
+        assert!(errors["warnings[1].when.a.correctness"].contains("takes set values"));
+        assert!(errors["warnings[2].when.sxs_explanation"].contains("none empty"));
+        assert!(
+            errors["warnings[3].when.a.sxs_explanation"].contains("not an answer of this rubric")
+        );
+        assert_eq!(errors.len(), 3, "{errors:?}");
+    }
+
+    #[test]
+    fn documents_stored_before_warnings_had_ids_get_them_by_place() {
+        let mut doc = blackhat();
+        for w in doc["warnings"].as_array_mut().unwrap() {
+            w.as_object_mut().unwrap().remove("id");
+        }
+        let stored: Rubric = serde_json::from_value(doc).unwrap();
+        let named = stored.name_warnings();
+        assert_eq!(named.warnings[0].id, "warning-1");
+        assert_eq!(named.warnings[8].id, "warning-9");
+        assert!(named.warning("warning-2").is_some());
     }
 
     #[test]

@@ -46,31 +46,82 @@ pub struct Rubric {
     pub warnings: Vec<Warning>,
 }
 
-/// A consistency rule: when every answer named in `when` is one of the values given for
-/// it (answers as the rater was shown them, by path: `a.correctness`, `sxs`, `score`),
-/// the rater is shown `message` and asked to confirm.
+/// A consistency rule: when every answer named in `when` matches (answers as the rater
+/// was shown them, by path: `a.correctness`, `sxs`, `score`, or an explanation such as
+/// `a.executability_explanation`), the rater is shown `message` and asked to confirm.
+/// A submission that meets a rule is taken only with the rule's `id` among its
+/// confirmed warnings; the rating keeps which it confirmed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Warning {
+    /// Names the rule in submissions, ratings and exports, e.g. `prefers-a-despite-major-issues`.
+    /// Documents stored before rules had ids read as `warning-<n>` (see [`Rubric::name_warnings`]).
+    #[serde(default)]
+    pub id: String,
     pub when: std::collections::BTreeMap<String, Matches>,
     pub message: String,
 }
 
-/// The answers a warning's condition matches: one value, or any of several.
+/// What a warning's condition asks of one answer: one value, any of several, or a test
+/// of a text (a text answer or an explanation).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Matches {
     AnyOf(Vec<Value>),
+    Text(TextTest),
     One(Value),
 }
 
+/// A test of a written answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TextTest {
+    /// The text contains any of these words or phrases (case aside, whole words).
+    Mentions(Vec<String>),
+    /// The text has more words than this.
+    MoreWordsThan(usize),
+}
+
 impl Matches {
+    /// The values it matches; empty for a text test.
     pub fn values(&self) -> &[Value] {
         match self {
             Matches::AnyOf(values) => values,
             Matches::One(value) => std::slice::from_ref(value),
+            Matches::Text(_) => &[],
         }
     }
+
+    /// Whether `answer` (absent: not answered) matches.
+    pub fn matches(&self, answer: Option<&Value>) -> bool {
+        match (self, answer) {
+            (Matches::Text(test), Some(Value::String(text))) => test.holds(text),
+            (Matches::Text(_), _) | (_, None) => false,
+            (values, Some(answer)) => values.values().contains(answer),
+        }
+    }
+}
+
+impl TextTest {
+    pub fn holds(&self, text: &str) -> bool {
+        match self {
+            TextTest::Mentions(phrases) => phrases.iter().any(|p| mentions(text, p)),
+            TextTest::MoreWordsThan(n) => text.split_whitespace().count() > *n,
+        }
+    }
+}
+
+/// Whether `phrase` occurs in `text` as whole words, case aside: "ran" is found in "I
+/// ran it" but not in "grant".
+fn mentions(text: &str, phrase: &str) -> bool {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (text, phrase) = (words(text), words(phrase));
+    !phrase.is_empty() && text.windows(phrase.len()).any(|w| w == phrase.as_slice())
 }
 
 /// What a rating judges.
@@ -114,6 +165,10 @@ pub struct Question {
     /// The answer out of scope sets (its explanation is dropped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_of_scope: Option<Value>,
+    /// Code the rater runs in the browser is evidence for it: the form and the review
+    /// show beside it how many of the response's code blocks ran and passed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub code_runs: bool,
 }
 
 fn yes() -> bool {
@@ -468,6 +523,15 @@ impl<'r> Slot<'r> {
             _ => None,
         }
     }
+
+    /// Its explanation's path in an answer set, e.g. `a.correctness_explanation`.
+    pub fn explanation_path(&self) -> Option<String> {
+        let key = self.explanation_key()?;
+        Some(match self.side() {
+            Some(side) => format!("{}.{key}", side.key()),
+            None => key,
+        })
+    }
 }
 
 impl Rubric {
@@ -496,6 +560,22 @@ impl Rubric {
         }
         slots.extend(self.derived.iter().map(Slot::Derived));
         slots
+    }
+
+    /// Gives each warning without an id the id `warning-<n>` (its place, from 1), as
+    /// documents stored before warnings had ids are read.
+    pub fn name_warnings(mut self) -> Self {
+        for (i, warning) in self.warnings.iter_mut().enumerate() {
+            if warning.id.is_empty() {
+                warning.id = format!("warning-{}", i + 1);
+            }
+        }
+        self
+    }
+
+    /// The warning with this id.
+    pub fn warning(&self, id: &str) -> Option<&Warning> {
+        self.warnings.iter().find(|w| w.id == id)
     }
 }
 

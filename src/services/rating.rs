@@ -74,10 +74,40 @@ impl Access {
         rubric::orient(&self.rubric, self.rating.answers.0.clone(), self.turn())
     }
 
+    /// The last review's comments on single answers, by path in the viewer's orientation.
+    pub fn review_fields(&self) -> std::collections::BTreeMap<String, String> {
+        turn_paths(&self.rating.review_fields.0, self.turn())
+    }
+
+    /// The code the rater ran, in the viewer's orientation.
+    pub fn evidence(&self) -> Option<crate::evidence::Evidence> {
+        let evidence = self.rating.evidence.as_ref()?;
+        Some(evidence.0.clone().oriented(self.turn()))
+    }
+
     /// Whether the rater may still change it.
     pub fn revisable(&self) -> bool {
         lifecycle::can_revise(self.rating.outcome, self.rating.status)
     }
+}
+
+/// Answer paths with `a.` and `b.` traded when `turn` (between the orientation a rater
+/// was shown and the canonical one).
+pub fn turn_paths<T: Clone>(
+    by_path: &std::collections::BTreeMap<String, T>,
+    turn: bool,
+) -> std::collections::BTreeMap<String, T> {
+    by_path
+        .iter()
+        .map(|(path, v)| {
+            let path = match (turn, path.split_once('.')) {
+                (true, Some(("a", rest))) => format!("b.{rest}"),
+                (true, Some(("b", rest))) => format!("a.{rest}"),
+                _ => path.clone(),
+            };
+            (path, v.clone())
+        })
+        .collect()
 }
 
 /// A rating as the API shows it.
@@ -100,6 +130,14 @@ pub struct RatingView {
     pub submitted_at: Option<chrono::DateTime<chrono::Utc>>,
     pub reviewed_at: Option<chrono::DateTime<chrono::Utc>>,
     pub review_comment: Option<String>,
+    /// The last review's comments on single answers, by answer path (oriented as the
+    /// answers are).
+    pub review_fields: std::collections::BTreeMap<String, String>,
+    /// The ids of the rubric's warnings the answers met, which the rater confirmed.
+    pub confirmed_warnings: Vec<String>,
+    /// Code the rater ran in the browser (oriented as the answers are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Evidence>,
     /// Leads only: whether the rater saw B first, and who the rater is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swapped: Option<bool>,
@@ -138,6 +176,9 @@ pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
         submitted_at: r.submitted_at,
         reviewed_at: r.reviewed_at,
         review_comment: r.review_comment.clone(),
+        review_fields: access.review_fields(),
+        confirmed_warnings: r.confirmed_warnings.0.clone(),
+        evidence: access.evidence(),
         swapped: lead.then_some(access.assignment.swapped),
         rater,
     })

@@ -1,6 +1,8 @@
 //! Ratings: drafts, submissions, skips, out-of-scope marks and revisions, each change
 //! kept in the rating's history.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::types::Json;
@@ -9,6 +11,7 @@ use uuid::Uuid;
 use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
+use crate::evidence::Evidence;
 use crate::lifecycle::{self, Outcome, Refusal, Status};
 use crate::rubric::Answers;
 
@@ -33,11 +36,38 @@ pub struct Rating {
     pub submitted_at: Option<DateTime<Utc>>,
     pub reviewed_at: Option<DateTime<Utc>>,
     pub review_comment: Option<String>,
+    /// The ids of the rubric's warnings the answers met, which the rater confirmed.
+    pub confirmed_warnings: Json<Vec<String>>,
+    /// Code the rater ran in the browser (canonical orientation).
+    pub evidence: Option<Json<Evidence>>,
+    /// The last review's comments on single answers, by answer path (canonical).
+    pub review_fields: Json<BTreeMap<String, String>>,
 }
 
 pub(crate) const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
      r.answers, r.skip_reason, r.note, r.time_spent_s, r.version, r.created_at, r.updated_at, \
-     r.submitted_at, r.reviewed_at, r.review_comment";
+     r.submitted_at, r.reviewed_at, r.review_comment, r.confirmed_warnings, r.evidence, r.review_fields";
+
+/// What a rating keeps beside its answers, sent with a submission or a draft.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// The ids of the warnings the answers meet, confirmed by the rater (a submission's).
+    pub confirmed_warnings: Vec<String>,
+    /// The code the rater ran, canonical; `None` keeps what is stored, an empty one
+    /// clears it.
+    pub evidence: Option<Evidence>,
+}
+
+impl Extras {
+    /// Whether `evidence` is given (else the stored one is kept), and what to store.
+    fn evidence(&self) -> (bool, Option<Json<&Evidence>>) {
+        match &self.evidence {
+            None => (false, None),
+            Some(e) if e.is_empty() => (true, None),
+            Some(e) => (true, Some(Json(e))),
+        }
+    }
+}
 
 /// What a rater finishes an assignment with.
 #[derive(Debug, Clone)]
@@ -92,7 +122,9 @@ pub(crate) fn snapshot(rating: &Rating) -> Value {
     json!({
         "outcome": rating.outcome, "status": rating.status, "answers": rating.answers.0,
         "skip_reason": rating.skip_reason, "note": rating.note, "time_spent_s": rating.time_spent_s,
-        "version": rating.version,
+        "version": rating.version, "confirmed_warnings": rating.confirmed_warnings.0,
+        "evidence": rating.evidence.as_ref().map(|e| &e.0),
+        "review_fields": rating.review_fields.0,
     })
 }
 
@@ -272,6 +304,7 @@ impl super::Store {
         &self,
         assignment_id: Uuid,
         answers: &Answers,
+        extras: &Extras,
         time_spent_s: i32,
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Result<Rating, Refusal>> {
@@ -284,12 +317,12 @@ impl super::Store {
                 .fetch_one(&mut *tx)
                 .await?;
             if assignment.state == "expired" {
-                upsert_draft!(&mut *tx, &assignment, answers, time_spent_s, now)?;
+                upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
                 Err(Refusal::Expired)
             } else if assignment.state != "open" {
                 Err(Refusal::Closed(FINISHED.into()))
             } else {
-                upsert_draft!(&mut *tx, &assignment, answers, time_spent_s, now)?;
+                upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
                 sqlx::query(
                     "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
                 )
@@ -316,6 +349,7 @@ impl super::Store {
         assignment_id: Uuid,
         actor: Uuid,
         finish: &Finish,
+        extras: &Extras,
         time_spent_s: i32,
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
@@ -323,6 +357,7 @@ impl super::Store {
         let assignment_sql = self.locked_assignment_sql();
         let rating_sql = rating_of_assignment_sql();
         let (answers, skip_reason, note) = finish.parts();
+        let (evidence_given, evidence) = extras.evidence();
         let outcome = finish.outcome();
         let result = transaction!(self, |tx| {
             let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
@@ -336,7 +371,7 @@ impl super::Store {
             if assignment.state == "expired" {
                 // What the rater wrote is kept where they can read it again.
                 if outcome.has_answers() {
-                    upsert_draft!(&mut *tx, &assignment, &answers, time_spent_s, now)?;
+                    upsert_draft!(&mut *tx, &assignment, &answers, extras, time_spent_s, now)?;
                 }
                 Err(Refusal::Expired)
             } else if assignment.state != "open" {
@@ -353,15 +388,18 @@ impl super::Store {
             } else {
                 sqlx::query(
                     "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
-                                          skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11)
+                                          skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at,
+                                          confirmed_warnings, evidence)
+                     VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11, $13, $14)
                      ON CONFLICT (assignment_id) DO UPDATE
                      SET outcome = excluded.outcome, status = excluded.status, answers = excluded.answers,
                          skip_reason = excluded.skip_reason, note = excluded.note,
                          time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
                              THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
                          version = ratings.version + 1,
-                         updated_at = excluded.updated_at, submitted_at = excluded.submitted_at",
+                         updated_at = excluded.updated_at, submitted_at = excluded.submitted_at,
+                         confirmed_warnings = excluded.confirmed_warnings,
+                         evidence = CASE WHEN $15 THEN excluded.evidence ELSE ratings.evidence END",
                 )
                 .bind(Uuid::now_v7())
                 .bind(assignment.id)
@@ -375,6 +413,9 @@ impl super::Store {
                 .bind(time_spent_s)
                 .bind(now)
                 .bind(Status::Submitted)
+                .bind(Json(&extras.confirmed_warnings))
+                .bind(evidence)
+                .bind(evidence_given)
                 .execute(&mut *tx)
                 .await?;
                 let state = if outcome.frees_the_task() {
@@ -417,6 +458,7 @@ impl super::Store {
         rating_id: Uuid,
         actor: Uuid,
         finish: &Finish,
+        extras: &Extras,
         time_spent_s: Option<i32>,
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
@@ -424,6 +466,7 @@ impl super::Store {
         let lock = self.lock_clause();
         let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
         let (answers, skip_reason, note) = finish.parts();
+        let (evidence_given, evidence) = extras.evidence();
         let result = transaction!(self, |tx| {
             let before = sqlx::query_as::<_, Rating>(&sql)
                 .bind(rating_id)
@@ -436,7 +479,9 @@ impl super::Store {
                     "UPDATE ratings SET outcome = $2, answers = $3, skip_reason = $4, note = $5,
                          time_spent_s = CASE WHEN $6 > time_spent_s THEN $6 ELSE time_spent_s END,
                          revision_draft = NULL, revision_time_s = NULL,
-                         status = $8, version = version + 1, updated_at = $7
+                         status = $8, version = version + 1, updated_at = $7,
+                         confirmed_warnings = $9,
+                         evidence = CASE WHEN $11 THEN $10 ELSE evidence END
                      WHERE id = $1",
                 )
                 .bind(rating_id)
@@ -447,6 +492,9 @@ impl super::Store {
                 .bind(time_spent_s)
                 .bind(now)
                 .bind(Status::Submitted)
+                .bind(Json(&extras.confirmed_warnings))
+                .bind(evidence)
+                .bind(evidence_given)
                 .execute(&mut *tx)
                 .await?;
                 if finish.outcome().frees_the_task() && !before.outcome.frees_the_task() {
@@ -501,16 +549,18 @@ pub(crate) use insert_history;
 /// none. The active time kept is the larger of the stored and the given: time is never lost
 /// to a client that sends less (or none).
 macro_rules! upsert_draft {
-    ($tx:expr, $assignment:expr, $answers:expr, $time:expr, $now:expr) => {
+    ($tx:expr, $assignment:expr, $answers:expr, $extras:expr, $time:expr, $now:expr) => {{
+        let (evidence_given, evidence) = $extras.evidence();
         sqlx::query(
             "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
-                                  time_spent_s, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $9, $10, $6, $7, $8, $8)
+                                  time_spent_s, created_at, updated_at, evidence)
+             VALUES ($1, $2, $3, $4, $5, $9, $10, $6, $7, $8, $8, $11)
              ON CONFLICT (assignment_id) DO UPDATE
              SET answers = excluded.answers,
                  time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
                      THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
-                 updated_at = excluded.updated_at
+                 updated_at = excluded.updated_at,
+                 evidence = CASE WHEN $12 THEN excluded.evidence ELSE ratings.evidence END
              WHERE ratings.status = $10",
         )
         .bind(Uuid::now_v7())
@@ -523,8 +573,10 @@ macro_rules! upsert_draft {
         .bind($now)
         .bind($crate::lifecycle::Outcome::Rated)
         .bind($crate::lifecycle::Status::Draft)
+        .bind(&evidence)
+        .bind(evidence_given)
         .execute($tx)
         .await
-    };
+    }};
 }
 use upsert_draft;

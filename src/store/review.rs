@@ -1,6 +1,8 @@
 //! What leads read and decide: the review queue, reviews, a task's ratings side by side,
 //! and the rows behind metrics and exports.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use sqlx::types::Json;
@@ -10,6 +12,7 @@ use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{StoreResult, read, scan, transaction};
+use crate::evidence::Evidence;
 use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Status};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
@@ -40,6 +43,26 @@ pub struct QueueFilter {
     pub rater: Option<String>,
     pub outcome: Option<Outcome>,
     pub status: Status,
+    /// Only ratings whose rater confirmed this warning (by id), or any warning.
+    pub warning: Option<WarningFilter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WarningFilter {
+    Any,
+    /// A warning's id: lower-case letters, digits and dashes (checked by the caller).
+    Id(String),
+}
+
+impl QueueFilter {
+    /// The LIKE pattern over the ratings' confirmed warnings (a JSON list of ids, read
+    /// as text on both databases): any quoted id, or this one.
+    fn warning_pattern(&self) -> Option<String> {
+        self.warning.as_ref().map(|w| match w {
+            WarningFilter::Any => "%\"%".to_owned(),
+            WarningFilter::Id(id) => format!("%\"{id}\"%"),
+        })
+    }
 }
 
 /// Another rating of a task in the queue, to compare a queued rating with.
@@ -63,6 +86,14 @@ pub struct TaskRating {
     pub answers: Json<Answers>,
     pub note: Option<String>,
     pub time_spent_s: i32,
+}
+
+/// What a lead says with a decision: on the rating as a whole, and on single answers
+/// (by path, canonical).
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewNote<'a> {
+    pub comment: Option<&'a str>,
+    pub field_comments: &'a BTreeMap<String, String>,
 }
 
 /// A finished rating of a batch, for comparing the raters of each task.
@@ -98,6 +129,12 @@ pub struct ExportRow {
     pub review_comment: Option<String>,
     /// A person's rating, or an LLM judge's.
     pub rater_kind: RaterKind,
+    /// The rubric's warnings the rater confirmed.
+    pub confirmed_warnings: Json<Vec<String>>,
+    /// Code the rater ran in the browser (canonical).
+    pub evidence: Option<Json<Evidence>>,
+    /// The last review's comments on single answers, by path (canonical).
+    pub review_fields: Json<BTreeMap<String, String>>,
 }
 
 impl ExportRow {
@@ -129,6 +166,7 @@ macro_rules! bind_queue {
             .bind(Outcome::Skipped)
             .bind($filter.rater.as_deref())
             .bind($filter.outcome)
+            .bind($filter.warning_pattern())
     };
 }
 
@@ -165,7 +203,7 @@ impl super::Store {
     ) -> StoreResult<Vec<Peer>> {
         let sql = format!(
             "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
-             WHERE p.status <> $7 AND p.rater_kind = 'human' AND p.task_id IN (SELECT r.task_id {})",
+             WHERE p.status <> $8 AND p.rater_kind = 'human' AND p.task_id IN (SELECT r.task_id {})",
             queue_from(role)
         );
         Ok(read!(self, |pool| {
@@ -190,8 +228,8 @@ impl super::Store {
         let sql = format!(
             "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, r.task_id, t.external_id,
                     u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers
-             {from} AND ($7 IS NULL OR r.submitted_at > $7 OR (r.submitted_at = $7 AND r.id > $8))
-             ORDER BY r.submitted_at, r.id LIMIT $9"
+             {from} AND ($8 IS NULL OR r.submitted_at > $8 OR (r.submitted_at = $8 AND r.id > $9))
+             ORDER BY r.submitted_at, r.id LIMIT $10"
         );
         let rows = read!(self, |pool| {
             bind_queue!(sqlx::query_as::<_, QueueRow>(&sql), lead, filter)
@@ -203,7 +241,7 @@ impl super::Store {
         })?;
         let count = format!(
             "SELECT COUNT(*) {from}
-               AND ($7 IS NULL OR r.submitted_at < $7 OR (r.submitted_at = $7 AND r.id <= $8))"
+               AND ($8 IS NULL OR r.submitted_at < $8 OR (r.submitted_at = $8 AND r.id <= $9))"
         );
         let counted = |upto: Option<Cursor>| {
             let count = &count;
@@ -260,10 +298,14 @@ impl super::Store {
         rating_id: Uuid,
         reviewer: Uuid,
         decision: Decision,
-        comment: Option<&str>,
+        note: ReviewNote<'_>,
         version: i32,
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
+        let ReviewNote {
+            comment,
+            field_comments,
+        } = note;
         let now = Utc::now();
         let lock = self.lock_clause();
         let locked = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
@@ -283,7 +325,7 @@ impl super::Store {
             } else {
                 sqlx::query(
                     "UPDATE ratings SET status = $2, reviewed_at = $3, reviewed_by = $4, review_comment = $5,
-                         version = version + 1, updated_at = $3
+                         review_fields = $6, version = version + 1, updated_at = $3
                      WHERE id = $1",
                 )
                 .bind(rating_id)
@@ -291,11 +333,13 @@ impl super::Store {
                 .bind(now)
                 .bind(reviewer)
                 .bind(comment)
+                .bind(Json(field_comments))
                 .execute(&mut *tx)
                 .await?;
                 sqlx::query(
-                    "INSERT INTO reviews (id, rating_id, reviewer_id, decision, comment, version, at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    "INSERT INTO reviews (id, rating_id, reviewer_id, decision, comment, version, at,
+                                          field_comments)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
                 .bind(Uuid::now_v7())
                 .bind(rating_id)
@@ -304,6 +348,7 @@ impl super::Store {
                 .bind(comment)
                 .bind(version)
                 .bind(now)
+                .bind(Json(field_comments))
                 .execute(&mut *tx)
                 .await?;
                 if decision.frees_the_task() {
@@ -388,7 +433,9 @@ impl super::Store {
     ) -> StoreResult<()> {
         let sql = "SELECT r.task_id, u.username AS rater, r.outcome, r.status, CAST(r.answers AS TEXT) AS answers,
                           a.swapped, r.time_spent_s,
-                          t.model_a, t.model_b
+                          t.model_a, t.model_b,
+                          CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
+                          CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
                    FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    JOIN tasks t ON t.id = r.task_id
                    WHERE r.batch_id = $1 AND r.rater_kind = 'human'";
@@ -404,6 +451,8 @@ impl super::Store {
                     time_spent_s: row.get(6)?,
                     model_a: row.get(7)?,
                     model_b: row.get(8)?,
+                    len_a: row.get(9)?,
+                    len_b: row.get(10)?,
                 })
             };
             let mut rows = scan::scan(path, sql.into(), vec![scan::uuid(batch_id)], facts);
@@ -436,7 +485,8 @@ impl super::Store {
     ) -> StoreResult<u64> {
         let sql = "SELECT r.id AS rating_id, b.name AS batch, t.external_id, u.username AS rater, r.outcome, r.status,
                           a.swapped, t.model_a, t.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
-                          r.created_at, r.submitted_at, r.reviewed_at, r.review_comment, r.rater_kind
+                          r.created_at, r.submitted_at, r.reviewed_at, r.review_comment, r.rater_kind,
+                          r.confirmed_warnings, r.evidence, r.review_fields
                    FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
                    JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    WHERE r.batch_id = $1 AND r.status <> 'draft'
@@ -492,24 +542,33 @@ impl super::Store {
 
 /// The ratings of the review queue: `$1` the lead, `$2` a batch or null, `$3` the status,
 /// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or
-/// null, bound in that order by `bind_queue!`.
+/// null, `$7` a pattern of confirmed warnings or null, bound in that order by
+/// `bind_queue!`.
 fn queue_from(role: crate::role::Role) -> String {
     format!(
         "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
          JOIN users u ON u.id = r.rater_id
          WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1 AND r.rater_kind = 'human'
            AND {} AND ($2 IS NULL OR r.batch_id = $2)
-           AND ($5 IS NULL OR u.username = $5) AND ($6 IS NULL OR r.outcome = $6)",
+           AND ($5 IS NULL OR u.username = $5) AND ($6 IS NULL OR r.outcome = $6)
+           AND ($7 IS NULL OR CAST(r.confirmed_warnings AS TEXT) LIKE $7)",
         super::batches::batch_filter(role)
     )
 }
 
 /// An export row from a [`scan`] (the columns of `export_rows`' query, in order).
 fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
-    let answers: String = row.get(9)?;
-    let answers = serde_json::from_str(&answers).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(9, rusqlite::types::Type::Text, Box::new(e))
-    })?;
+    fn json<T: serde::de::DeserializeOwned>(row: &rusqlite::Row, i: usize) -> rusqlite::Result<T> {
+        let text: String = row.get(i)?;
+        serde_json::from_str(&text).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+        })
+    }
+    let answers = json(row, 9)?;
+    let evidence = match row.get::<_, Option<String>>(20)? {
+        Some(_) => Some(Json(json(row, 20)?)),
+        None => None,
+    };
     Ok(ExportRow {
         rating_id: scan::get_uuid(row, 0)?,
         batch: row.get(1)?,
@@ -530,5 +589,8 @@ fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
         reviewed_at: scan::get_time(row, 16)?,
         review_comment: row.get(17)?,
         rater_kind: scan::get_parsed(row, 18)?,
+        confirmed_warnings: Json(json(row, 19)?),
+        evidence,
+        review_fields: Json(json(row, 21)?),
     })
 }

@@ -174,11 +174,14 @@ impl super::Store {
 }
 
 /// Reads a stored document. It was checked when it was added; one that no longer passes
-/// (a rule added to the format since) is still served as stored.
+/// (a rule added to the format since) is still served as stored; warnings stored before
+/// they had ids get theirs.
 fn parse_stored(text: &str) -> StoreResult<Rubric> {
-    serde_json::from_str(text).map_err(|e| {
-        StoreError::Db(sqlx::Error::Decode(
-            format!("a stored rubric document does not read: {e}").into(),
-        ))
-    })
+    serde_json::from_str(text)
+        .map(Rubric::name_warnings)
+        .map_err(|e| {
+            StoreError::Db(sqlx::Error::Decode(
+                format!("a stored rubric document does not read: {e}").into(),
+            ))
+        })
 }

@@ -309,6 +309,7 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
             fields: Default::default(),
             errors: vec![],
             error_count: None,
+            warnings: vec![],
             request_id,
         };
         let mut fresh = (info.status, Json(body)).into_response();

@@ -555,10 +555,18 @@ async fn the_batch_page_shows_charts_and_the_disagreement_view(app: &TestApp) {
         .await;
     assert_eq!(page.status(), StatusCode::OK);
     let html = page.text().await.unwrap();
+    let bias_at = html
+        .find("id=\"rater-bias\"")
+        .expect("the rater bias section");
     assert_eq!(
-        html.matches("<svg class=\"chart\"").count(),
+        html[..bias_at].matches("<svg class=\"chart\"").count(),
         4,
         "histogram, bias, answers, agreement"
+    );
+    assert_eq!(
+        html[bias_at..].matches("<svg class=\"chart\"").count(),
+        6,
+        "position lean, length lean, equal length, median time, over 30 minutes, one answer"
     );
     assert!(html.contains("<title>2: 1</title>") && html.contains("<title>6: 1</title>"));
     assert!(html.contains("Export CSV"));

@@ -43,6 +43,11 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/healthz", [200, 200, 200, 200, 200, 200]),
     ("GET", "/static/app.css", [200, 200, 200, 200, 200, 200]),
     ("GET", "/api/v1/openapi.json", [200, 200, 200, 200, 200, 200]),
+    // The code runner's workers and the Pyodide files (tests/api/runner.rs checks them);
+    // a version this server does not serve is 404 for everyone.
+    ("GET", "/runner/js-worker.js", [200, 200, 200, 200, 200, 200]),
+    ("GET", "/runner/python-worker.js", [200, 200, 200, 200, 200, 200]),
+    ("GET", "/runner/pyodide/{version}/{file}", [404, 404, 404, 404, 404, 404]),
     ("GET", "/login", [200, 303, 303, 303, 303, 200]),
     // The sign-in form's token is its own cookie's, never a session's (issue 22).
     ("POST", "/login", [403, 403, 403, 403, 403, 403]),
@@ -67,6 +72,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("GET", "/api/v1/ratings/{rating}/history", [401, 200, 404, 200, 200, 401]),
     ("PUT", "/api/v1/ratings/{rating}", [401, 422, 404, 403, 403, 401]),
     ("GET", "/assignments/{assignment}", [303, 200, 404, 404, 404, 303]),
+    // The A vs B diff of the rater's own assignment, as they were shown it.
+    ("GET", "/assignments/{assignment}/diff", [303, 200, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/submit", [303, 422, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/draft", [303, 200, 404, 404, 404, 303]),
     ("POST", "/assignments/{assignment}/check", [303, 200, 404, 404, 404, 303]),
@@ -89,6 +96,7 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     // The batch page's export form: no filters, so on to the export itself.
     ("GET", "/batches/{batch}/export", [303, 403, 403, 303, 303, 303]),
     ("GET", "/batches/{batch}/tasks/{task}", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/batches/{batch}/tasks/{task}/diff", [303, 403, 403, 200, 200, 303]),
     ("GET", "/api/v1/batches/{batch}/tasks/{task}", [401, 403, 403, 200, 200, 401]),
     ("GET", "/review", [303, 403, 403, 200, 200, 303]),
     ("GET", "/api/v1/review", [401, 403, 403, 200, 200, 401]),
@@ -397,6 +405,7 @@ async fn world(app: &TestApp) -> World {
         ("judge", judge),
         ("run", run),
         ("version", "1".to_owned()),
+        ("file", "pyodide.mjs".to_owned()),
     ]);
     World { callers, ids }
 }

@@ -1,0 +1,888 @@
+//! Rater bias: how far each rater's answers follow something other than the responses'
+//! merits, and the same for the batch as a whole. Read from counted ratings only (human,
+//! rated, submitted or accepted), as every other figure.
+//!
+//! - Position lean: of the answers to the rubric's first preference question that choose
+//!   a side, the share that chose the response shown first (0.5 = no lean).
+//! - Length lean: of those answers on tasks whose two responses differ in length (in
+//!   characters), the share that chose the longer one.
+//! - Length-controlled preference, in the spirit of AlpacaEval's length-controlled win
+//!   rate: a logistic regression of "prefers B" on how much longer B is, whose intercept
+//!   gives the share that would prefer B were both responses the same length.
+//! - Time against the guidance: the median active time, and the share of ratings that
+//!   took longer than the 30 minutes a task should take.
+//! - Straight-lining: per question with fixed answers, how often the rater gave their
+//!   most common answer, as they were shown the task (`a.…` is the response shown first);
+//!   a question is straight-lined when one answer was given to every one of at least
+//!   [`MIN_N`] tasks.
+//!
+//! A share of fewer than [`MIN_N`] answers, and a fit of fewer than [`MIN_FIT`], are
+//! reported as `null` beside their n: with so few, the number says more about chance than
+//! about the rater.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::judges::Lean;
+use super::stats::{self, Estimate, Z95};
+use crate::rubric::Favours;
+
+/// Active seconds a task should take at most (the rater guidance's 30 minutes; the form
+/// warns past it).
+pub const GUIDANCE_S: i32 = 1800;
+
+/// The fewest answers a share is reported for, and the fewest tasks a straight-lined
+/// question is flagged on.
+pub const MIN_N: u64 = 5;
+
+/// The fewest decisive answers the length-controlled fit is made on.
+pub const MIN_FIT: usize = 10;
+
+/// One counted rating as the bias figures read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    /// The answer to the rubric's first preference question, read in the task's own
+    /// orientation; `None` without such a question or an answer to it.
+    pub preference: Option<Favours>,
+    /// Whether B was shown first.
+    pub swapped: bool,
+    /// The two responses' lengths in characters, A then B.
+    pub lengths: (i64, i64),
+    pub time_spent_s: i32,
+    /// The task's two models, when it names them.
+    pub models: Option<(&'a str, &'a str)>,
+    /// Per straight-lining question, the answer's code as the rater was shown the task
+    /// (1 for the first option; 0 when not answered).
+    pub shown: &'a [u8],
+}
+
+/// A question straight-lining looks at: its path as the rater saw it and each answer's
+/// name, by code - 1.
+#[derive(Debug, Clone)]
+pub struct LineQuestion {
+    pub path: String,
+    pub names: Vec<String>,
+}
+
+/// The `bias` object of a batch's metrics.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Bias {
+    /// The active time a task should take at most, in seconds.
+    pub guidance_s: i32,
+    pub batch: BatchBias,
+    /// Each rater with counted ratings, by name.
+    pub raters: Vec<RaterBias>,
+    /// The length-controlled preference per pair of models, read with the first of the
+    /// two by name as A (as the `models` table reads them); empty without a preference
+    /// or without tasks that name their models.
+    pub models: Vec<PairLengthControlled>,
+}
+
+/// The figures of the whole batch: every counted rating pooled.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct BatchBias {
+    pub rated: u64,
+    /// Absent when the rubric asks no preference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Lean>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<Lean>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length_controlled: Option<LengthControlled>,
+    pub time: TimeSpent,
+    pub straight_lining: BatchStraightLining,
+}
+
+/// One rater's figures.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RaterBias {
+    pub rater: String,
+    /// Counted ratings.
+    pub rated: u64,
+    /// Of the rater's answers to the first preference that choose a side, the share for
+    /// the response shown first, with a Wilson interval (absent when the rubric asks no
+    /// preference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Lean>,
+    /// Of those answers on tasks whose responses differ in length, the share for the
+    /// longer response, with a Wilson interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<Lean>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length_controlled: Option<LengthControlled>,
+    pub time: TimeSpent,
+    pub straight_lining: StraightLining,
+}
+
+/// The preference for B, raw and with the responses' lengths accounted for: a logistic
+/// regression of "prefers B" on x = (length B - length A) / (length A + length B), over
+/// the decisive answers to the first preference (in the task's own orientation).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct LengthControlled {
+    /// Decisive answers.
+    pub n: u64,
+    /// The share of them that prefer B, with a Wilson interval.
+    pub prefers_b: Option<Estimate>,
+    /// The share the fit predicts would prefer B were both responses the same length
+    /// (sigmoid of the intercept), with the Wald 95% interval of the intercept mapped
+    /// through the sigmoid. `null` for fewer than 10 answers, or when the answers can be
+    /// split by length alone (the fit then has no finite answer).
+    pub share: Option<Estimate>,
+    /// The fit's length coefficient: the change in the log-odds of preferring B from
+    /// equal lengths to B being the only text (x = 1), with its Wald 95% interval; above
+    /// 0 means the longer response is preferred.
+    pub length_coefficient: Option<Estimate>,
+}
+
+/// The length-controlled preference of one pair of models.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PairLengthControlled {
+    pub model_a: String,
+    pub model_b: String,
+    pub length_controlled: LengthControlled,
+}
+
+/// Active time against the guidance.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TimeSpent {
+    /// Counted ratings.
+    pub n: u64,
+    /// The median active time in seconds.
+    pub median_s: Option<f64>,
+    /// The share of ratings that took more than the guidance, with a Wilson interval.
+    pub over_guidance: Option<Estimate>,
+}
+
+/// One rater's answers, question by question, for sameness.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct StraightLining {
+    /// Per question path, as the rater was shown the task (`a.…` is the response shown
+    /// first).
+    pub questions: BTreeMap<String, RepeatedAnswer>,
+    /// The questions answered the same on every task, at least 5 of them, in the
+    /// rubric's order.
+    pub straight_lined: Vec<String>,
+}
+
+/// How often a rater gave their most common answer to one question.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RepeatedAnswer {
+    /// Tasks the question was answered on.
+    pub n: u64,
+    /// The answer given most often (the first of the rubric's options on a tie).
+    pub answer: String,
+    /// Its share of the answers, with a Wilson interval.
+    pub share: Option<Estimate>,
+    /// The same answer on every task, at least 5 of them.
+    pub straight: bool,
+}
+
+/// Straight-lining across the batch.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct BatchStraightLining {
+    /// Raters with at least 5 counted ratings: the ones straight-lining can be seen in.
+    pub raters_checked: u64,
+    /// Raters with at least one straight-lined question.
+    pub raters_flagged: u64,
+}
+
+/// What one rater's (or the batch's) ratings gather.
+#[derive(Debug, Default)]
+struct Tally {
+    rated: u64,
+    /// Decisive answers, and those for the response shown first.
+    decisive: u64,
+    shown_first: u64,
+    /// Decisive answers on tasks of unequal lengths, and those for the longer response.
+    unequal: u64,
+    longer: u64,
+    /// Per decisive answer: the length feature and whether B was preferred.
+    points: Vec<(f64, bool)>,
+    times: Vec<f64>,
+    over: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Observation<'_>) {
+        self.rated += 1;
+        self.times.push(f64::from(o.time_spent_s));
+        self.over += u64::from(o.time_spent_s > GUIDANCE_S);
+        let Some(favours) = o.preference.filter(|f| *f != Favours::Tie) else {
+            return;
+        };
+        self.decisive += 1;
+        self.shown_first += u64::from(super::as_shown(favours, o.swapped) == Favours::A);
+        let (len_a, len_b) = o.lengths;
+        if len_a != len_b {
+            self.unequal += 1;
+            self.longer += u64::from((favours == Favours::A) == (len_a > len_b));
+        }
+        self.points
+            .push((length_feature(len_a, len_b), favours == Favours::B));
+    }
+
+    fn position(&self) -> Lean {
+        lean(self.shown_first, self.decisive)
+    }
+
+    fn length(&self) -> Lean {
+        lean(self.longer, self.unequal)
+    }
+
+    fn time(&mut self) -> TimeSpent {
+        TimeSpent {
+            n: self.rated,
+            median_s: stats::median(&mut self.times),
+            over_guidance: gated_share(self.over, self.rated),
+        }
+    }
+}
+
+/// Gathers the bias figures from counted ratings, one at a time.
+#[derive(Debug)]
+pub struct BiasTally {
+    /// Whether the rubric asks a preference (else there is no lean to measure).
+    preference: bool,
+    questions: Vec<LineQuestion>,
+    batch: Tally,
+    raters: Vec<(String, Tally, Vec<Vec<u64>>)>,
+    index: HashMap<String, usize>,
+    /// Per unordered pair of models (the first by name as A): the length feature and
+    /// whether the second was preferred.
+    pairs: BTreeMap<(String, String), Vec<(f64, bool)>>,
+}
+
+impl BiasTally {
+    /// For a rubric with (or without) a `preference`, straight-lining on `questions`
+    /// (the codes of [`Observation::shown`] are theirs, in this order).
+    pub fn new(preference: bool, questions: Vec<LineQuestion>) -> Self {
+        Self {
+            preference,
+            questions,
+            batch: Tally::default(),
+            raters: Vec::new(),
+            index: HashMap::new(),
+            pairs: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one counted rating of `rater`.
+    pub fn add(&mut self, rater: &str, o: &Observation<'_>) {
+        let i = match self.index.get(rater) {
+            Some(&i) => i,
+            None => {
+                let answers = self.questions.iter().map(|q| vec![0; q.names.len() + 1]);
+                self.raters
+                    .push((rater.to_owned(), Tally::default(), answers.collect()));
+                self.index.insert(rater.to_owned(), self.raters.len() - 1);
+                self.raters.len() - 1
+            }
+        };
+        let (_, tally, answers) = &mut self.raters[i];
+        tally.add(o);
+        for (counts, &code) in answers.iter_mut().zip(o.shown) {
+            if let Some(n) = counts.get_mut(usize::from(code)) {
+                *n += 1;
+            }
+        }
+        self.batch.add(o);
+        if let (Some((a, b)), Some(favours)) = (o.models, o.preference)
+            && favours != Favours::Tie
+        {
+            let x = length_feature(o.lengths.0, o.lengths.1);
+            let prefers_b = favours == Favours::B;
+            // One pair whichever way round a task had it: read with the first by name
+            // as A, a task that had them the other way round is mirrored.
+            let (key, point) = if a <= b {
+                ((a, b), (x, prefers_b))
+            } else {
+                ((b, a), (-x, !prefers_b))
+            };
+            self.pairs
+                .entry((key.0.to_owned(), key.1.to_owned()))
+                .or_default()
+                .push(point);
+        }
+    }
+
+    pub fn finish(mut self) -> Bias {
+        let preference = self.preference;
+        let mut raters: Vec<RaterBias> = self
+            .raters
+            .iter_mut()
+            .map(|(name, tally, answers)| {
+                let straight_lining = straight_lining(&self.questions, answers);
+                RaterBias {
+                    rater: name.clone(),
+                    rated: tally.rated,
+                    position: preference.then(|| tally.position()),
+                    length: preference.then(|| tally.length()),
+                    length_controlled: preference.then(|| length_controlled(&tally.points)),
+                    time: tally.time(),
+                    straight_lining,
+                }
+            })
+            .collect();
+        raters.sort_by(|x, y| x.rater.cmp(&y.rater));
+        let checked = raters.iter().filter(|r| r.rated >= MIN_N).count() as u64;
+        let flagged = raters
+            .iter()
+            .filter(|r| !r.straight_lining.straight_lined.is_empty())
+            .count() as u64;
+        let batch = &mut self.batch;
+        let models = if preference {
+            self.pairs
+                .iter()
+                .map(|((a, b), points)| PairLengthControlled {
+                    model_a: a.clone(),
+                    model_b: b.clone(),
+                    length_controlled: length_controlled(points),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Bias {
+            guidance_s: GUIDANCE_S,
+            batch: BatchBias {
+                rated: batch.rated,
+                position: preference.then(|| batch.position()),
+                length: preference.then(|| batch.length()),
+                length_controlled: preference.then(|| length_controlled(&batch.points)),
+                time: batch.time(),
+                straight_lining: BatchStraightLining {
+                    raters_checked: checked,
+                    raters_flagged: flagged,
+                },
+            },
+            raters,
+            models,
+        }
+    }
+}
+
+/// The length feature of a task: (length B - length A) / (length A + length B), from -1
+/// (only A has text) to 1 (only B has); 0 for two empty responses. Bounded, so that one
+/// very long response cannot pull the fit on its own.
+pub fn length_feature(len_a: i64, len_b: i64) -> f64 {
+    let total = len_a + len_b;
+    if total <= 0 {
+        return 0.0;
+    }
+    (len_b - len_a) as f64 / total as f64
+}
+
+/// `k` of `n` as a lean: the share only from [`MIN_N`] answers.
+fn lean(k: u64, n: u64) -> Lean {
+    Lean {
+        n,
+        share: gated_share(k, n),
+    }
+}
+
+/// The Wilson share `k / n`, or `None` below [`MIN_N`].
+fn gated_share(k: u64, n: u64) -> Option<Estimate> {
+    if n < MIN_N {
+        return None;
+    }
+    stats::share(k, n)
+}
+
+/// The raw and length-controlled preference for B of decisive answers `points`.
+pub fn length_controlled(points: &[(f64, bool)]) -> LengthControlled {
+    let n = points.len() as u64;
+    let b = points.iter().filter(|(_, b)| *b).count() as u64;
+    let fit = if points.len() >= MIN_FIT {
+        logistic(points)
+    } else {
+        None
+    };
+    LengthControlled {
+        n,
+        prefers_b: gated_share(b, n),
+        share: fit.map(|f| Estimate {
+            value: sigmoid(f.b0),
+            low: sigmoid(f.b0 - Z95 * f.se0),
+            high: sigmoid(f.b0 + Z95 * f.se0),
+        }),
+        length_coefficient: fit.map(|f| Estimate {
+            value: f.b1,
+            low: f.b1 - Z95 * f.se1,
+            high: f.b1 + Z95 * f.se1,
+        }),
+    }
+}
+
+/// One rater's straight-lining from their answer counts per question (by code; code 0,
+/// no answer, aside).
+fn straight_lining(questions: &[LineQuestion], answers: &[Vec<u64>]) -> StraightLining {
+    let mut out = StraightLining {
+        questions: BTreeMap::new(),
+        straight_lined: Vec::new(),
+    };
+    for (q, counts) in questions.iter().zip(answers) {
+        let n: u64 = counts[1..].iter().sum();
+        // The most common answer; on a tie, the first of the options.
+        let Some((code, &most)) = counts
+            .iter()
+            .enumerate()
+            .skip(1)
+            .rev()
+            .max_by_key(|(_, n)| **n)
+            .filter(|_| n > 0)
+        else {
+            continue;
+        };
+        let straight = n >= MIN_N && most == n;
+        if straight {
+            out.straight_lined.push(q.path.clone());
+        }
+        out.questions.insert(
+            q.path.clone(),
+            RepeatedAnswer {
+                n,
+                answer: q.names[code - 1].clone(),
+                share: gated_share(most, n),
+                straight,
+            },
+        );
+    }
+    out
+}
+
+fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+/// A fitted logistic regression `P(y) = sigmoid(b0 + b1 x)` with the standard errors of
+/// its two coefficients.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    pub b0: f64,
+    pub b1: f64,
+    pub se0: f64,
+    pub se1: f64,
+}
+
+/// Most Newton steps tried before giving up; a fit that exists converges in well under
+/// this (the log-likelihood is concave).
+const MAX_STEPS: usize = 100;
+
+/// The maximum-likelihood logistic regression of `y` on `x` with an intercept, by
+/// Newton-Raphson (each step halved until the likelihood does not fall), with standard
+/// errors from the inverse of the information matrix at the estimate (Wald).
+///
+/// Written here rather than taken from a crate: with two parameters the Newton step is a
+/// 2x2 solve, a dozen lines, while the statistics crates that fit it bring a linear
+/// algebra stack for what this needs.
+///
+/// `None` when no finite estimate exists: when the answers can be split by `x` alone
+/// (all of one kind, or every `y` on one side of some length and every other `y` on the
+/// other: separation, where the coefficients run off to infinity), when `x` does not
+/// vary, or when the steps do not settle.
+pub fn logistic(points: &[(f64, bool)]) -> Option<Fit> {
+    if separated(points) {
+        return None;
+    }
+    let mut b = (0.0, 0.0);
+    let mut ll = log_likelihood(points, b);
+    for _ in 0..MAX_STEPS {
+        let (g, info) = gradient_and_information(points, b);
+        let (d0, d1) = solve(info, g)?;
+        let mut step = 1.0;
+        let mut next = (b.0 + d0, b.1 + d1);
+        let mut next_ll = log_likelihood(points, next);
+        while next_ll < ll && step > 1e-6 {
+            step /= 2.0;
+            next = (b.0 + step * d0, b.1 + step * d1);
+            next_ll = log_likelihood(points, next);
+        }
+        let moved = (step * d0).abs().max((step * d1).abs());
+        b = next;
+        ll = next_ll;
+        if moved < 1e-10 {
+            let (_, info) = gradient_and_information(points, b);
+            let (h00, h01, h11) = info;
+            let det = h00 * h11 - h01 * h01;
+            let fit = Fit {
+                b0: b.0,
+                b1: b.1,
+                se0: (h11 / det).sqrt(),
+                se1: (h00 / det).sqrt(),
+            };
+            let finite = [fit.b0, fit.b1, fit.se0, fit.se1]
+                .iter()
+                .all(|v| v.is_finite());
+            return finite.then_some(fit);
+        }
+    }
+    None
+}
+
+/// Whether some threshold on `x` splits the `y`s (allowing ties at the threshold), or
+/// all `y` are the same: then the likelihood has no maximum. With one feature this is
+/// exactly when the largest `x` of one kind is at most the smallest `x` of the other.
+fn separated(points: &[(f64, bool)]) -> bool {
+    let range = |kind: bool| {
+        points
+            .iter()
+            .filter(|(_, y)| *y == kind)
+            .map(|(x, _)| *x)
+            .fold(None, |r: Option<(f64, f64)>, x| {
+                Some(r.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
+            })
+    };
+    match (range(false), range(true)) {
+        (Some((lo0, hi0)), Some((lo1, hi1))) => hi0 <= lo1 || hi1 <= lo0,
+        _ => true,
+    }
+}
+
+fn log_likelihood(points: &[(f64, bool)], (b0, b1): (f64, f64)) -> f64 {
+    points
+        .iter()
+        .map(|&(x, y)| {
+            let z = b0 + b1 * x;
+            // log sigmoid(z) = -log(1 + e^-z), written to stay finite for large |z|.
+            let log_p = -softplus(-z);
+            let log_q = -softplus(z);
+            if y { log_p } else { log_q }
+        })
+        .sum()
+}
+
+/// log(1 + e^z) without overflow.
+fn softplus(z: f64) -> f64 {
+    if z > 0.0 {
+        z + (-z).exp().ln_1p()
+    } else {
+        z.exp().ln_1p()
+    }
+}
+
+/// The score (gradient of the log-likelihood) and the information matrix (h00, h01, h11)
+/// at `b`.
+fn gradient_and_information(
+    points: &[(f64, bool)],
+    (b0, b1): (f64, f64),
+) -> ((f64, f64), (f64, f64, f64)) {
+    let (mut g0, mut g1, mut h00, mut h01, mut h11) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(x, y) in points {
+        let p = sigmoid(b0 + b1 * x);
+        let r = f64::from(u8::from(y)) - p;
+        let w = p * (1.0 - p);
+        g0 += r;
+        g1 += r * x;
+        h00 += w;
+        h01 += w * x;
+        h11 += w * x * x;
+    }
+    ((g0, g1), (h00, h01, h11))
+}
+
+/// Solves the 2x2 system `info · d = g`; `None` when `info` is (nearly) singular, as when
+/// `x` does not vary.
+fn solve((h00, h01, h11): (f64, f64, f64), (g0, g1): (f64, f64)) -> Option<(f64, f64)> {
+    let det = h00 * h11 - h01 * h01;
+    if !det.is_finite() || det <= 1e-12 * h00 * h11 {
+        return None;
+    }
+    Some(((h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` answers at `x`, `b` of them preferring B.
+    fn group(x: f64, n: usize, b: usize) -> Vec<(f64, bool)> {
+        (0..n).map(|i| (x, i < b)).collect()
+    }
+
+    fn close(x: f64, y: f64) -> bool {
+        (x - y).abs() < 1e-9
+    }
+
+    /// With x only -1 or +1 the model fits each group's share exactly, so the
+    /// maximum-likelihood coefficients come from the two logits: at x = -1, 2 of 8
+    /// prefer B (logit ln(2/6) = -ln 3); at x = +1, 9 of 12 do (logit ln(9/3) = ln 3).
+    /// b0 = (ln 3 - ln 3) / 2 = 0, b1 = (ln 3 + ln 3) / 2 = ln 3. Each logit's variance
+    /// is 1 / (n p (1 - p)): 1 / (8 · 1/4 · 3/4) = 2/3 and 1 / (12 · 3/4 · 1/4) = 4/9;
+    /// both coefficients' variance is their sum over 4 = (2/3 + 4/9) / 4 = 5/18.
+    #[test]
+    fn a_binary_feature_gives_the_two_groups_logits() {
+        let mut points = group(-1.0, 8, 2);
+        points.extend(group(1.0, 12, 9));
+        let fit = logistic(&points).expect("a fit");
+        assert!(close(fit.b0, 0.0), "{fit:?}");
+        assert!(close(fit.b1, 3f64.ln()), "{fit:?}");
+        let se = (5.0f64 / 18.0).sqrt();
+        assert!(close(fit.se0, se) && close(fit.se1, se), "{fit:?}");
+
+        // Off centre: at x = -1, 1 of 5; at x = +1, 4 of 5 and 3 of 5 pooled to 7 of 10.
+        // logit(1/5) = -ln 4, logit(7/10) = ln(7/3).
+        let mut points = group(-1.0, 5, 1);
+        points.extend(group(1.0, 10, 7));
+        let fit = logistic(&points).unwrap();
+        let (low, high) = (-(4f64.ln()), (7.0f64 / 3.0).ln());
+        assert!(close(fit.b0, (high + low) / 2.0), "{fit:?}");
+        assert!(close(fit.b1, (high - low) / 2.0), "{fit:?}");
+        let var: f64 = (1.0 / (5.0 * 0.2 * 0.8) + 1.0 / (10.0 * 0.7 * 0.3)) / 4.0;
+        assert!(close(fit.se0, var.sqrt()) && close(fit.se1, var.sqrt()));
+
+        let lc = length_controlled(&points);
+        assert_eq!(lc.n, 15);
+        assert!(close(lc.prefers_b.unwrap().value, 8.0 / 15.0));
+        let share = lc.share.unwrap();
+        assert!(close(share.value, sigmoid((high + low) / 2.0)));
+        assert!(close(
+            share.low,
+            sigmoid((high + low) / 2.0 - Z95 * var.sqrt())
+        ));
+        let coefficient = lc.length_coefficient.unwrap();
+        assert!(close(
+            coefficient.high,
+            (high - low) / 2.0 + Z95 * var.sqrt()
+        ));
+    }
+
+    #[test]
+    fn separated_answers_have_no_estimate() {
+        // Every longer B preferred, every shorter one not: b1 would run to infinity.
+        let mut points = group(-0.5, 6, 0);
+        points.extend(group(0.5, 6, 6));
+        assert_eq!(logistic(&points), None);
+        let lc = length_controlled(&points);
+        assert_eq!((lc.share, lc.length_coefficient), (None, None));
+        assert!(
+            close(lc.prefers_b.unwrap().value, 0.5),
+            "the raw share stays"
+        );
+        let json = serde_json::to_string(&lc).unwrap();
+        assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+        // Touching at one length (quasi-separation) is no better.
+        let mut touching = group(-0.5, 5, 0);
+        touching.extend([(0.0, false), (0.0, true)]);
+        touching.extend(group(0.5, 5, 5));
+        assert_eq!(logistic(&touching), None);
+        // All of one kind, and one length for all.
+        assert_eq!(logistic(&group(0.3, 12, 12)), None);
+        assert_eq!(logistic(&group(0.0, 12, 6)), None);
+    }
+
+    #[test]
+    fn few_answers_have_no_fit_and_no_share() {
+        let mut points = group(-1.0, 4, 1);
+        points.extend(group(1.0, 4, 3));
+        let lc = length_controlled(&points);
+        assert_eq!(lc.n, 8);
+        assert!(lc.prefers_b.is_some(), "8 answers are enough for a share");
+        assert_eq!(lc.share, None, "but not for a fit");
+        let lc = length_controlled(&group(0.5, 4, 2));
+        assert_eq!(lc.prefers_b, None);
+    }
+
+    #[test]
+    fn a_fit_recovers_the_coefficients_it_was_drawn_from() {
+        // Deterministic draws from b0 = 0.4, b1 = -1.5 over x in (-1, 1).
+        let mut seed: u64 = 7;
+        let mut uniform = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let points: Vec<(f64, bool)> = (0..20000)
+            .map(|_| {
+                let x = 2.0 * uniform() - 1.0;
+                (x, uniform() < sigmoid(0.4 - 1.5 * x))
+            })
+            .collect();
+        let fit = logistic(&points).unwrap();
+        assert!((fit.b0 - 0.4).abs() < 4.0 * fit.se0, "{fit:?}");
+        assert!((fit.b1 + 1.5).abs() < 4.0 * fit.se1, "{fit:?}");
+        assert!(fit.se1 < 0.1);
+    }
+
+    fn questions() -> Vec<LineQuestion> {
+        vec![
+            LineQuestion {
+                path: "sxs".into(),
+                names: (1..=7).map(|v| v.to_string()).collect(),
+            },
+            LineQuestion {
+                path: "a.executability".into(),
+                names: vec!["yes".into(), "no".into()],
+            },
+        ]
+    }
+
+    fn observe<'a>(
+        preference: Favours,
+        swapped: bool,
+        lengths: (i64, i64),
+        time: i32,
+        shown: &'a [u8],
+    ) -> Observation<'a> {
+        Observation {
+            preference: Some(preference),
+            swapped,
+            lengths,
+            time_spent_s: time,
+            models: Some(("m1", "m2")),
+            shown,
+        }
+    }
+
+    /// Rater r1, six ratings (canonical preference, swapped, lengths A/B, time):
+    /// 1. A, no swap, 100/300, 600 s     -> shown first; shorter
+    /// 2. A, swap,    300/100, 2000 s    -> shown second; longer; over
+    /// 3. B, swap,    100/300, 1200 s    -> shown first; longer
+    /// 4. B, no swap, 200/200, 1900 s    -> shown second; equal lengths; over
+    /// 5. tie, swap,  100/300, 100 s     -> not decisive
+    /// 6. B, swap,    300/100, 1801 s    -> shown first; shorter; over
+    ///
+    /// Decisive 5, shown first 3 (1, 3, 6): 3/5. Unequal lengths 4 (1, 2, 3, 6), longer
+    /// 2 (2, 3): 2/4 (below 5: no share). Over 1800 s: 3 of 6 (2, 4, 6). Median time of
+    /// 100, 600, 1200, 1801, 1900, 2000 = (1200 + 1801) / 2 = 1500.5.
+    #[test]
+    fn a_raters_leans_time_and_straight_lining() {
+        let mut tally = BiasTally::new(true, questions());
+        let rows = [
+            (Favours::A, false, (100, 300), 600),
+            (Favours::A, true, (300, 100), 2000),
+            (Favours::B, true, (100, 300), 1200),
+            (Favours::B, false, (200, 200), 1900),
+            (Favours::Tie, true, (100, 300), 100),
+            (Favours::B, true, (300, 100), 1801),
+        ];
+        for (i, (f, swapped, lengths, time)) in rows.into_iter().enumerate() {
+            // sxs shown as 4 every time; executability "yes" but once "no".
+            let shown = [4, if i == 2 { 2 } else { 1 }];
+            tally.add("r1", &observe(f, swapped, lengths, time, &shown));
+        }
+        // Another rater: five ratings, all alike.
+        for _ in 0..5 {
+            tally.add("r0", &observe(Favours::A, false, (10, 20), 60, &[2, 1]));
+        }
+        let bias = tally.finish();
+        let names: Vec<&str> = bias.raters.iter().map(|r| r.rater.as_str()).collect();
+        assert_eq!(names, ["r0", "r1"], "by name");
+        let r1 = &bias.raters[1];
+        assert_eq!(r1.rated, 6);
+        let position = r1.position.as_ref().unwrap();
+        assert_eq!(position.n, 5);
+        assert!(close(position.share.unwrap().value, 0.6));
+        let length = r1.length.as_ref().unwrap();
+        assert_eq!((length.n, length.share), (4, None));
+        assert_eq!(r1.time.median_s, Some(1500.5));
+        assert!(close(r1.time.over_guidance.unwrap().value, 0.5));
+        let lc = r1.length_controlled.as_ref().unwrap();
+        assert_eq!((lc.n, lc.prefers_b.map(|e| e.value)), (5, Some(0.6)));
+        assert_eq!(lc.share, None, "five answers are too few to fit");
+
+        let sxs = &r1.straight_lining.questions["sxs"];
+        assert_eq!((sxs.n, sxs.answer.as_str(), sxs.straight), (6, "4", true));
+        let exe = &r1.straight_lining.questions["a.executability"];
+        assert_eq!((exe.answer.as_str(), exe.straight), ("yes", false));
+        assert!(close(exe.share.unwrap().value, 5.0 / 6.0));
+        assert_eq!(r1.straight_lining.straight_lined, ["sxs"]);
+        let r0 = &bias.raters[0];
+        assert_eq!(
+            r0.straight_lining.straight_lined,
+            ["sxs", "a.executability"]
+        );
+        assert_eq!(r0.position.as_ref().unwrap().share.unwrap().value, 1.0);
+
+        // The batch pools both: 10 decisive, 8 to the first shown (3 + 5).
+        let batch = &bias.batch;
+        assert_eq!(batch.rated, 11);
+        let position = batch.position.as_ref().unwrap();
+        assert_eq!(position.n, 10);
+        assert!(close(position.share.unwrap().value, 0.8));
+        let length = batch.length.as_ref().unwrap();
+        // 4 + 5 on unequal tasks; r0 always chose A, the shorter: 2 of 9.
+        assert_eq!(length.n, 9);
+        assert!(close(length.share.unwrap().value, 2.0 / 9.0));
+        assert_eq!(
+            (
+                batch.straight_lining.raters_checked,
+                batch.straight_lining.raters_flagged
+            ),
+            (2, 2)
+        );
+        assert_eq!(bias.models.len(), 1);
+        assert_eq!(bias.models[0].length_controlled.n, 10);
+    }
+
+    #[test]
+    fn the_most_common_answer_on_a_tie_is_the_first_option() {
+        let answers = vec![vec![0, 0, 2, 2, 0, 0, 0, 0], vec![0, 0, 0]];
+        let lines = straight_lining(&questions(), &answers);
+        assert_eq!(lines.questions["sxs"].answer, "2");
+        assert_eq!(lines.questions["sxs"].share, None, "4 answers");
+        assert!(
+            !lines.questions.contains_key("a.executability"),
+            "none given"
+        );
+    }
+
+    #[test]
+    fn a_pair_of_models_is_read_with_the_first_by_name_as_a() {
+        let mut tally = BiasTally::new(true, Vec::new());
+        let mut add = |models: (&str, &str), lengths, preference| {
+            tally.add(
+                "r",
+                &Observation {
+                    preference: Some(preference),
+                    swapped: false,
+                    lengths,
+                    time_spent_s: 1,
+                    models: Some(models),
+                    shown: &[],
+                },
+            )
+        };
+        // y as A, longer, preferred; x as A, shorter, not preferred: both read as the
+        // longer y (second by name) preferred.
+        add(("y", "x"), (30, 10), Favours::A);
+        add(("x", "y"), (10, 30), Favours::B);
+        let bias = tally.finish();
+        let pair = &bias.models[0];
+        assert_eq!((pair.model_a.as_str(), pair.model_b.as_str()), ("x", "y"));
+        assert_eq!(pair.length_controlled.n, 2);
+    }
+
+    #[test]
+    fn without_a_preference_only_time_and_straight_lining() {
+        let mut tally = BiasTally::new(false, questions());
+        let o = Observation {
+            preference: None,
+            swapped: false,
+            lengths: (5, 0),
+            time_spent_s: 2400,
+            models: Some(("solo", "")),
+            shown: &[0, 1],
+        };
+        tally.add("r", &o);
+        let bias = tally.finish();
+        assert!(bias.batch.position.is_none() && bias.raters[0].length.is_none());
+        assert!(bias.models.is_empty());
+        assert_eq!(bias.batch.time.median_s, Some(2400.0));
+        assert_eq!(bias.batch.time.over_guidance, None, "one rating");
+        let json = serde_json::to_value(&bias).unwrap();
+        assert!(json["batch"].get("position").is_none(), "{json}");
+        assert_eq!(
+            json["raters"][0]["straight_lining"]["questions"]["a.executability"]["n"],
+            1
+        );
+    }
+
+    #[test]
+    fn the_length_feature_is_bounded() {
+        assert_eq!(length_feature(100, 300), 0.5);
+        assert_eq!(length_feature(0, 7), 1.0);
+        assert_eq!(length_feature(0, 0), 0.0);
+    }
+}

@@ -1,0 +1,95 @@
+// The Python runner: a module Web Worker that loads the vendored Pyodide once, then runs
+// code blocks of a response one at a time and tells the page (static/runner.js) what they
+// printed and how they ended. Served at /runner/python-worker.js with a
+// Content-Security-Policy (src/runner/mod.rs) that lets it load the Pyodide files and
+// reach nothing else. The network globals are also removed once Pyodide is loaded, so a
+// block that reaches for them fails plainly; the policy, not this, is what holds.
+
+// Where the server serves Pyodide (`/runner/pyodide/<version>/`), written in by the server
+// as it serves this file; null when it has no Pyodide to serve.
+const PYODIDE_INDEX = /* pyodide-index */ null;
+
+const post = self.postMessage.bind(self);
+
+/* worker-common */
+function writer(stream) {
+  const decoder = new TextDecoder();
+  return {
+    write(bytes) {
+      write(stream, decoder.decode(bytes, { stream: true }));
+      return bytes.length;
+    },
+  };
+}
+
+// Runs one block as `python main.py` would: a fresh `__main__` namespace each time, the
+// traceback of an uncaught exception without this driver's own frame, `sys.exit(n)` as
+// the exit status. The source is put in linecache so the traceback shows its lines.
+const DRIVER = `
+import linecache, sys, traceback
+
+def run(source):
+    # A previous block may have replaced them; each block starts with the real ones.
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
+    scope = {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "main.py"}
+    try:
+        exec(compile(source, "main.py", "exec"), scope)
+        return 0
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return int(stop.code or 0)
+        print(stop.code, file=sys.stderr)
+        return 1
+    except BaseException as error:
+        traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+        return 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+`;
+
+let runner = null;
+async function load() {
+  const { loadPyodide } = await import(`${PYODIDE_INDEX}pyodide.mjs`);
+  const pyodide = await loadPyodide({
+    indexURL: PYODIDE_INDEX,
+    stdout: () => {},
+    stderr: () => {},
+  });
+  pyodide.setStdout(writer("stdout"));
+  pyodide.setStderr(writer("stderr"));
+  // `input()` meets the end of input, as a script run with nothing piped in would.
+  pyodide.setStdin({ stdin: () => null });
+  const globals = pyodide.toPy({});
+  pyodide.runPython(DRIVER, { globals });
+  /* drop-network-globals */ dropNetworkGlobals();
+  return globals.get("run");
+}
+
+self.onmessage = async (event) => {
+  if (event.data?.type !== "run") return;
+  if (PYODIDE_INDEX === null) {
+    post({ type: "unavailable" });
+    return;
+  }
+  written = 0;
+  if (runner === null) {
+    post({ type: "loading" });
+    try {
+      runner = await load();
+    } catch (error) {
+      post({ type: "broken", message: `Python could not be loaded: ${error}` });
+      return;
+    }
+  }
+  post({ type: "ready" });
+  let exitCode;
+  try {
+    exitCode = runner(String(event.data.code));
+  } catch (error) {
+    write("stderr", `${error}\n`);
+    exitCode = 1;
+  }
+  post({ type: "done", status: exitCode === 0 ? "passed" : "failed", exit_code: exitCode });
+};

@@ -1,0 +1,33 @@
+// What both workers share, put in place of their worker-common marker line by the server
+// (src/runner/mod.rs): taking the network globals away, and writing capped output to the
+// page. Expects `post`, the worker's postMessage.
+function dropNetworkGlobals() {
+  for (const name of ["fetch", "XMLHttpRequest", "WebSocket", "WebSocketStream", "EventSource",
+    "WebTransport", "importScripts", "caches"]) {
+    // Deleted where the browser allows it (so Python's `from js import fetch` fails
+    // plainly), otherwise shadowed by an undefined that cannot be changed back.
+    try {
+      delete self[name];
+    } catch {
+      // Not configurable: shadowed below.
+    }
+    if (!(name in self)) continue;
+    try {
+      Object.defineProperty(self, name, { value: undefined, writable: false, configurable: false });
+    } catch {
+      // Cannot be shadowed either: the policy still refuses it.
+    }
+  }
+}
+
+// Output is capped per run so that a block printing in a loop cannot flood the page before
+// its time is up; the page says where it was cut.
+const MAX_OUTPUT = 200_000;
+let written = 0;
+function write(stream, text) {
+  if (written >= MAX_OUTPUT || text === "") return;
+  const room = MAX_OUTPUT - written;
+  written += Math.min(text.length, room);
+  post({ type: stream, text: text.length > room ? text.slice(0, room) : text });
+  if (written >= MAX_OUTPUT) post({ type: "truncated" });
+}
