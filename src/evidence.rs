@@ -35,6 +35,9 @@ pub struct Evidence {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
 )]
 #[serde(rename_all = "lowercase")]
+// Named apart from the metrics' `Side` in the OpenAPI document, whose schemas share one
+// namespace.
+#[schema(as = ResponseSide)]
 pub enum Side {
     A,
     B,

@@ -69,6 +69,16 @@ async fn the_openapi_document_describes_parameters_errors_and_cookie_as_served(a
     // A prompt is a string or a list of messages, not always an object.
     let prompt = &doc["components"]["schemas"]["TaskView"]["properties"]["prompt"];
     assert_ne!(prompt["type"], "object", "{prompt}");
+    // Schemas share one namespace: two types of one name would leave one of them
+    // described as the other. The metrics' `Side` (a count and a mean) and the code
+    // runs' side of a response (`a` or `b`) are both there, each as itself.
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["Side"]["type"], "object", "{}", schemas["Side"]);
+    assert!(schemas["Side"]["properties"]["n"].is_object());
+    assert_eq!(
+        schemas["ResponseSide"]["enum"],
+        serde_json::json!(["a", "b"])
+    );
 
     // Every status the shared extractors answer with is documented where they apply, and
     // the server does answer with it.
