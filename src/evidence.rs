@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::FieldErrors;
+use crate::rubric::Side;
 
 /// The most runs a rating attaches.
 pub const MAX_ATTACHMENTS: usize = 8;
@@ -28,35 +29,6 @@ pub struct Evidence {
     /// Runs the rater attached to the rating, with their code and output.
     #[serde(default)]
     pub attachments: Vec<Attachment>,
-}
-
-/// A response: `a` or `b` (the one response of a single-response rubric is `a`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-// Named apart from the metrics' `Side` in the OpenAPI document, whose schemas share one
-// namespace.
-#[schema(as = ResponseSide)]
-pub enum Side {
-    A,
-    B,
-}
-
-impl Side {
-    fn other(self) -> Self {
-        match self {
-            Side::A => Side::B,
-            Side::B => Side::A,
-        }
-    }
-
-    pub fn key(self) -> &'static str {
-        match self {
-            Side::A => "a",
-            Side::B => "b",
-        }
-    }
 }
 
 /// How a run ended.

@@ -239,10 +239,21 @@ test("answers that contradict each other are sent only once the rater confirms t
   assert.match(await page.textContent("#error-summary.warning"), /tick each warning to confirm/);
   const confirm = page.locator('input[name="confirmed_warnings"][value="prefers-a-despite-major-issues"]');
   assert.equal(await confirm.isChecked(), false);
-  // Sending again without ticking it sends nothing.
-  await page.click("#submit");
-  await page.waitForTimeout(500);
-  assert.equal(page.url(), url, "not sent while the warning is unconfirmed");
+  // Sending again without ticking it sends nothing: the server's check answers, the
+  // warning is shown again with its box focused, and no submission leaves the page.
+  const submits = [];
+  const watch = (request) => {
+    if (request.method() === "POST" && request.url().endsWith("/submit")) submits.push(request.url());
+  };
+  page.on("request", watch);
+  await Promise.all([
+    page.waitForResponse((response) => response.url().endsWith("/check") && response.request().method() === "POST"),
+    page.click("#submit"),
+  ]);
+  await page.waitForFunction(() => document.activeElement?.name === "confirmed_warnings");
+  page.off("request", watch);
+  assert.deepEqual(submits, [], "not sent while the warning is unconfirmed");
+  assert.equal(page.url(), url);
   // Ticked, the rating is sent and records the warning.
   await confirm.check();
   await Promise.all([page.waitForNavigation(), page.click("#submit")]);

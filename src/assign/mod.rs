@@ -197,7 +197,7 @@ impl Owned {
 }
 
 /// A submission checked: its answers canonical, the active time spent, what it carries
-/// beside them, and the rubric's warnings its answers meet.
+/// beside them, and (for a submission) the rubric's warnings its answers meet.
 pub struct Checked<'r> {
     pub answers: Answers,
     pub time: i32,
@@ -223,7 +223,11 @@ pub fn checked<'r>(form: &Form<'r>, input: &Value, mode: Mode) -> AppResult<Chec
     };
     // Checked by `validate`: a whole number of seconds in range.
     let time = rubric::take_time_spent(&mut answers).unwrap_or(0);
-    let warnings = rubric::warnings(form.rubric, &answers);
+    // Drafts are saved on every pause in typing; only a submission is held to warnings.
+    let warnings = match mode {
+        Mode::Submit => rubric::warnings(form.rubric, &answers),
+        Mode::Draft | Mode::OutOfScope => Vec::new(),
+    };
     Ok(Checked {
         answers: rubric::orient(form.rubric, answers, form.swapped),
         time,

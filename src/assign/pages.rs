@@ -13,8 +13,8 @@ use uuid::Uuid;
 use super::{Owned, owned};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
-use crate::evidence::{Evidence, Side};
-use crate::rubric::{self, Answers, Classification, Rubric};
+use crate::evidence::Evidence;
+use crate::rubric::{self, Answers, Classification, Rubric, Side};
 use crate::state::AppState;
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
@@ -546,33 +546,46 @@ async fn submit(
     match super::submit(&state, &owned, &page_user.user, &input).await {
         Ok(_) => to_next(&state, &owned, &page_user.user).await,
         Err(AppError::Validation { fields, .. }) => {
-            // Keep what was typed: save it as the draft, then show it with the errors.
-            let _ = super::save_draft(&state, &owned, &input).await;
-            let (shown, time) = as_typed(&input);
-            let page =
-                form_page(&state, &owned, page_user.layout, shown, time, fields, None).await?;
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+            shown_again(&state, &owned, page_user.layout, &input, fields, Vec::new()).await
         }
         Err(AppError::Unconfirmed(warnings)) => {
-            // Taken as a draft; shown again with the warnings to confirm or change.
-            let _ = super::save_draft(&state, &owned, &input).await;
-            let (shown, time) = as_typed(&input);
-            let mut page = form_page(
+            shown_again(
                 &state,
                 &owned,
                 page_user.layout,
-                shown,
-                time,
+                &input,
                 FieldErrors::new(),
-                None,
+                warnings,
             )
-            .await?;
-            page.error_summary = look_again(warnings.len());
-            page.warnings = warnings;
-            Ok((StatusCode::CONFLICT, render(&page)?).into_response())
+            .await
         }
         Err(other) => Err(other),
     }
+}
+
+/// A refused submission shown again: what was typed is kept as the draft and shown with
+/// the refused fields (422) or with the warnings to confirm or change (409).
+async fn shown_again(
+    state: &AppState,
+    owned: &Owned,
+    layout: Layout,
+    input: &Value,
+    fields: FieldErrors,
+    warnings: Vec<WarningView>,
+) -> AppResult<Response> {
+    let _ = super::save_draft(state, owned, input).await;
+    let (shown, time) = as_typed(input);
+    let status = if warnings.is_empty() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::CONFLICT
+    };
+    let mut page = form_page(state, owned, layout, shown, time, fields, None).await?;
+    if !warnings.is_empty() {
+        page.error_summary = look_again(warnings.len());
+        page.warnings = warnings;
+    }
+    Ok((status, render(&page)?).into_response())
 }
 
 /// The summary above answers that meet warnings the rater has not confirmed.

@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::evidence::{Evidence, Side};
+use crate::evidence::Evidence;
 use crate::lifecycle::{Outcome, Status};
 use crate::rubric::Rubric;
+use crate::rubric::Side;
 use crate::state::AppState;
 use crate::store::review::{ExportFilter, ExportRow};
 

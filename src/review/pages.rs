@@ -18,8 +18,9 @@ use super::{
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
-use crate::evidence::{Evidence, Side};
+use crate::evidence::Evidence;
 use crate::lifecycle::{Outcome, Status};
+use crate::rubric::Side;
 use crate::rubric::{Answers, Slot, Subject, orient};
 use crate::services::rating::Access;
 use crate::services::task;

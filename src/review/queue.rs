@@ -219,6 +219,13 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
             }
         },
     };
+    // The batch's rubric, read once for the question and warning filters that need it.
+    let rubric = match &batch {
+        Some(summary) if given(text.question).is_some() || given(text.warning).is_some() => {
+            Some(state.store().batch_rubric(&summary.batch).await?)
+        }
+        _ => None,
+    };
     let rater = given(text.rater);
     if let Some(name) = &rater {
         // Text no account can be named (control characters, NUL) never reaches the
@@ -270,8 +277,7 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
                     "question".into(),
                     "must be an answer's path, e.g. sxs or a.correctness".into(),
                 );
-            } else if let Some(summary) = &batch {
-                let rubric = state.store().batch_rubric(&summary.batch).await?;
+            } else if let Some(rubric) = &rubric {
                 let slots = rubric.slots();
                 match slots.iter().find(|s| s.path() == question) {
                     None => {
@@ -286,7 +292,7 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
                         );
                     }
                     Some(slot) => {
-                        if let Some(why) = answer_violation(&rubric, slot, &answer) {
+                        if let Some(why) = answer_violation(rubric, slot, &answer) {
                             fields.insert("answer".into(), why);
                         }
                     }
@@ -307,9 +313,8 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
         None => None,
         Some(any) if any == "any" => Some(WarningFilter::Any),
         Some(id) => {
-            let known = match &batch {
-                Some(summary) => {
-                    let rubric = state.store().batch_rubric(&summary.batch).await?;
+            let known = match &rubric {
+                Some(rubric) => {
                     let ids: Vec<String> = rubric.warnings.iter().map(|w| w.id.clone()).collect();
                     (!ids.contains(&id)).then(|| {
                         if ids.is_empty() {

@@ -431,14 +431,37 @@ impl Derived {
     }
 }
 
-/// Where an answer sits in a stored answer set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A response, and where its answers sit in a stored answer set: `a` or `b` (the one
+/// response of a single-response rubric is `a`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+// Named apart from the metrics' `Side` in the OpenAPI document, whose schemas share one
+// namespace.
+#[schema(as = ResponseSide)]
 pub enum Side {
     A,
     B,
 }
 
 impl Side {
+    pub fn other(self) -> Self {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+
     pub fn key(self) -> &'static str {
         match self {
             Side::A => "a",
