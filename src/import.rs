@@ -10,6 +10,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::gold;
+use crate::rubric::{Rubric, Subject};
+
 /// The largest text a single field may hold.
 pub const MAX_FIELD_BYTES: usize = 2 * 1024 * 1024;
 /// The longest external id.
@@ -65,6 +68,14 @@ pub enum Responses {
 }
 
 impl Responses {
+    /// What a task of a batch with `rubric` holds.
+    pub fn of(rubric: &Rubric) -> Self {
+        match rubric.subject {
+            Subject::Pair => Responses::Two,
+            Subject::Single => Responses::One,
+        }
+    }
+
     /// The fields a task of this kind has.
     fn keys(self) -> &'static [&'static str] {
         match self {
@@ -76,8 +87,16 @@ impl Responses {
                 "model_a",
                 "model_b",
                 "metadata",
+                "gold",
             ],
-            Responses::One => &["external_id", "prompt", "response", "model", "metadata"],
+            Responses::One => &[
+                "external_id",
+                "prompt",
+                "response",
+                "model",
+                "metadata",
+                "gold",
+            ],
         }
     }
 
@@ -117,6 +136,9 @@ pub struct NewTask {
     pub model_a: Option<String>,
     pub model_b: Option<String>,
     pub metadata: Map<String, Value>,
+    /// A gold task's expected answers by path, as given (checked against the batch's
+    /// rubric by `check`); `None` for any other task.
+    pub gold: Option<Value>,
     /// SHA-256 of everything but the id: a re-upload with the same hash is unchanged.
     pub content_hash: String,
 }
@@ -227,6 +249,13 @@ fn csv_records(bytes: &[u8], responses: Responses) -> Result<Records<'_>, Record
         if let Some(why) = responses.misfit(&name) {
             return Err(header_error(format!("column {why}")));
         }
+        if name == "gold" {
+            return Err(header_error(
+                "column \"gold\": expected answers are given in the JSON formats (JSONL or a \
+                 JSON array), as an object on the task"
+                    .into(),
+            ));
+        }
         let known = (name != "metadata" && responses.keys().contains(&name.as_str()))
             || name.strip_prefix("meta.").is_some_and(|k| !k.is_empty());
         if !known {
@@ -234,7 +263,7 @@ fn csv_records(bytes: &[u8], responses: Responses) -> Result<Records<'_>, Record
                 .keys()
                 .iter()
                 .copied()
-                .filter(|k| *k != "metadata")
+                .filter(|k| !matches!(*k, "metadata" | "gold"))
                 .collect();
             return Err(header_error(format!(
                 "unknown column {name:?}: use {} and meta.* columns",
@@ -400,7 +429,24 @@ pub fn parse_task(value: &Value, responses: Responses) -> Result<NewTask, String
         }
         Some(_) => return Err("metadata must be an object".into()),
     };
-    let content = serde_json::json!([prompt, response_a, response_b, model_a, model_b, metadata]);
+    let gold = match object.get("gold") {
+        None | Some(Value::Null) => None,
+        Some(value @ Value::Object(_)) => Some(value.clone()),
+        Some(_) => {
+            return Err(
+                "gold must be an object of expected answers by path, e.g. {\"sxs\": 2}".into(),
+            );
+        }
+    };
+    // A task without gold hashes as it did before gold existed.
+    let content = match &gold {
+        None => serde_json::json!([prompt, response_a, response_b, model_a, model_b, metadata]),
+        Some(gold) => {
+            serde_json::json!([
+                prompt, response_a, response_b, model_a, model_b, metadata, gold
+            ])
+        }
+    };
     let digest = Sha256::digest(content.to_string().as_bytes());
     let content_hash = digest.iter().map(|b| format!("{b:02x}")).collect();
     Ok(NewTask {
@@ -411,6 +457,7 @@ pub fn parse_task(value: &Value, responses: Responses) -> Result<NewTask, String
         model_a,
         model_b,
         metadata,
+        gold,
         content_hash,
     })
 }
@@ -554,13 +601,14 @@ impl Checked {
     }
 }
 
-/// Reads every record of a file and checks it, against the others (no id twice) and
+/// Reads every record of a file and checks it, against the others (no id twice),
 /// against `existing` (id to content hash of tasks already in the batch: the same id
-/// must come with the same content). `progress` hears how many bytes were read so far.
+/// must come with the same content) and a gold task's expected answers against
+/// `rubric`. `progress` hears how many bytes were read so far.
 pub fn check(
     format: Format,
     bytes: &[u8],
-    responses: Responses,
+    rubric: &Rubric,
     existing: &HashMap<String, String>,
     mut progress: impl FnMut(u64),
 ) -> Checked {
@@ -568,7 +616,7 @@ pub fn check(
         bytes: bytes.len() as u64,
         ..Checked::default()
     };
-    let records = match records(format, bytes, responses) {
+    let records = match records(format, bytes, Responses::of(rubric)) {
         Ok(records) => records,
         Err(e) => {
             checked.refuse(e.line, e.message);
@@ -586,6 +634,11 @@ pub fn check(
                 continue;
             }
         };
+        if let Some(Err(errors)) = task.gold.as_ref().map(|g| gold::parse(rubric, g, "gold")) {
+            let named: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            checked.refuse(line, named.join("; "));
+            continue;
+        }
         if let Some(first) = first_line.get(&task.external_id) {
             checked.refuse(
                 line,
@@ -632,7 +685,8 @@ mod tests {
     }
 
     fn check_all(format: Format, bytes: &[u8]) -> Checked {
-        check(format, bytes, Responses::Two, &HashMap::new(), |_| {})
+        let blackhat = crate::rubric::by_name("blackhat").unwrap();
+        check(format, bytes, blackhat, &HashMap::new(), |_| {})
     }
 
     #[test]
@@ -705,7 +759,7 @@ mod tests {
             got[3],
             (
                 5,
-                "unknown field \"responseA\" (a task has external_id, prompt, response_a, response_b, model_a, model_b, metadata)"
+                "unknown field \"responseA\" (a task has external_id, prompt, response_a, response_b, model_a, model_b, metadata, gold)"
             )
         );
         assert_eq!(got[4], (6, "prompt is empty"));
@@ -972,7 +1026,7 @@ mod tests {
                 json!({"external_id": "s3", "prompt": "p"}),
             ])
             .as_bytes(),
-            Responses::One,
+            crate::rubric::by_name("additive-5").unwrap(),
             &HashMap::new(),
             |_| {},
         );
@@ -982,13 +1036,43 @@ mod tests {
     }
 
     #[test]
+    fn gold_is_checked_against_the_rubric_and_part_of_the_content() {
+        let plain = parse_task(&task("1"), Responses::Two).unwrap();
+        assert_eq!(plain.gold, None);
+        let mut gold = task("1");
+        gold["gold"] = json!({"sxs": {"value": 2, "within": 1}});
+        let golden = parse_task(&gold, Responses::Two).unwrap();
+        assert_eq!(golden.gold, Some(json!({"sxs": {"value": 2, "within": 1}})));
+        assert_ne!(
+            golden.content_hash, plain.content_hash,
+            "adding gold to a task changes it"
+        );
+        let mut bad = task("2");
+        bad["gold"] = json!({"sxs": 8, "a.correctness": {"any_of": ["fine"]}});
+        let checked = check_all(Format::Jsonl, lines(&[gold, bad]).as_bytes());
+        assert_eq!((checked.new, checked.error_count), (1, 1));
+        assert_eq!(checked.errors[0].line, 2);
+        assert_eq!(
+            checked.errors[0].message,
+            "gold.a.correctness \"fine\" is not an answer it takes; gold.sxs 8 is not an answer it takes"
+        );
+        let mut listed = task("3");
+        listed["gold"] = json!(["sxs"]);
+        assert!(
+            parse_task(&listed, Responses::Two)
+                .unwrap_err()
+                .starts_with("gold must be an object")
+        );
+    }
+
+    #[test]
     fn reuploads_are_unchanged_or_conflicts() {
         let original = parse_task(&task("1"), Responses::Two).unwrap();
         let existing = HashMap::from([("1".to_owned(), original.content_hash.clone())]);
         let same = check(
             Format::Jsonl,
             lines(&[task("1"), task("2")]).as_bytes(),
-            Responses::Two,
+            crate::rubric::by_name("blackhat").unwrap(),
             &existing,
             |_| {},
         );
@@ -998,7 +1082,7 @@ mod tests {
         let conflict = check(
             Format::Jsonl,
             lines(&[changed]).as_bytes(),
-            Responses::Two,
+            crate::rubric::by_name("blackhat").unwrap(),
             &existing,
             |_| {},
         );

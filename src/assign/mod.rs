@@ -135,7 +135,13 @@ pub async fn next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Op
         .ok_or(AppError::NotFound)?;
     let randomize = batch.randomize;
     let swap = move || randomize && OsRng.next_u32() & 1 == 1;
-    Ok(state.store().next_assignment(&batch, user.id, swap).await?)
+    // A gold task at the batch's rate: a uniform draw in [0, 1) below it.
+    let rate = batch.gold_rate;
+    let gold = move || rate > 0.0 && f64::from(OsRng.next_u32()) / 4_294_967_296.0 < rate;
+    Ok(state
+        .store()
+        .next_assignment(&batch, user.id, swap, gold)
+        .await?)
 }
 
 /// Releases an open assignment by hand: `lead` must lead its batch (or be an admin);
@@ -439,13 +445,23 @@ async fn finish_with(
     extras: &Extras,
     time: i32,
 ) -> AppResult<Rating> {
+    let mut extras = extras.clone();
+    (extras.gold_grade, extras.review_first) = crate::gold::assess(
+        state,
+        &owned.batch,
+        owned.assignment.task_id,
+        user.id,
+        finish,
+        false,
+    )
+    .await?;
     state
         .store()
         .finish(
             owned.assignment.id,
             user.id,
             finish,
-            extras,
+            &extras,
             time,
             owned.batch.overlap,
         )

@@ -8,8 +8,9 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{BatchView, SettingsRequest, UploadParams, view, visible};
-use crate::auth::{CurrentUser, RequireAdmin};
+use crate::auth::{CurrentUser, RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::gold::{GoldRequest, GoldSettings};
 use crate::import::Format;
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
@@ -20,6 +21,7 @@ pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(upload, list))
         .routes(routes!(one, update))
+        .routes(routes!(gold, set_gold))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -123,4 +125,32 @@ pub async fn update(
     super::update(&state, id, request, Some(&admin)).await?;
     let summary = visible(&state, id, &admin).await?;
     Ok(Json(view(&state, summary, &admin).await?))
+}
+
+/// The batch's gold settings (a lead of the batch): how often gold tasks are mixed in,
+/// and the accuracy below which a rater's new ratings go to review first.
+#[utoipa::path(get, path = "/api/v1/batches/{id}/gold", tag = "batches",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = GoldSettings), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn gold(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<GoldSettings>> {
+    Ok(Json(crate::gold::settings(&state, id, &lead).await?))
+}
+
+/// Changes the batch's gold settings (a lead of the batch); an absent field is kept.
+#[utoipa::path(patch, path = "/api/v1/batches/{id}/gold", tag = "batches", request_body = GoldRequest,
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = GoldSettings), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn set_gold(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(request): ApiJson<GoldRequest>,
+) -> AppResult<Json<GoldSettings>> {
+    Ok(Json(crate::gold::set(&state, id, &lead, &request).await?))
 }

@@ -225,21 +225,22 @@ pub async fn import(
         if let Some(batch) = &existing {
             settings_differ(batch, &new)?;
         }
-        let subject = match &existing {
-            Some(batch) => state.store().batch_rubric(batch).await?.subject,
-            None => new.subject,
+        let rubric = match &existing {
+            Some(batch) => state.store().batch_rubric(batch).await?,
+            None => state
+                .store()
+                .rubric(&new.rubric, new.rubric_version)
+                .await?
+                .ok_or_else(|| AppError::field("rubric", format!("no rubric {:?}", new.rubric)))?,
         };
-        let responses = match subject {
-            Subject::Pair => import::Responses::Two,
-            Subject::Single => import::Responses::One,
-        };
+        let responses = import::Responses::of(&rubric);
         let hashes = match &existing {
             Some(batch) => state.store().task_hashes(batch.id).await?,
             None => Default::default(),
         };
         let (file, progress) = (bytes.clone(), progress.clone());
         let checked = tokio::task::spawn_blocking(move || {
-            import::check(format, &file, responses, &hashes, progress)
+            import::check(format, &file, &rubric, &hashes, progress)
         })
         .await
         .map_err(AppError::internal)?;

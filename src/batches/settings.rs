@@ -43,7 +43,7 @@ pub struct SettingsRequest {
 }
 
 /// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)

@@ -38,6 +38,7 @@ pub fn page_router() -> Router<AppState> {
     Router::new()
         .route("/batches/{id}", get(page))
         .route("/batches/{id}/export", get(export))
+        .route("/batches/{id}/gold", axum::routing::post(save_gold))
         .route(
             "/batches/{batch}/assignments/{id}/release",
             axum::routing::post(release),
@@ -70,12 +71,27 @@ pub async fn compute(
         .for_each_rating(id, |row| acc.add(&row))
         .await?;
     let calls = state.store().judge_call_facts(id).await?;
+    let store = state.store();
+    let grades: Vec<(String, crate::gold::Grade)> = store
+        .gold_grades(id)
+        .await?
+        .into_iter()
+        .map(|g| (g.rater, g.grade.0))
+        .collect();
+    let gold = crate::metrics::gold::figures(
+        &grades,
+        store.gold_count(id).await?,
+        summary.batch.gold_rate,
+        summary.batch.review_first_below,
+        store.held_count(id).await?,
+    );
     let judged = Arc::clone(&rubric);
     let min_explanation = usize::try_from(summary.batch.min_explanation_len).unwrap_or(0);
     let metrics = tokio::task::spawn_blocking(move || {
         let judges = acc.judges(&judged, min_explanation, &calls);
         Metrics {
             judges,
+            gold,
             ..acc.finish(tasks)
         }
     })
@@ -581,6 +597,9 @@ struct BatchPage {
     /// the runs but not their buttons.
     run_judges: Option<Vec<String>>,
     run_form: RunForm,
+    /// The gold settings form, as shown or as typed, and what is wrong with it.
+    gold_form: GoldForm,
+    gold_errors: FieldErrors,
 }
 
 impl BatchPage {
@@ -843,8 +862,11 @@ async fn build(
         .collect();
     let judges = judge_figures(&metrics, &rubric);
     let bias = bias_view(&metrics, &rubric);
+    let gold_form = GoldForm::of(&metrics.gold);
     Ok(BatchPage {
         layout,
+        gold_form,
+        gold_errors: FieldErrors::new(),
         judges,
         bias,
         runs,
@@ -908,6 +930,110 @@ fn judge_figures(metrics: &Metrics, rubric: &Rubric) -> Vec<JudgeFigures> {
             }
         })
         .collect()
+}
+
+/// The batch page's gold settings, in percent: how often a gold task is mixed in, and
+/// the accuracy below which a rater's new ratings go to review first (empty: never).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+struct GoldForm {
+    #[serde(default)]
+    gold_percent: String,
+    #[serde(default)]
+    review_first_percent: String,
+}
+
+impl GoldForm {
+    fn of(gold: &crate::metrics::gold::GoldMetrics) -> Self {
+        let percent = |share: f64| format!("{}", (share * 1000.0).round() / 10.0);
+        GoldForm {
+            gold_percent: percent(gold.rate),
+            review_first_percent: gold.review_first_below.map(percent).unwrap_or_default(),
+        }
+    }
+
+    /// The settings it asks for, or what is wrong with it by field.
+    fn request(&self) -> Result<crate::gold::GoldRequest, FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let mut read = |field: &str, text: &str| {
+            let text = text.trim().trim_end_matches('%').trim();
+            if text.is_empty() {
+                return None;
+            }
+            match text.parse::<f64>() {
+                Ok(n) if n.is_finite() && (0.0..=100.0).contains(&n) => Some(n / 100.0),
+                _ => {
+                    errors.insert(field.into(), "must be a percentage from 0 to 100".into());
+                    None
+                }
+            }
+        };
+        let rate = read("gold_percent", &self.gold_percent).unwrap_or(0.0);
+        let below = read("review_first_percent", &self.review_first_percent);
+        if below == Some(0.0) {
+            errors.insert(
+                "review_first_percent".into(),
+                "must be above 0; leave it empty to never hold ratings".into(),
+            );
+        }
+        if errors.is_empty() {
+            Ok(crate::gold::GoldRequest {
+                gold_rate: Some(rate),
+                review_first_below: Some(below),
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// `POST /batches/{id}/gold`: the batch page's gold settings form (a lead of the batch).
+async fn save_gold(
+    RequireLead(lead): RequireLead,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    crate::auth::csrf::CsrfForm(form): crate::auth::csrf::CsrfForm<GoldForm>,
+) -> AppResult<Response> {
+    let errors = match form.request() {
+        Ok(request) => match crate::gold::set(&state, id, &lead, &request).await {
+            Ok(_) => {
+                let to = format!("/batches/{id}#gold");
+                return Ok(axum::response::Redirect::to(&to).into_response());
+            }
+            // The form's own checks keep its values in range; named on its fields all
+            // the same should the service refuse one.
+            Err(AppError::Validation { fields, .. }) => fields
+                .into_iter()
+                .map(|(k, v)| {
+                    let field = if k == "gold_rate" {
+                        "gold_percent"
+                    } else {
+                        "review_first_percent"
+                    };
+                    (field.to_owned(), v)
+                })
+                .collect(),
+            Err(other) => return Err(other),
+        },
+        Err(errors) => errors,
+    };
+    let export = ExportForm {
+        format: "csv".into(),
+        ..ExportForm::default()
+    };
+    let mut page = build(
+        &state,
+        &lead,
+        page_user.layout,
+        id,
+        export,
+        FieldErrors::new(),
+        RunForm::default(),
+    )
+    .await?;
+    page.gold_form = form;
+    page.gold_errors = errors;
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
 
 /// `POST /batches/{batch}/assignments/{id}/release`: the batch page's Release button.

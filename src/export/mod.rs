@@ -188,6 +188,9 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
             "code_runs",
             "attachments",
             "review_field_comments",
+            "gold",
+            "gold_grade",
+            "review_first",
         ]
         .map(String::from),
     );
@@ -285,6 +288,10 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
     record.push(json_cell(&attachments, attachments.is_empty()));
     let comments = &row.review_fields.0;
     record.push(json_cell(comments, comments.is_empty()));
+    record.push(row.gold.to_string());
+    let grade = row.gold_grade.as_ref().map(|g| &g.0);
+    record.push(json_cell(&grade, grade.is_none()));
+    record.push(row.review_first.to_string());
     record
 }
 
@@ -300,6 +307,8 @@ pub fn json_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Value {
         "review_comment": row.review_comment, "rubric": rubric.name, "rubric_version": version,
         "warnings": row.confirmed_warnings.0, "evidence": row.evidence.as_ref().map(|e| &e.0),
         "review_field_comments": row.review_fields.0,
+        "gold": row.gold, "gold_grade": row.gold_grade.as_ref().map(|g| &g.0),
+        "review_first": row.review_first,
     })
 }
 

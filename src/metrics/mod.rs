@@ -33,6 +33,7 @@ use crate::rubric::{Answer, Favours, Role, Rubric, Slot, Subject};
 pub mod agreement;
 pub mod bias;
 pub mod bradley_terry;
+pub mod gold;
 pub mod judges;
 pub mod pairwise;
 pub mod stats;
@@ -233,6 +234,9 @@ pub struct Metrics {
     /// longer one, the length-controlled preference, time against the 30-minute
     /// guidance, and straight-lining (see [`bias`]).
     pub bias: bias::Bias,
+    /// Each rater's accuracy on the batch's gold tasks (see [`gold`]). Ratings of gold
+    /// tasks, and ratings held for review first until accepted, count in nothing above.
+    pub gold: gold::GoldMetrics,
 }
 
 /// How metrics read a question beyond its distribution and agreement.
@@ -893,6 +897,7 @@ impl Accumulator {
             models,
             judges: BTreeMap::new(),
             bias: self.bias.finish(),
+            gold: gold::GoldMetrics::default(),
         }
     }
 
@@ -1371,6 +1376,10 @@ mod tests {
         // `tests/api/bias.rs`); every figure that was there must be unchanged.
         assert!(got["bias"]["raters"].is_array());
         got.as_object_mut().unwrap().remove("bias");
+        // So did the gold figures (tests in `gold` and `tests/api/gold.rs`); the
+        // accumulator leaves them empty for the page to fill in.
+        assert_eq!(got["gold"]["raters"], serde_json::json!([]));
+        got.as_object_mut().unwrap().remove("gold");
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/metrics/blackhat.json"

@@ -300,6 +300,16 @@ pub async fn revise(
             Extras::default(),
         ),
     };
+    let mut extras = extras;
+    (extras.gold_grade, extras.review_first) = crate::gold::assess(
+        state,
+        &access.batch,
+        access.rating.task_id,
+        access.rating.rater_id,
+        &finish,
+        access.rating.review_first,
+    )
+    .await?;
     Ok(state
         .store()
         .revise(

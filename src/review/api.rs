@@ -64,6 +64,7 @@ pub async fn accept_all(
         answer: body.answer.as_deref(),
         disagrees: body.disagrees.map(|d| if d { "true" } else { "false" }),
         warning: body.warning.as_deref(),
+        review_first: body.review_first.map(|d| if d { "true" } else { "false" }),
     };
     let done = super::accept_all(&state, &lead, text, body.seen.as_deref()).await?;
     Ok(Json(done))

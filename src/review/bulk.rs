@@ -39,6 +39,8 @@ pub struct BulkAccept {
     pub disagrees: Option<bool>,
     /// Only ratings whose rater confirmed this warning of the rubric (its id), or `any`.
     pub warning: Option<String>,
+    /// Only ratings held for review first.
+    pub review_first: Option<bool>,
     /// The ratings the lead looked at, each with the version seen: only these are
     /// accepted, and one that changed since (or no longer matches) is skipped. Absent:
     /// every matching rating as it is now.

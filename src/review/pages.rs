@@ -55,6 +55,7 @@ struct QueuePage {
     question: String,
     answer: String,
     disagrees: bool,
+    review_first: bool,
     /// The consistency-warning filter's choices: any rating, any confirmed warning, and
     /// the picked batch's rubric's warnings.
     warnings: Vec<Pick>,
@@ -210,6 +211,10 @@ async fn queue(
             trimmed(text.disagrees).as_str(),
             "true" | "1" | "yes" | "on"
         ),
+        review_first: matches!(
+            trimmed(text.review_first).as_str(),
+            "true" | "1" | "yes" | "on"
+        ),
         warnings,
         ..page
     };
@@ -233,6 +238,7 @@ fn empty_queue(layout: Layout) -> QueuePage {
         question: String::new(),
         answer: String::new(),
         disagrees: false,
+        review_first: false,
         warnings: vec![],
         range: None,
         total: 0,
@@ -259,6 +265,7 @@ struct AcceptForm {
     answer: Option<String>,
     disagrees: Option<String>,
     warning: Option<String>,
+    review_first: Option<String>,
     /// `rating_id:version` of each rating shown, comma-separated.
     #[serde(default)]
     seen: String,
@@ -275,6 +282,7 @@ impl AcceptForm {
             answer: self.answer.as_deref(),
             disagrees: self.disagrees.as_deref(),
             warning: self.warning.as_deref(),
+            review_first: self.review_first.as_deref(),
         }
     }
 }
@@ -502,6 +510,10 @@ struct ReviewPage {
     can_decide: bool,
     /// The rubric's warnings the answers met, which the rater confirmed (messages).
     confirmed_warnings: Vec<String>,
+    /// A rating of a gold task: how it did, in words.
+    gold: Option<String>,
+    /// Held for review first.
+    review_first: bool,
     /// What ran of each response in the rater's browser, and the runs they attached,
     /// in the orientation of `view`.
     code_runs: Vec<(String, String)>,
@@ -677,6 +689,8 @@ async fn review_page(
                 None => format!("{id} (no longer in the rubric)"),
             })
             .collect(),
+        gold: r.gold_grade.as_ref().map(|g| gold_words(&g.0)),
+        review_first: r.review_first,
         code_runs,
         attachments,
         comment_fields: comment_fields(access, turned),
@@ -936,6 +950,22 @@ async fn disagreements(
         rule: disagreement::SPREAD_RULE,
     })?
     .into_response())
+}
+
+/// A gold grade in words: `2 of 3 expected answers right; wrong: sxs` (paths in the
+/// task's own A/B order).
+fn gold_words(grade: &crate::gold::Grade) -> String {
+    let mut words = format!(
+        "{} of {} expected answers right",
+        grade.right, grade.expected
+    );
+    if !grade.wrong.is_empty() {
+        words.push_str(&format!(
+            "; wrong: {} (in the task's own A/B order)",
+            grade.wrong.join(", ")
+        ));
+    }
+    words
 }
 
 #[cfg(test)]

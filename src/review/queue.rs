@@ -48,6 +48,9 @@ pub struct QueueQuery {
     /// Only ratings whose rater confirmed this consistency warning of the rubric (its
     /// id, e.g. `prefers-a-despite-major-issues`), or `any` warning.
     pub warning: Option<String>,
+    /// `true`: only ratings held for review first (their rater's gold accuracy was
+    /// below the batch's threshold when they were sent).
+    pub review_first: Option<String>,
     /// `next_cursor` of the previous page; absent for the oldest ratings.
     pub cursor: Option<String>,
     /// Ratings per page, oldest first (default 50, at most 200).
@@ -66,6 +69,7 @@ impl QueueQuery {
             answer: self.answer.as_deref(),
             disagrees: self.disagrees.as_deref(),
             warning: self.warning.as_deref(),
+            review_first: self.review_first.as_deref(),
         }
     }
 }
@@ -81,6 +85,7 @@ pub struct FilterText<'a> {
     pub answer: Option<&'a str>,
     pub disagrees: Option<&'a str>,
     pub warning: Option<&'a str>,
+    pub review_first: Option<&'a str>,
 }
 
 /// The queue's filters, checked.
@@ -117,6 +122,9 @@ impl Filters {
         }
         if self.disagrees {
             pairs.push(("disagrees", "true".into()));
+        }
+        if self.store.review_first {
+            pairs.push(("review_first", "true".into()));
         }
         match &self.store.warning {
             Some(WarningFilter::Any) => pairs.push(("warning", "any".into())),
@@ -301,14 +309,16 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
             Some((question, answer))
         }
     };
-    let disagrees = match given(text.disagrees).as_deref() {
+    let mut flag = |name: &str, text: Option<String>| match text.as_deref() {
         None | Some("false" | "0" | "no") => false,
         Some("true" | "1" | "yes" | "on") => true,
         Some(_) => {
-            fields.insert("disagrees".into(), "must be true or false".into());
+            fields.insert(name.into(), "must be true or false".into());
             false
         }
     };
+    let disagrees = flag("disagrees", given(text.disagrees));
+    let review_first = flag("review_first", given(text.review_first));
     let warning = match given(text.warning) {
         None => None,
         Some(any) if any == "any" => Some(WarningFilter::Any),
@@ -351,6 +361,7 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
             outcome,
             status,
             warning,
+            review_first,
         },
         answer,
         disagrees,
@@ -374,6 +385,8 @@ pub struct QueueItem {
     pub preview: Vec<Preview>,
     /// Whether it disagrees with the other counted ratings of its task.
     pub disagrees: bool,
+    /// Held for review first: it counts in no metric until accepted.
+    pub review_first: bool,
 }
 
 /// Every rating of the queue `filters` keep, oldest first: the store's selection, then
@@ -467,6 +480,7 @@ fn items(
             status: row.status,
             submitted_at: row.submitted_at,
             version: row.version,
+            review_first: row.review_first,
         });
     }
     items

@@ -143,6 +143,14 @@ pub struct RatingView {
     pub swapped: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rater: Option<String>,
+    /// Leads only (a rater is never told a task is gold): how a rating of a gold task did
+    /// against its expected answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_grade: Option<crate::gold::Grade>,
+    /// Leads only: the rating waits for review first, and counts in no metric until it
+    /// is accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review_first: Option<bool>,
 }
 
 /// The rating as `access`'s viewer may see it.
@@ -181,5 +189,7 @@ pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
         evidence: access.evidence(),
         swapped: lead.then_some(access.assignment.swapped),
         rater,
+        gold_grade: r.gold_grade.as_ref().filter(|_| lead).map(|g| g.0.clone()),
+        review_first: lead.then_some(r.review_first),
     })
 }

@@ -46,9 +46,11 @@ pub struct Task {
 }
 
 /// Gives one of a task's slots back to the pool (`$1` the task, `$2` the batch's
-/// overlap): after an expired lease, a skip, or a rejected rating.
+/// overlap): after an expired lease, a skip, or a rejected rating. A gold task claims
+/// no slot (it is never in the pool), so it has none to give back.
 pub(crate) const RELEASE_SLOT: &str =
-    "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1";
+    "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1
+       AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1)";
 
 /// An open assignment as a lead sees it on the batch page.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -65,7 +67,7 @@ pub struct Held {
 /// Gives back the slot of an assignment's task whatever its batch (`$1` the task).
 const RELEASE_SLOT_OF_TASK: &str = "UPDATE tasks SET claimed = claimed - 1,
        is_full = (claimed - 1 >= (SELECT b.overlap FROM batches b WHERE b.id = tasks.batch_id))
-     WHERE id = $1";
+     WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1)";
 
 /// Which open assignments to end, their tasks going back to the pool.
 #[derive(Debug, Clone, Copy)]
@@ -188,15 +190,21 @@ impl super::Store {
 
     /// The rater's open assignment in `batch` (its lease renewed), or else a new one on
     /// the first task in upload order that has room and that this rater has never had;
-    /// `None` when nothing is left for them. `swap` decides the orientation of a new one.
+    /// `None` when nothing is left for them. `swap` decides the orientation of a new one,
+    /// and `gold` whether it is a gold task the rater has not had instead (while the
+    /// pool still holds work for them, so that gold never outlasts the real tasks).
     pub async fn next_assignment(
         &self,
         batch: &Batch,
         rater_id: Uuid,
         swap: impl Fn() -> bool,
+        gold: impl Fn() -> bool,
     ) -> StoreResult<Option<Assignment>> {
         for _ in 0..PICK_ATTEMPTS {
-            match self.try_next_assignment(batch, rater_id, swap()).await {
+            match self
+                .try_next_assignment(batch, rater_id, swap(), gold())
+                .await
+            {
                 // Two requests of the same rater raced to open an assignment, or two
                 // raters to fill the last slot: the loser looks again.
                 Err(StoreError::Db(sqlx::Error::Database(e))) if e.is_unique_violation() => {
@@ -217,6 +225,7 @@ impl super::Store {
         batch: &Batch,
         rater_id: Uuid,
         swapped: bool,
+        gold: bool,
     ) -> StoreResult<Pick> {
         let now = Utc::now();
         let lease = now + Duration::minutes(i64::from(batch.lease_minutes));
@@ -272,9 +281,26 @@ impl super::Store {
                     .bind(rater_id)
                     .fetch_optional(&mut *tx)
                     .await?;
-                match candidate {
-                    None => Pick::Found(None),
-                    Some((task_id,)) => {
+                // A gold task in place of the pool's, in no fixed order; it claims no
+                // slot, as it never counts towards the overlap.
+                let gold_task: Option<(Uuid,)> = if gold && candidate.is_some() {
+                    sqlx::query_as(
+                        "SELECT g.task_id FROM gold_tasks g WHERE g.batch_id = $1
+                           AND NOT EXISTS (SELECT 1 FROM assignments a
+                                           WHERE a.task_id = g.task_id AND a.rater_id = $2)
+                         ORDER BY RANDOM() LIMIT 1",
+                    )
+                    .bind(batch.id)
+                    .bind(rater_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                } else {
+                    None
+                };
+                let claimed = match (gold_task, candidate) {
+                    (Some((task_id,)), _) => Some(task_id),
+                    (None, None) => None,
+                    (None, Some((task_id,))) => {
                         let claimed = sqlx::query(
                             "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $2)
                              WHERE id = $1 AND claimed < $2",
@@ -283,35 +309,38 @@ impl super::Store {
                         .bind(batch.overlap)
                         .execute(&mut *tx)
                         .await?;
-                        if claimed.rows_affected() == 0 {
-                            Pick::Raced
-                        } else {
-                            let assignment = Assignment {
-                                id: Uuid::now_v7(),
-                                task_id,
-                                batch_id: batch.id,
-                                rater_id,
-                                swapped,
-                                state: "open".into(),
-                                lease_expires_at: lease,
-                                created_at: now,
-                            };
-                            sqlx::query(
-                                "INSERT INTO assignments
-                                   (id, task_id, batch_id, rater_id, swapped, state, lease_expires_at, created_at, updated_at)
-                                 VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, $7)",
-                            )
-                            .bind(assignment.id)
-                            .bind(task_id)
-                            .bind(batch.id)
-                            .bind(rater_id)
-                            .bind(swapped)
-                            .bind(lease)
-                            .bind(now)
-                            .execute(&mut *tx)
-                            .await?;
-                            Pick::Found(Some(assignment))
-                        }
+                        (claimed.rows_affected() == 1).then_some(task_id)
+                    }
+                };
+                match claimed {
+                    None if candidate.is_none() => Pick::Found(None),
+                    None => Pick::Raced,
+                    Some(task_id) => {
+                        let assignment = Assignment {
+                            id: Uuid::now_v7(),
+                            task_id,
+                            batch_id: batch.id,
+                            rater_id,
+                            swapped,
+                            state: "open".into(),
+                            lease_expires_at: lease,
+                            created_at: now,
+                        };
+                        sqlx::query(
+                            "INSERT INTO assignments
+                               (id, task_id, batch_id, rater_id, swapped, state, lease_expires_at, created_at, updated_at)
+                             VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, $7)",
+                        )
+                        .bind(assignment.id)
+                        .bind(task_id)
+                        .bind(batch.id)
+                        .bind(rater_id)
+                        .bind(swapped)
+                        .bind(lease)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                        Pick::Found(Some(assignment))
                     }
                 }
             }

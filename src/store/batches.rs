@@ -52,10 +52,15 @@ pub struct Batch {
     pub raters_restricted: bool,
     pub leads_restricted: bool,
     pub created_at: DateTime<Utc>,
+    /// The share of a rater's new assignments that are gold tasks (0: none).
+    pub gold_rate: f64,
+    /// The gold accuracy below which a rater's new ratings go to review first.
+    pub review_first_below: Option<f64>,
 }
 
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
-     b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at";
+     b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
+     b.gold_rate, b.review_first_below";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
 #[derive(Debug, Clone, Default, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -146,27 +151,46 @@ pub struct BatchChanges {
     pub leads: Option<Option<Vec<Uuid>>>,
 }
 
-/// Rows a multi-row INSERT carries: 11 columns each, well under both backends' limits.
+/// Rows a multi-row INSERT carries: 13 columns each, well under both backends' limits.
 const INSERT_CHUNK: usize = 500;
 
 /// The progress columns of a batch `b`. Each count is written so that it reads an
-/// index only (`tasks_pool`, `ratings_batch`): listing batches must stay quick however
-/// many ratings they hold. A task is done when it is full and nobody holds it open.
+/// index only (`tasks_pool`, `ratings_batch`, `gold_tasks_batch`): listing batches must
+/// stay quick however many ratings they hold. A task is done when it is full and nobody
+/// holds it open. Gold tasks and their ratings are not the batch's work and are taken
+/// out (reading only the gold tasks' own ratings).
 fn progress_sql(rater: &str) -> String {
+    // The same count as the batch's own, over gold tasks only.
+    let gold_ratings = |statuses: &str, outcome: &str, human: &str| {
+        format!(
+            "(SELECT COUNT(*) FROM gold_tasks g JOIN ratings r ON r.task_id = g.task_id
+                WHERE g.batch_id = b.id AND r.status IN ({statuses}) AND r.outcome = '{outcome}'{human})"
+        )
+    };
+    let drafts_too = format!("'draft', {FINISHED}");
     format!(
-        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id) AS tasks,
+        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id)
+           - (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id) AS tasks,
          (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE)
+           - (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id)
            - (SELECT COUNT(DISTINCT a.task_id) FROM assignments a JOIN tasks t ON t.id = a.task_id
-              WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE) AS tasks_done,
+              WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE
+                AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = a.task_id)) AS tasks_done,
          (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
-              AND r.status IN ({FINISHED}) AND r.outcome = 'rated' AND r.rater_kind = 'human') AS rated,
+              AND r.status IN ({FINISHED}) AND r.outcome = 'rated' AND r.rater_kind = 'human')
+           - {rated_gold} AS rated,
          (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
-              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'out_of_scope') AS out_of_scope,
+              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'out_of_scope')
+           - {scope_gold} AS out_of_scope,
          (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
-              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'skipped') AS skipped,
+              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'skipped')
+           - {skipped_gold} AS skipped,
          (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open') AS in_progress,
          (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.rater_id = {rater}
-              AND a.state IN ('done', 'skipped')) AS mine"
+              AND a.state IN ('done', 'skipped')) AS mine",
+        rated_gold = gold_ratings(FINISHED, "rated", " AND r.rater_kind = 'human'"),
+        scope_gold = gold_ratings(&drafts_too, "out_of_scope", ""),
+        skipped_gold = gold_ratings(&drafts_too, "skipped", ""),
     )
 }
 
@@ -378,12 +402,19 @@ impl super::Store {
                 {
                     let mut insert = sqlx::QueryBuilder::new(
                         "INSERT INTO tasks (id, batch_id, seq, external_id, prompt, response_a, response_b, \
-                         model_a, model_b, metadata, content_hash, created_at) ",
+                         model_a, model_b, metadata, content_hash, created_at, is_full) ",
                     );
+                    // A gold task is stored full, so the pool never hands it out.
+                    let mut gold = Vec::new();
                     insert.push_values(chunk.drain(..), |mut row, task| {
                         seq += 1;
                         created += 1;
-                        row.push_bind(Uuid::now_v7())
+                        let id = Uuid::now_v7();
+                        let is_gold = task.gold.is_some();
+                        if let Some(expected) = task.gold {
+                            gold.push((id, expected));
+                        }
+                        row.push_bind(id)
                             .push_bind(batch.id)
                             .push_bind(seq)
                             .push_bind(task.external_id)
@@ -394,9 +425,20 @@ impl super::Store {
                             .push_bind(task.model_b)
                             .push_bind(Json(task.metadata))
                             .push_bind(task.content_hash)
-                            .push_bind(now);
+                            .push_bind(now)
+                            .push_bind(is_gold);
                     });
                     insert.build().execute(&mut *tx).await?;
+                    for (task_id, expected) in gold {
+                        sqlx::query(
+                            "INSERT INTO gold_tasks (task_id, batch_id, expected) VALUES ($1, $2, $3)",
+                        )
+                        .bind(task_id)
+                        .bind(batch.id)
+                        .bind(Json(expected))
+                        .execute(&mut *tx)
+                        .await?;
+                    }
                 }
             }
             if raced {
@@ -452,11 +494,15 @@ impl super::Store {
             .await?;
             if done.rows_affected() == 1 {
                 if let Some(overlap) = changes.overlap {
-                    sqlx::query("UPDATE tasks SET is_full = (claimed >= $2) WHERE batch_id = $1")
-                        .bind(id)
-                        .bind(overlap)
-                        .execute(&mut *tx)
-                        .await?;
+                    // Gold tasks stay full: the pool never hands them out.
+                    sqlx::query(
+                        "UPDATE tasks SET is_full = (claimed >= $2) WHERE batch_id = $1
+                           AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = tasks.id)",
+                    )
+                    .bind(id)
+                    .bind(overlap)
+                    .execute(&mut *tx)
+                    .await?;
                 }
                 for (role, members) in [("rater", &changes.raters), ("lead", &changes.leads)] {
                     let Some(members) = members else { continue };

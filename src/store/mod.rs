@@ -20,6 +20,7 @@ use group::GroupWriter;
 pub mod assignments;
 pub mod audit;
 pub mod batches;
+pub mod gold;
 pub mod group;
 pub mod judges;
 pub mod login_attempts;

@@ -12,6 +12,7 @@ use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
 use crate::evidence::Evidence;
+use crate::gold::Grade;
 use crate::lifecycle::{self, Outcome, Refusal, Status};
 use crate::rubric::Answers;
 
@@ -42,11 +43,16 @@ pub struct Rating {
     pub evidence: Option<Json<Evidence>>,
     /// The last review's comments on single answers, by answer path (canonical).
     pub review_fields: Json<BTreeMap<String, String>>,
+    /// How a rating of a gold task did against its expected answers.
+    pub gold_grade: Option<Json<Grade>>,
+    /// Held for review first: it counts in no metric until a lead accepts it.
+    pub review_first: bool,
 }
 
 pub(crate) const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
      r.answers, r.skip_reason, r.note, r.time_spent_s, r.version, r.created_at, r.updated_at, \
-     r.submitted_at, r.reviewed_at, r.review_comment, r.confirmed_warnings, r.evidence, r.review_fields";
+     r.submitted_at, r.reviewed_at, r.review_comment, r.confirmed_warnings, r.evidence, r.review_fields, \
+     r.gold_grade, r.review_first";
 
 /// What a rating keeps beside its answers, sent with a submission or a draft.
 #[derive(Debug, Clone, Default)]
@@ -56,6 +62,10 @@ pub struct Extras {
     /// The code the rater ran, canonical; `None` keeps what is stored, an empty one
     /// clears it.
     pub evidence: Option<Evidence>,
+    /// A submission's grade, when its task is gold.
+    pub gold_grade: Option<Grade>,
+    /// A submission held for review first (its rater's gold accuracy is low).
+    pub review_first: bool,
 }
 
 impl Extras {
@@ -389,8 +399,8 @@ impl super::Store {
                 sqlx::query(
                     "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
                                           skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at,
-                                          confirmed_warnings, evidence)
-                     VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11, $13, $14)
+                                          confirmed_warnings, evidence, gold_grade, review_first)
+                     VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11, $13, $14, $16, $17)
                      ON CONFLICT (assignment_id) DO UPDATE
                      SET outcome = excluded.outcome, status = excluded.status, answers = excluded.answers,
                          skip_reason = excluded.skip_reason, note = excluded.note,
@@ -399,7 +409,8 @@ impl super::Store {
                          version = ratings.version + 1,
                          updated_at = excluded.updated_at, submitted_at = excluded.submitted_at,
                          confirmed_warnings = excluded.confirmed_warnings,
-                         evidence = CASE WHEN $15 THEN excluded.evidence ELSE ratings.evidence END",
+                         evidence = CASE WHEN $15 THEN excluded.evidence ELSE ratings.evidence END,
+                         gold_grade = excluded.gold_grade, review_first = excluded.review_first",
                 )
                 .bind(Uuid::now_v7())
                 .bind(assignment.id)
@@ -416,6 +427,8 @@ impl super::Store {
                 .bind(Json(&extras.confirmed_warnings))
                 .bind(evidence)
                 .bind(evidence_given)
+                .bind(extras.gold_grade.as_ref().map(Json))
+                .bind(extras.review_first)
                 .execute(&mut *tx)
                 .await?;
                 let state = if outcome.frees_the_task() {
@@ -481,7 +494,8 @@ impl super::Store {
                          revision_draft = NULL, revision_time_s = NULL,
                          status = $8, version = version + 1, updated_at = $7,
                          confirmed_warnings = $9,
-                         evidence = CASE WHEN $11 THEN $10 ELSE evidence END
+                         evidence = CASE WHEN $11 THEN $10 ELSE evidence END,
+                         gold_grade = $12, review_first = $13
                      WHERE id = $1",
                 )
                 .bind(rating_id)
@@ -495,6 +509,8 @@ impl super::Store {
                 .bind(Json(&extras.confirmed_warnings))
                 .bind(evidence)
                 .bind(evidence_given)
+                .bind(extras.gold_grade.as_ref().map(Json))
+                .bind(extras.review_first)
                 .execute(&mut *tx)
                 .await?;
                 if finish.outcome().frees_the_task() && !before.outcome.frees_the_task() {

@@ -13,6 +13,7 @@ use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{StoreResult, read, scan, transaction};
 use crate::evidence::Evidence;
+use crate::gold::Grade;
 use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Status};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
@@ -32,6 +33,8 @@ pub struct QueueRow {
     pub version: i32,
     /// Canonical orientation.
     pub answers: Json<Answers>,
+    /// Held for review first.
+    pub review_first: bool,
 }
 
 /// Which ratings the review queue holds: always finished ones in batches the lead
@@ -45,6 +48,8 @@ pub struct QueueFilter {
     pub status: Status,
     /// Only ratings whose rater confirmed this warning (by id), or any warning.
     pub warning: Option<WarningFilter>,
+    /// Only ratings held for review first.
+    pub review_first: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,12 +140,20 @@ pub struct ExportRow {
     pub evidence: Option<Json<Evidence>>,
     /// The last review's comments on single answers, by path (canonical).
     pub review_fields: Json<BTreeMap<String, String>>,
+    /// A rating of a gold task, and how it did against the expected answers.
+    pub gold: bool,
+    pub gold_grade: Option<Json<Grade>>,
+    /// Held for review first.
+    pub review_first: bool,
 }
 
 impl ExportRow {
-    /// Whether it counts in the batch's (human) metrics: a judge's never does.
+    /// Whether it counts in the batch's (human) metrics: a judge's never does, nor a
+    /// rating of a gold task, nor one held for review first until it is accepted.
     pub fn counts_in_metrics(&self) -> bool {
         self.rater_kind == RaterKind::Human
+            && !self.gold
+            && (!self.review_first || self.status == Status::Accepted)
             && crate::lifecycle::counts_in_metrics(self.outcome, self.status)
     }
 }
@@ -182,9 +195,10 @@ impl super::Store {
     ) -> StoreResult<Vec<QueueRow>> {
         let sql = format!(
             "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, r.task_id, t.external_id,
-                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers
+                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers,
+                    r.review_first
              {} ORDER BY r.submitted_at, r.id",
-            queue_from(role)
+            queue_from(role, filter)
         );
         Ok(read!(self, |pool| {
             bind_queue!(sqlx::query_as::<_, QueueRow>(&sql), lead, filter)
@@ -204,7 +218,7 @@ impl super::Store {
         let sql = format!(
             "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
              WHERE p.status <> $8 AND p.rater_kind = 'human' AND p.task_id IN (SELECT r.task_id {})",
-            queue_from(role)
+            queue_from(role, filter)
         );
         Ok(read!(self, |pool| {
             bind_queue!(sqlx::query_as::<_, Peer>(&sql), lead, filter)
@@ -224,10 +238,11 @@ impl super::Store {
         cursor: Option<Cursor>,
         limit: i64,
     ) -> StoreResult<(Page<QueueRow>, i64)> {
-        let from = queue_from(role);
+        let from = queue_from(role, filter);
         let sql = format!(
             "SELECT r.id AS rating_id, b.id AS batch_id, b.name AS batch_name, r.task_id, t.external_id,
-                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers
+                    u.username AS rater, r.outcome, r.status, r.submitted_at, r.version, r.answers,
+                    r.review_first
              {from} AND ($8 IS NULL OR r.submitted_at > $8 OR (r.submitted_at = $8 AND r.id > $9))
              ORDER BY r.submitted_at, r.id LIMIT $10"
         );
@@ -425,7 +440,9 @@ impl super::Store {
     }
 
     /// Feeds every human rating of a batch, drafts included, to `each`, one row at a
-    /// time (judges' ratings are measured apart: see `metrics::judges`).
+    /// time (judges' ratings are measured apart: see `metrics::judges`). Ratings of gold
+    /// tasks, and ratings held for review first until a lead accepts them, are not the
+    /// batch's figures and are left out.
     pub async fn for_each_rating(
         &self,
         batch_id: Uuid,
@@ -438,7 +455,9 @@ impl super::Store {
                           CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
                    FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    JOIN tasks t ON t.id = r.task_id
-                   WHERE r.batch_id = $1 AND r.rater_kind = 'human'";
+                   WHERE r.batch_id = $1 AND r.rater_kind = 'human'
+                     AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id)
+                     AND (r.review_first = FALSE OR r.status = 'accepted')";
         if let Some(path) = self.sqlite_path() {
             let facts = |row: &rusqlite::Row| {
                 Ok(RatingFacts {
@@ -486,7 +505,9 @@ impl super::Store {
         let sql = "SELECT r.id AS rating_id, b.name AS batch, t.external_id, u.username AS rater, r.outcome, r.status,
                           a.swapped, t.model_a, t.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
                           r.created_at, r.submitted_at, r.reviewed_at, r.review_comment, r.rater_kind,
-                          r.confirmed_warnings, r.evidence, r.review_fields
+                          r.confirmed_warnings, r.evidence, r.review_fields,
+                          EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id) AS gold,
+                          r.gold_grade, r.review_first
                    FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
                    JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                    WHERE r.batch_id = $1 AND r.status <> 'draft'
@@ -543,16 +564,21 @@ impl super::Store {
 /// The ratings of the review queue: `$1` the lead, `$2` a batch or null, `$3` the status,
 /// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or
 /// null, `$7` a pattern of confirmed warnings or null, bound in that order by
-/// `bind_queue!`.
-fn queue_from(role: crate::role::Role) -> String {
+/// `bind_queue!`; `filter`'s review-first flag is written in (a constant, not input).
+fn queue_from(role: crate::role::Role, filter: &QueueFilter) -> String {
     format!(
         "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
          JOIN users u ON u.id = r.rater_id
          WHERE r.status = $3 AND r.outcome <> $4 AND r.rater_id <> $1 AND r.rater_kind = 'human'
            AND {} AND ($2 IS NULL OR r.batch_id = $2)
            AND ($5 IS NULL OR u.username = $5) AND ($6 IS NULL OR r.outcome = $6)
-           AND ($7 IS NULL OR CAST(r.confirmed_warnings AS TEXT) LIKE $7)",
-        super::batches::batch_filter(role)
+           AND ($7 IS NULL OR CAST(r.confirmed_warnings AS TEXT) LIKE $7){}",
+        super::batches::batch_filter(role),
+        if filter.review_first {
+            " AND r.review_first = TRUE"
+        } else {
+            ""
+        }
     )
 }
 
@@ -592,5 +618,11 @@ fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
         confirmed_warnings: Json(json(row, 19)?),
         evidence,
         review_fields: Json(json(row, 21)?),
+        gold: row.get(22)?,
+        gold_grade: match row.get::<_, Option<String>>(23)? {
+            Some(_) => Some(Json(json(row, 23)?)),
+            None => None,
+        },
+        review_first: row.get(24)?,
     })
 }

@@ -14,6 +14,7 @@ mod connections;
 mod dashboard;
 mod diff;
 mod durability;
+mod gold;
 mod hardening;
 mod input;
 mod judge_model;

@@ -92,6 +92,10 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     // Leads and admins.
     ("GET", "/batches/{batch}", [303, 403, 403, 200, 200, 303]),
     ("GET", "/api/v1/batches/{batch}/metrics", [401, 403, 403, 200, 200, 401]),
+    ("GET", "/api/v1/batches/{batch}/gold", [401, 403, 403, 200, 200, 401]),
+    ("PATCH", "/api/v1/batches/{batch}/gold", [401, 403, 403, 200, 200, 401]),
+    // The batch page's gold form: nothing typed asks for no gold and no review first.
+    ("POST", "/batches/{batch}/gold", [303, 403, 403, 303, 303, 303]),
     ("GET", "/api/v1/batches/{batch}/export", [401, 403, 403, 200, 200, 401]),
     // The batch page's export form: no filters, so on to the export itself.
     ("GET", "/batches/{batch}/export", [303, 403, 403, 303, 303, 303]),

@@ -1,0 +1,121 @@
+//! Gold tasks: their expected answers, the batch's gold settings, and the grades of
+//! their ratings.
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::{StoreResult, read, write};
+use crate::gold::{Expected, Grade};
+
+/// A graded rating of a gold task, as the batch's figures read it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Graded {
+    pub rater: String,
+    pub grade: Json<Grade>,
+    pub submitted_at: Option<DateTime<Utc>>,
+}
+
+/// Ratings of gold tasks are graded once submitted; drafts are not.
+const GRADED: &str = "r.gold_grade IS NOT NULL AND r.status <> 'draft' AND r.rater_kind = 'human'";
+
+impl super::Store {
+    /// The expected answers of a gold task; `None` for any other task.
+    pub async fn gold_expected(&self, task_id: Uuid) -> StoreResult<Option<Expected>> {
+        let row: Option<(Json<Expected>,)> = read!(self, |pool| {
+            sqlx::query_as("SELECT expected FROM gold_tasks WHERE task_id = $1")
+                .bind(task_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|(expected,)| expected.0))
+    }
+
+    /// How many gold tasks a batch holds.
+    pub async fn gold_count(&self, batch_id: Uuid) -> StoreResult<i64> {
+        let (count,): (i64,) = read!(self, |pool| {
+            sqlx::query_as("SELECT COUNT(*) FROM gold_tasks WHERE batch_id = $1")
+                .bind(batch_id)
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(count)
+    }
+
+    /// The grades of a rater's latest `limit` graded gold ratings in a batch, newest
+    /// first.
+    pub async fn recent_gold(
+        &self,
+        batch_id: Uuid,
+        rater_id: Uuid,
+        limit: i64,
+    ) -> StoreResult<Vec<Grade>> {
+        let sql = format!(
+            "SELECT r.gold_grade FROM ratings r
+             WHERE r.batch_id = $1 AND r.rater_id = $2 AND {GRADED}
+             ORDER BY r.submitted_at DESC, r.id DESC LIMIT $3"
+        );
+        let rows: Vec<(Json<Grade>,)> = read!(self, |pool| {
+            sqlx::query_as(&sql)
+                .bind(batch_id)
+                .bind(rater_id)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows.into_iter().map(|(grade,)| grade.0).collect())
+    }
+
+    /// Every graded gold rating of a batch, by rater and then oldest first.
+    pub async fn gold_grades(&self, batch_id: Uuid) -> StoreResult<Vec<Graded>> {
+        let sql = format!(
+            "SELECT u.username AS rater, r.gold_grade AS grade, r.submitted_at
+             FROM ratings r JOIN users u ON u.id = r.rater_id
+             WHERE r.batch_id = $1 AND {GRADED}
+             ORDER BY u.username, r.submitted_at, r.id"
+        );
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, Graded>(&sql)
+                .bind(batch_id)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// How many of a batch's submitted ratings wait for review first.
+    pub async fn held_count(&self, batch_id: Uuid) -> StoreResult<i64> {
+        let (count,): (i64,) = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT COUNT(*) FROM ratings r
+                 WHERE r.batch_id = $1 AND r.review_first = TRUE AND r.status = 'submitted'",
+            )
+            .bind(batch_id)
+            .fetch_one(pool)
+            .await
+        })?;
+        Ok(count)
+    }
+
+    /// Sets a batch's gold rate and review-first threshold.
+    pub async fn set_gold_settings(
+        &self,
+        batch_id: Uuid,
+        gold_rate: f64,
+        review_first_below: Option<f64>,
+    ) -> StoreResult<()> {
+        write!(self, |pool| {
+            sqlx::query(
+                "UPDATE batches SET gold_rate = $2, review_first_below = $3, updated_at = $4
+                 WHERE id = $1",
+            )
+            .bind(batch_id)
+            .bind(gold_rate)
+            .bind(review_first_below)
+            .bind(Utc::now())
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+}
