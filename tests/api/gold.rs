@@ -439,6 +439,10 @@ async fn bad_gold_and_bad_settings_are_named_and_change_nothing(app: &TestApp) {
     assert!(refused.to_string().contains("gold_rate"), "{refused}");
     let response = set_gold(app, &lead, &batch, json!({"gold": 1})).await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // serde would read the settings from a list of them in order; the API takes objects.
+    let response = set_gold(app, &lead, &batch, json!([1.0, null])).await;
+    let refused = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(refused["fields"]["body"], "must be a JSON object");
     let response = set_gold(app, &rater, &batch, json!({"gold_rate": 0.5})).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     let settings = get(app, &lead, &format!("/api/v1/batches/{batch}/gold")).await;
