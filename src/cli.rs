@@ -52,6 +52,21 @@ enum Command {
     Backup(BackupArgs),
     /// Run a demo: a fresh database with demo accounts and a demo batch.
     Demo(DemoArgs),
+    /// Copy everything from one database into a new, empty one (SQLite to PostgreSQL
+    /// when a team outgrows one machine, or back), then check each table's count. Stop
+    /// every `verdict serve` on the source first.
+    MigrateData(MigrateDataArgs),
+}
+
+#[derive(Debug, Args)]
+struct MigrateDataArgs {
+    /// The database to copy: sqlite://FILE or postgres://USER@HOST/DB.
+    #[arg(long)]
+    from: String,
+    /// The new, empty database to copy into (created and migrated first; a SQLite file
+    /// is created if missing).
+    #[arg(long)]
+    to: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,6 +328,9 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
     if let Command::Demo(args) = cli.command {
         return crate::demo::run(&args.bind).await;
     }
+    if let Command::MigrateData(args) = cli.command {
+        return migrate_data(&args).await;
+    }
     let store = open_store(&cli.database_url).await?;
     let result = match cli.command {
         Command::Serve(args) => serve(store.clone(), args, &cli.database_url).await,
@@ -327,10 +345,24 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => import(&store, args).await,
         Command::Export(args) => export(&store, args).await,
         Command::Backup(args) => backup(&store, &args, &cli.database_url).await,
-        Command::Demo(_) => unreachable!("handled above"),
+        Command::Demo(_) | Command::MigrateData(_) => unreachable!("handled above"),
     };
     store.close().await;
     result
+}
+
+async fn migrate_data(args: &MigrateDataArgs) -> anyhow::Result<()> {
+    eprintln!("copying every table; the destination stays empty if anything fails");
+    let counted = crate::migrate_data::run(&args.from, &args.to, |c| {
+        eprintln!("{:<16} {:>10} rows", c.table, c.destination);
+    })
+    .await?;
+    let rows: i64 = counted.iter().map(|c| c.destination).sum();
+    println!(
+        "copied {rows} rows in {} tables; every table's count matches the source",
+        counted.len()
+    );
+    Ok(())
 }
 
 async fn backup(store: &Store, args: &BackupArgs, database_url: &str) -> anyhow::Result<()> {

@@ -47,6 +47,7 @@ pub mod judge;
 pub mod judges;
 pub mod lifecycle;
 pub mod metrics;
+pub mod migrate_data;
 pub mod ratings;
 pub mod render;
 pub mod review;

@@ -190,6 +190,11 @@ pub const PASSWORD: &str = "correct horse battery";
 impl TestApp {
     pub async fn with_config(backend: Backend, config: Config) -> Option<Self> {
         let db = TestDb::setup(backend).await?;
+        Some(Self::on(db, config).await)
+    }
+
+    /// The app served on a database made beforehand (one copied into, say).
+    pub async fn on(db: TestDb, config: Config) -> Self {
         let store = db.store().await;
         let app_store = Store::connect(&db.url).await.expect("connect");
         let state = AppState::new(app_store, config);
@@ -201,14 +206,14 @@ impl TestApp {
         let server = tokio::spawn(verdict::serve(listener, state.clone(), async {
             let _ = rx.await;
         }));
-        Some(Self {
+        Self {
             addr,
             db,
             store,
             state,
             shutdown: Some(tx),
             server: Some(server),
-        })
+        }
     }
 
     /// Stops the server gracefully and waits for it.

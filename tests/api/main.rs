@@ -22,6 +22,7 @@ mod judge_pages;
 mod judge_server;
 mod judges;
 mod lists;
+mod migrate_data;
 mod pages;
 mod rating;
 mod review;
