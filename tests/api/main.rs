@@ -17,6 +17,7 @@ mod durability;
 mod gold;
 mod hardening;
 mod input;
+mod instances;
 mod judge_model;
 mod judge_pages;
 mod judge_server;
