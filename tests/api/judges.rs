@@ -842,6 +842,21 @@ async fn stored_calls(db: &TestDb) -> Vec<(String, bool)> {
 }
 
 async fn a_killed_server_resumes_its_run_without_asking_again(db: &TestDb) {
+    killed_mid_run(db, false).await;
+}
+db_test!(a_killed_server_resumes_its_run_without_asking_again: TestDb);
+
+/// Two instances on one database: the run is worked by one at a time, and when the
+/// instance working it is killed, the other (running all along) takes it over.
+async fn another_instance_takes_over_the_run_of_a_killed_one(db: &TestDb) {
+    killed_mid_run(db, true).await;
+}
+db_test!(another_instance_takes_over_the_run_of_a_killed_one: TestDb);
+
+/// A run killed part way: taken over by a server started again (`sibling` false) or by
+/// a second instance that was serving beside the first all along (`sibling` true). What
+/// was answered is never asked again.
+async fn killed_mid_run(db: &TestDb, sibling: bool) {
     use crate::durability::{kill_9, serve_with};
     let added = crate::cli::verdict(
         db,
@@ -865,6 +880,7 @@ async fn a_killed_server_resumes_its_run_without_asking_again(db: &TestDb) {
     .await;
     let lease = [("VERDICT_JUDGE_LEASE_S", "2")];
     let (mut server, base) = serve_with(db, &lease);
+    let mut other = sibling.then(|| serve_with(db, &lease));
     let tasks: Vec<(String, String, String)> = (1..=8)
         .map(|i| {
             (
@@ -924,7 +940,10 @@ async fn a_killed_server_resumes_its_run_without_asking_again(db: &TestDb) {
     let before_kill = stored_calls(db).await;
     assert!(before_kill.len() < 16, "killed part way");
 
-    let (mut server, base) = serve_with(db, &lease);
+    let (mut server, base) = match other.take() {
+        Some(running) => running,
+        None => serve_with(db, &lease),
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let view = loop {
         let view: Value = admin
@@ -960,7 +979,6 @@ async fn a_killed_server_resumes_its_run_without_asking_again(db: &TestDb) {
     assert!(seen.len() <= 17, "{} requests for 16 calls", seen.len());
     assert_eq!(stored_calls(db).await.len(), 16);
 }
-db_test!(a_killed_server_resumes_its_run_without_asking_again: TestDb);
 
 /// Runs `verdict` with `args` on `db` off the test's async threads (the scripted judge
 /// answers on them meanwhile); returns whether it succeeded, its stdout and its stderr.
