@@ -53,6 +53,34 @@ pub(crate) fn serve_with(db: &TestDb, env: &[(&str, &str)]) -> (Child, String) {
     (child, base)
 }
 
+/// Adds `n` raters (`rater0`, ...) through the API as `admin`, each through the next of
+/// `bases` in turn; returns an API token of each.
+pub(crate) async fn add_raters(admin: &reqwest::Client, bases: &[String], n: usize) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for i in 0..n {
+        let name = format!("rater{i}");
+        let base = &bases[i % bases.len()];
+        let made = admin
+            .post(format!("{base}/api/v1/users"))
+            .json(&json!({"username": name, "role": "rater", "password": "a rater password"}))
+            .send()
+            .await
+            .expect("user");
+        assert_eq!(made.status(), StatusCode::CREATED);
+        let token: Value = admin
+            .post(format!("{base}/api/v1/tokens"))
+            .json(&json!({"name": "load", "username": name}))
+            .send()
+            .await
+            .expect("token")
+            .json()
+            .await
+            .expect("JSON");
+        tokens.push(token["token"].as_str().expect("token").to_owned());
+    }
+    tokens
+}
+
 pub(crate) fn kill_9(child: &mut Child) {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
@@ -157,27 +185,7 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
         .as_str()
         .expect("id")
         .to_owned();
-    let mut tokens = Vec::new();
-    for i in 0..RATERS {
-        let name = format!("rater{i}");
-        let made = admin
-            .post(format!("{base}/api/v1/users"))
-            .json(&json!({"username": name, "role": "rater", "password": "a rater password"}))
-            .send()
-            .await
-            .expect("user");
-        assert_eq!(made.status(), StatusCode::CREATED);
-        let token: Value = admin
-            .post(format!("{base}/api/v1/tokens"))
-            .json(&json!({"name": "durability", "username": name}))
-            .send()
-            .await
-            .expect("token")
-            .json()
-            .await
-            .expect("JSON");
-        tokens.push(token["token"].as_str().expect("token").to_owned());
-    }
+    let tokens = add_raters(&admin, std::slice::from_ref(&base), RATERS).await;
     kill_9(&mut server);
 
     let mut acknowledged: HashMap<String, String> = HashMap::new();

@@ -203,19 +203,7 @@ async fn gold_is_graded_by_each_tolerance_and_kept_out_of_the_pool_and_the_metri
     assert_eq!(progress["progress"]["tasks_done"], 2);
 
     // The export says which ratings are gold, with their grades, and counts them out.
-    let export = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-        .go()
-        .await;
-    assert_eq!(export.status(), StatusCode::OK);
-    let rows: Vec<Value> = export
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = crate::judges::export_rows(app, &lead, &batch).await;
     let row = |id: &str| rows.iter().find(|r| r["rating_id"] == id).unwrap().clone();
     let exported = row(&bo_gold);
     assert_eq!(exported["gold"], true);

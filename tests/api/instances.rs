@@ -7,11 +7,11 @@ use std::process::Child;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 use verdict::store::Backend;
 
 use crate::cli::verdict;
-use crate::durability::{kill_9, serve_with};
+use crate::durability::{add_raters, kill_9, serve_with};
 use crate::helpers::{Fixture, TestDb, bearer, complete_answers, tasks_jsonl};
 
 /// Adds an account with the command line; returns an API token of it.
@@ -127,29 +127,9 @@ async fn an_instance_killed_mid_load_loses_nothing_and_the_others_carry_on() {
         .as_str()
         .expect("id")
         .to_owned();
-    let mut tokens = Vec::new();
-    for i in 0..RATERS {
-        let name = format!("rater{i}");
-        // Accounts made through each instance in turn.
-        let base = &servers[i % INSTANCES].1;
-        let made = admin
-            .post(format!("{base}/api/v1/users"))
-            .json(&json!({"username": name, "role": "rater", "password": "a rater password"}))
-            .send()
-            .await
-            .expect("user");
-        assert_eq!(made.status(), StatusCode::CREATED);
-        let token: Value = admin
-            .post(format!("{base}/api/v1/tokens"))
-            .json(&json!({"name": "instances", "username": name}))
-            .send()
-            .await
-            .expect("token")
-            .json()
-            .await
-            .expect("JSON");
-        tokens.push(token["token"].as_str().expect("token").to_owned());
-    }
+    // Accounts made through each instance in turn.
+    let bases: Vec<String> = servers.iter().map(|(_, base)| base.clone()).collect();
+    let tokens = add_raters(&admin, &bases, RATERS).await;
 
     // The raters spread over the instances; the last instance is killed mid-load.
     let raters: Vec<_> = tokens

@@ -15,7 +15,7 @@ use crate::helpers::{
     Fixture, Go, PASSWORD, Persona, TestApp, TestDb, complete_answers, json_with, tasks_jsonl,
 };
 use crate::judge_server::{ScriptedJudge, prefers_good};
-use crate::judges::{add_judge, start_run, wait_for};
+use crate::judges::{add_judge, export_rows, start_run, wait_for};
 
 /// What the app shows of everything stored, read through the API.
 async fn everything(
@@ -46,19 +46,7 @@ async fn everything(
         let body = json_with(who.api.get(app.url(&path)).go().await, StatusCode::OK).await;
         seen.insert(name.to_owned(), body);
     }
-    let export = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/export?format=jsonl")))
-        .go()
-        .await;
-    assert_eq!(export.status(), StatusCode::OK);
-    let rows: Vec<Value> = export
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = export_rows(app, lead, batch).await;
     seen.insert("export".to_owned(), Value::Array(rows));
     // Each export is itself audited: the copies hold the exports of the reads before.
     if let Some(items) = seen["audit"]["items"].as_array_mut() {
