@@ -227,6 +227,15 @@ async fn led(state: &AppState, batch_id: Uuid, lead: &User) -> AppResult<Batch> 
         .ok_or(AppError::NotFound)
 }
 
+/// Checks a task's `gold` for an upload: every broken expectation named under `gold`,
+/// in one line (`gold.sxs 9 is not an answer it takes; ...`).
+pub fn check_task(rubric: &Rubric, value: &Value) -> Result<(), String> {
+    parse(rubric, value, "gold").map(|_| ()).map_err(|errors| {
+        let named: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        named.join("; ")
+    })
+}
+
 /// Reads a task's `gold` (its expected answers) and checks it against the rubric: each
 /// path an answer with set values (not free text), each answer one the question takes,
 /// `within` only for numbers. Every broken rule is named under `prefix` (`gold`).
@@ -394,6 +403,16 @@ mod tests {
         );
         let missing = grade(&expected, &answers(json!({})));
         assert_eq!(missing.right, 0, "an answer not given is wrong");
+    }
+
+    #[test]
+    fn an_upload_names_every_broken_expectation_in_one_line() {
+        let bad = json!({"sxs": 8, "a.correctness": {"any_of": ["fine"]}});
+        assert_eq!(
+            check_task(blackhat(), &bad).unwrap_err(),
+            "gold.a.correctness \"fine\" is not an answer it takes; gold.sxs 8 is not an answer it takes"
+        );
+        assert_eq!(check_task(blackhat(), &json!({"sxs": 3})), Ok(()));
     }
 
     #[test]

@@ -233,14 +233,18 @@ pub async fn import(
                 .await?
                 .ok_or_else(|| AppError::field("rubric", format!("no rubric {:?}", new.rubric)))?,
         };
-        let responses = import::Responses::of(&rubric);
+        let responses = match rubric.subject {
+            Subject::Pair => import::Responses::Two,
+            Subject::Single => import::Responses::One,
+        };
         let hashes = match &existing {
             Some(batch) => state.store().task_hashes(batch.id).await?,
             None => Default::default(),
         };
         let (file, progress) = (bytes.clone(), progress.clone());
         let checked = tokio::task::spawn_blocking(move || {
-            import::check(format, &file, &rubric, &hashes, progress)
+            let gold = |expected: &serde_json::Value| crate::gold::check_task(&rubric, expected);
+            import::check(format, &file, responses, gold, &hashes, progress)
         })
         .await
         .map_err(AppError::internal)?;
