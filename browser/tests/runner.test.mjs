@@ -222,7 +222,9 @@ test("the page fetches nothing of the runner until Run is pressed; a language wi
   await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
   const copy = page.locator(".response .code-box").first().locator("button.copy");
   await copy.click();
-  assert.equal(await copy.textContent(), "Copied");
+  // The label says "Copied" once the clipboard has taken the text (and "Copy" again
+  // 1.5 s later): wait for it rather than read it straight after the click.
+  await page.waitForFunction((button) => button.textContent === "Copied", await copy.elementHandle());
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), PYTHON_BUG);
   assert.deepEqual(await page.problems(), []);
 });
