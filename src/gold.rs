@@ -128,18 +128,18 @@ pub async fn assess(
     };
     let limit = i64::try_from(RECENT).unwrap_or(i64::MAX);
     let recent = store.recent_gold(batch.id, rater_id, limit).await?;
-    Ok((None, below(&recent, threshold)))
+    let passed = recent.iter().filter(|g| g.passed()).count();
+    Ok((None, below(passed, recent.len(), threshold)))
 }
 
-/// Whether grades (a rater's latest) pass less often than `threshold`, once there are
-/// enough of them to say.
-pub fn below(recent: &[Grade], threshold: f64) -> bool {
-    if recent.len() < FEWEST_TO_HOLD {
+/// Whether `passed` of a rater's latest `graded` gold ratings is a share below
+/// `threshold`, once there are enough of them to say.
+pub fn below(passed: usize, graded: usize, threshold: f64) -> bool {
+    if graded < FEWEST_TO_HOLD {
         return false;
     }
-    let passed = recent.iter().filter(|g| g.passed()).count();
     #[allow(clippy::cast_precision_loss)] // at most RECENT grades
-    let accuracy = passed as f64 / recent.len() as f64;
+    let accuracy = passed as f64 / graded as f64;
     accuracy < threshold
 }
 

@@ -57,7 +57,7 @@ pub fn figures(
         let latest = &all[all.len().saturating_sub(RECENT)..];
         let recent: Vec<bool> = latest.iter().map(|g| g.passed()).collect();
         let recent_passed = recent.iter().filter(|p| **p).count();
-        let newest_first: Vec<Grade> = latest.iter().rev().map(|g| (*g).clone()).collect();
+        let held = review_first_below.is_some_and(|t| gold::below(recent_passed, recent.len(), t));
         let (graded, passed) = (all.len() as u64, passed as u64);
         let Some(accuracy) = share(passed, graded) else {
             continue;
@@ -71,7 +71,7 @@ pub fn figures(
             recent,
             answers_right: all.iter().map(|g| g.right as u64).sum(),
             answers_expected: all.iter().map(|g| g.expected as u64).sum(),
-            review_first: review_first_below.is_some_and(|t| gold::below(&newest_first, t)),
+            review_first: held,
         });
     }
     GoldMetrics {
