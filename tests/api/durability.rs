@@ -94,44 +94,95 @@ fn random_below(n: u64) -> u64 {
 /// One rater's loop: next, submit, until the server goes away. Returns the ratings the
 /// server acknowledged (assignment id to rating id).
 async fn rate_until_gone(base: String, token: String, batch: String) -> Vec<(String, String)> {
+    rate_all(base, token, batch).await.0
+}
+
+/// How a rater's run ended.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Ended {
+    /// `next` answered 204: nothing left for them.
+    Done,
+    /// Anything else: the instance went away, or answered an error.
+    Broke(String),
+}
+
+/// Takes tasks and rates them through `base` until nothing is left or something fails;
+/// returns the ratings acknowledged (assignment id to rating id) and how it ended.
+pub(crate) async fn rate_all(
+    base: String,
+    token: String,
+    batch: String,
+) -> (Vec<(String, String)>, Ended) {
     let client = bearer(&token);
     let mut acknowledged = Vec::new();
     loop {
-        let Ok(next) = client
+        let next = match client
             .post(format!("{base}/api/v1/batches/{batch}/next"))
             .send()
             .await
-        else {
-            return acknowledged;
+        {
+            Ok(next) => next,
+            Err(e) => return (acknowledged, Ended::Broke(e.to_string())),
         };
-        if next.status() != StatusCode::OK {
-            return acknowledged;
+        match next.status() {
+            StatusCode::NO_CONTENT => return (acknowledged, Ended::Done),
+            StatusCode::OK => {}
+            other => return (acknowledged, Ended::Broke(format!("next answered {other}"))),
         }
         let Ok(next) = next.json::<Value>().await else {
-            return acknowledged;
+            return (acknowledged, Ended::Broke("next's body was cut off".into()));
         };
         let assignment = next["assignment_id"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let Ok(done) = client
+        let done = match client
             .post(format!("{base}/api/v1/assignments/{assignment}/submit"))
             .json(&complete_answers())
             .send()
             .await
-        else {
-            return acknowledged;
+        {
+            Ok(done) => done,
+            Err(e) => return (acknowledged, Ended::Broke(e.to_string())),
         };
         if done.status() != StatusCode::OK {
-            return acknowledged;
+            return (
+                acknowledged,
+                Ended::Broke(format!("submit answered {}", done.status())),
+            );
         }
-        // A 200 whose body was cut off by the kill still counts as acknowledged.
+        // A 200 whose body the kill cut off still counts as acknowledged.
         let rating = match done.json::<Value>().await {
             Ok(body) => body["rating_id"].as_str().unwrap_or_default().to_owned(),
             Err(_) => String::new(),
         };
         acknowledged.push((assignment, rating));
     }
+}
+
+/// Adds an account with the command line; returns an API token of it.
+pub(crate) fn account(db: &TestDb, name: &str, role: &str) -> String {
+    let added = verdict(
+        db,
+        &[
+            "user",
+            "add",
+            "--username",
+            name,
+            "--role",
+            role,
+            "--password-stdin",
+        ],
+        Some("a long enough password for tests\n"),
+    );
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let token = verdict(db, &["token", "create", "--username", name], None);
+    assert!(token.status.success());
+    String::from_utf8_lossy(&token.stdout).trim().to_owned()
 }
 
 /// Runs `$body` with `$pool` bound to a pool on the test database, whichever backend.
@@ -155,22 +206,7 @@ macro_rules! with_pool {
 }
 
 async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
-    let admin_added = verdict(
-        db,
-        &[
-            "user",
-            "add",
-            "--username",
-            "admin",
-            "--role",
-            "admin",
-            "--password-stdin",
-        ],
-        Some("durability admin password\n"),
-    );
-    assert!(admin_added.status.success());
-    let token = verdict(db, &["token", "create", "--username", "admin"], None);
-    let admin = bearer(String::from_utf8_lossy(&token.stdout).trim());
+    let admin = bearer(&account(db, "admin", "admin"));
 
     let (mut server, base) = serve(db);
     let upload = admin

@@ -857,23 +857,8 @@ db_test!(another_instance_takes_over_the_run_of_a_killed_one: TestDb);
 /// a second instance that was serving beside the first all along (`sibling` true). What
 /// was answered is never asked again.
 async fn killed_mid_run(db: &TestDb, sibling: bool) {
-    use crate::durability::{kill_9, serve_with};
-    let added = crate::cli::verdict(
-        db,
-        &[
-            "user",
-            "add",
-            "--username",
-            "admin",
-            "--role",
-            "admin",
-            "--password-stdin",
-        ],
-        Some("judge run admin password\n"),
-    );
-    assert!(added.status.success());
-    let token = crate::cli::verdict(db, &["token", "create", "--username", "admin"], None);
-    let admin = crate::helpers::bearer(String::from_utf8_lossy(&token.stdout).trim());
+    use crate::durability::{account, kill_9, serve_with};
+    let admin = crate::helpers::bearer(&account(db, "admin", "admin"));
     let scripted = ScriptedJudge::start(|body: &Value, _| {
         Reply::After(Duration::from_millis(250), Box::new(prefers_good(body, 0)))
     })
