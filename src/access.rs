@@ -25,9 +25,11 @@ impl User {
 pub use crate::store::batches::batch_filter;
 
 /// Whether `user` may take and work on tasks of the batch: it is open, and opened to
-/// them (a lead or admin rates only where a rater could).
+/// them (a lead or admin rates only where a rater could). Asked on every rater request,
+/// so it is answered from the access cache, which the request's sign-in has brought up
+/// to date.
 pub async fn can_rate(store: &Store, batch: Uuid, user: &User) -> StoreResult<bool> {
-    store.batch_matches(batch, user.id, Role::Rater).await
+    store.may_rate(batch, user.id).await
 }
 
 /// Whether `user` leads the batch: reviews its ratings, reads its metrics, exports it.

@@ -45,6 +45,11 @@ pub const TABLES: &[&str] = &[
     "judge_calls",
 ];
 
+/// Tables that belong to the running instances, not to the data: migrating creates
+/// them on the destination as they should start there, and they are not copied.
+/// `access_epoch` only tells instances when to drop what they cached about sign-ins.
+pub const NOT_COPIED: &[&str] = &["access_epoch"];
+
 /// Parameters one INSERT may carry, under SQLite's limit of 32,766 (PostgreSQL's is
 /// 65,535).
 const MAX_PARAMETERS: usize = 30_000;
@@ -152,7 +157,9 @@ async fn columns(pool: &PgPool) -> anyhow::Result<BTreeMap<String, Vec<(String, 
         let Some(kind) = Kind::of(&data_type) else {
             bail!("column {table}.{column} has type {data_type}, which migrate-data cannot copy");
         };
-        tables.entry(table).or_default().push((column, kind));
+        if !NOT_COPIED.contains(&table.as_str()) {
+            tables.entry(table).or_default().push((column, kind));
+        }
     }
     if let Some(unknown) = tables.keys().find(|t| !TABLES.contains(&t.as_str())) {
         bail!("table {unknown} is not in migrate-data's list of tables, so nothing was copied");
@@ -403,7 +410,11 @@ mod tests {
             }
         }
         created.sort();
-        let mut listed: Vec<String> = TABLES.iter().map(|t| (*t).to_owned()).collect();
+        let mut listed: Vec<String> = TABLES
+            .iter()
+            .chain(NOT_COPIED)
+            .map(|t| (*t).to_owned())
+            .collect();
         listed.sort();
         assert_eq!(created, listed);
     }

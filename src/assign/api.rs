@@ -62,15 +62,9 @@ pub async fn next(
     let Some(assignment) = super::next(&state, batch_id, &user).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    let owned = owned(&state, assignment.id, &user).await?;
-    let task = state
-        .store()
-        .task(assignment.task_id)
-        .await?
-        .ok_or(crate::error::AppError::NotFound)?;
-    let draft = super::draft(&state, &owned).await?;
+    let (owned, task, draft) = super::owned_form(&state, assignment.id, &user).await?;
     let (time_spent_s, draft) = match draft {
-        Some((rating, answers)) => (rating.time_spent_s, Some(Value::Object(answers))),
+        Some(draft) => (draft.time_spent_s, Some(Value::Object(draft.answers))),
         None => (0, None),
     };
     Ok(Json(NextTask {

@@ -17,7 +17,7 @@ use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::services::ServiceError;
 use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
-use crate::store::assignments::{Assignment, Task};
+use crate::store::assignments::{Assignment, Draft, Task};
 use crate::store::batches::Batch;
 use crate::store::ratings::{Extras, Finish, Rating};
 use crate::store::users::User;
@@ -96,9 +96,39 @@ pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> 
         .await?
         .filter(|a| a.rater_id == user.id)
         .ok_or(AppError::NotFound)?;
+    owned_of(state, assignment, user).await
+}
+
+/// An assignment of `user`'s as [`owned`] gives it, with its task and the draft saved on
+/// it (answers in the orientation shown), all read in one query: what the form shows.
+pub async fn owned_form(
+    state: &AppState,
+    id: Uuid,
+    user: &User,
+) -> AppResult<(Owned, Task, Option<Draft>)> {
+    let (assignment, task, draft) = state
+        .store()
+        .assignment_form(id)
+        .await?
+        .ok_or(AppError::NotFound)?
+        .split();
+    if assignment.rater_id != user.id {
+        return Err(AppError::NotFound);
+    }
+    let owned = owned_of(state, assignment, user).await?;
+    let draft = draft.map(|mut d| {
+        d.answers = rubric::orient(&owned.rubric, d.answers, owned.assignment.swapped);
+        d
+    });
+    Ok((owned, task, draft))
+}
+
+/// The batch and rubric of a rater's own assignment (both from memory once read), after
+/// checking that work on it may go on.
+async fn owned_of(state: &AppState, assignment: Assignment, user: &User) -> AppResult<Owned> {
     let batch = state
         .store()
-        .batch(assignment.batch_id)
+        .access_batch(assignment.batch_id)
         .await?
         .ok_or(AppError::NotFound)?;
     let rubric = state.store().batch_rubric(&batch).await?;
@@ -130,7 +160,7 @@ pub async fn next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Op
     }
     let batch = state
         .store()
-        .batch(batch_id)
+        .access_batch(batch_id)
         .await?
         .ok_or(AppError::NotFound)?;
     let randomize = batch.randomize;

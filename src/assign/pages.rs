@@ -16,6 +16,7 @@ use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::evidence::Evidence;
 use crate::rubric::{self, Answers, Classification, Rubric, Side};
 use crate::state::AppState;
+use crate::store::assignments::{Draft, Task};
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
 
@@ -379,16 +380,24 @@ struct FormPage {
     confirmed: Vec<String>,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn form_page(
     state: &AppState,
     owned: &Owned,
+    task: Option<Task>,
     layout: Layout,
     answers: Answers,
     time_spent_s: i32,
     errors: FieldErrors,
     general_error: Option<String>,
 ) -> AppResult<FormPage> {
-    let (task, rendered) = super::task_with_html(state, owned.assignment.task_id).await?;
+    let (task, rendered) = match task {
+        Some(task) => {
+            let rendered = crate::services::task::rendered(state.store(), &task).await?;
+            (task, rendered)
+        }
+        None => super::task_with_html(state, owned.assignment.task_id).await?,
+    };
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(owned.assignment.swapped);
     let mut form = form_view(
@@ -452,11 +461,16 @@ pub fn confirmed_of(answers: &Answers) -> Vec<String> {
 async fn open_owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Result<Owned, Response>> {
     let owned = owned(state, id, user).await?;
     if owned.assignment.state != "open" {
-        let rating = state.store().rating_of_assignment(id).await?;
-        let to = rating.map_or_else(|| "/".to_owned(), |r| format!("/ratings/{}", r.id));
-        return Ok(Err(Redirect::to(&to).into_response()));
+        return Ok(Err(finished(state, id).await?));
     }
     Ok(Ok(owned))
+}
+
+/// Where a finished assignment leads: its rating, or the rater's home.
+async fn finished(state: &AppState, id: Uuid) -> AppResult<Response> {
+    let rating = state.store().rating_of_assignment(id).await?;
+    let to = rating.map_or_else(|| "/".to_owned(), |r| format!("/ratings/{}", r.id));
+    Ok(Redirect::to(&to).into_response())
 }
 
 /// `GET /assignments/{id}`: the form, with the saved draft.
@@ -465,24 +479,29 @@ async fn form(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let owned = match open_owned(&state, id, &page_user.user).await? {
-        Ok(owned) => owned,
-        Err(redirect) => return Ok(redirect),
-    };
-    let (answers, time) = match super::draft(&state, &owned).await? {
-        Some((rating, mut answers)) => {
-            if let Some(evidence) = rating.evidence {
-                let shown = evidence.0.oriented(owned.assignment.swapped);
+    let (owned, task, draft) = super::owned_form(&state, id, &page_user.user).await?;
+    if owned.assignment.state != "open" {
+        return finished(&state, id).await;
+    }
+    let (answers, time) = match draft {
+        Some(Draft {
+            mut answers,
+            evidence,
+            time_spent_s,
+        }) => {
+            if let Some(evidence) = evidence {
+                let shown = evidence.oriented(owned.assignment.swapped);
                 let text = serde_json::to_string(&shown).map_err(AppError::internal)?;
                 answers.insert("evidence".into(), Value::from(text));
             }
-            (answers, rating.time_spent_s)
+            (answers, time_spent_s)
         }
         None => (Answers::new(), 0),
     };
     let page = form_page(
         &state,
         &owned,
+        Some(task),
         page_user.layout,
         answers,
         time,
@@ -580,7 +599,7 @@ async fn shown_again(
     } else {
         StatusCode::CONFLICT
     };
-    let mut page = form_page(state, owned, layout, shown, time, fields, None).await?;
+    let mut page = form_page(state, owned, None, layout, shown, time, fields, None).await?;
     if !warnings.is_empty() {
         page.error_summary = look_again(warnings.len());
         page.warnings = warnings;
@@ -742,6 +761,7 @@ async fn out_of_scope(
             let mut page = form_page(
                 &state,
                 &owned,
+                None,
                 page_user.layout,
                 shown,
                 time,

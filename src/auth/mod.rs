@@ -55,7 +55,7 @@ impl FromRequestParts<AppState> for CurrentUser {
                 .ok_or(AppError::Unauthorized)?;
             let user = state
                 .store()
-                .user_by_token_hash(&tokens::digest(secret.trim()))
+                .token_user(&tokens::digest(secret.trim()))
                 .await?
                 .filter(|u| u.active)
                 .ok_or(AppError::Unauthorized)?;
@@ -109,7 +109,7 @@ pub async fn session_user(session: &Session, state: &AppState) -> Result<Option<
     let too_old = age < 0 || age as u64 > state.config().session_absolute.as_secs();
     let user = state
         .store()
-        .user_by_id(user_id)
+        .signed_in_user(user_id)
         .await?
         .filter(|u| u.active);
     if too_old || user.is_none() {

@@ -45,6 +45,57 @@ pub struct Task {
     pub rendered: Option<Json<Value>>,
 }
 
+/// An assignment, its task and its draft, as the rating form reads them at once.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AssignmentForm {
+    #[sqlx(flatten)]
+    assignment: Assignment,
+    external_id: String,
+    prompt: Json<Value>,
+    response_a: String,
+    response_b: String,
+    model_a: Option<String>,
+    model_b: Option<String>,
+    metadata: Json<Map<String, Value>>,
+    rendered: Option<Json<Value>>,
+    draft_answers: Option<Json<crate::rubric::Answers>>,
+    draft_evidence: Option<Json<crate::evidence::Evidence>>,
+    draft_time_spent_s: Option<i32>,
+}
+
+/// The answers saved on an assignment, canonical, with the code runs and time spent.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub answers: crate::rubric::Answers,
+    pub evidence: Option<crate::evidence::Evidence>,
+    pub time_spent_s: i32,
+}
+
+impl AssignmentForm {
+    /// The assignment; its task, as [`Store::task`](super::Store::task) reads it; and
+    /// its draft, if the rater has saved one.
+    pub fn split(self) -> (Assignment, Task, Option<Draft>) {
+        let task = Task {
+            id: self.assignment.task_id,
+            batch_id: self.assignment.batch_id,
+            external_id: self.external_id,
+            prompt: self.prompt,
+            response_a: self.response_a,
+            response_b: self.response_b,
+            model_a: self.model_a,
+            model_b: self.model_b,
+            metadata: self.metadata,
+            rendered: self.rendered,
+        };
+        let draft = self.draft_answers.map(|Json(answers)| Draft {
+            answers,
+            evidence: self.draft_evidence.map(|Json(e)| e),
+            time_spent_s: self.draft_time_spent_s.unwrap_or(0),
+        });
+        (self.assignment, task, draft)
+    }
+}
+
 /// Gives one of a task's slots back to the pool (`$1` the task, `$2` the batch's
 /// overlap): after an expired lease, a skip, or a rejected rating. A gold task claims
 /// no slot (it is never in the pool), so it has none to give back.
@@ -157,6 +208,26 @@ impl super::Store {
             .bind(id)
             .fetch_optional(pool)
             .await)?)
+    }
+
+    /// An assignment with its task and the draft saved on it, in one query: what the
+    /// rating form shows.
+    pub async fn assignment_form(&self, id: Uuid) -> StoreResult<Option<AssignmentForm>> {
+        let sql = format!(
+            "SELECT {ASSIGNMENT_COLUMNS}, t.external_id, t.prompt, t.response_a, t.response_b,
+                    t.model_a, t.model_b, t.metadata, t.rendered,
+                    r.answers AS draft_answers, r.evidence AS draft_evidence,
+                    r.time_spent_s AS draft_time_spent_s
+             FROM assignments a JOIN tasks t ON t.id = a.task_id
+             LEFT JOIN ratings r ON r.assignment_id = a.id
+             WHERE a.id = $1"
+        );
+        Ok(read!(self, |pool| sqlx::query_as::<_, AssignmentForm>(
+            &sql
+        )
+        .bind(id)
+        .fetch_optional(pool)
+        .await)?)
     }
 
     /// The rater's open assignment in a batch, if there is one; claims nothing.

@@ -17,6 +17,7 @@ use sqlx::{ConnectOptions, PgPool, SqlitePool};
 
 use group::GroupWriter;
 
+mod access_cache;
 pub mod assignments;
 pub mod audit;
 pub mod batches;
@@ -60,6 +61,8 @@ pub struct Store {
     pools: Pools,
     /// Rubric documents read so far, by name and version (see [`rubrics`]).
     rubrics: Arc<RwLock<RubricCache>>,
+    /// Sessions, accounts and token owners read so far (see [`access_cache`]).
+    auth: Arc<access_cache::AccessCache>,
 }
 
 type RubricCache = HashMap<(String, i32), Arc<crate::rubric::Rubric>>;
@@ -215,6 +218,7 @@ impl Store {
         Ok(Self {
             pools,
             rubrics: Arc::default(),
+            auth: Arc::default(),
         })
     }
 
@@ -239,6 +243,10 @@ impl Store {
 
     fn rubric_cache_mut(&self) -> RwLockWriteGuard<'_, RubricCache> {
         self.rubrics.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn access_cache(&self) -> &access_cache::AccessCache {
+        &self.auth
     }
 
     pub fn backend(&self) -> Backend {

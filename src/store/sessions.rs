@@ -93,10 +93,19 @@ impl SessionStore for Store {
         let update = "DO UPDATE SET user_id = excluded.user_id, data = excluded.data, \
                       expires_at = excluded.expires_at";
         self.put_session(record, update).await?;
+        self.access_cache().forget_session(&record.id);
         Ok(())
     }
 
+    /// Reads the sign-in epoch (the one query of a request signed in by a cached
+    /// session), then the record from the cache or the table.
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
+        self.refresh_access().await.map_err(backend)?;
+        let cache = self.access_cache();
+        if let Some(record) = cache.session(id) {
+            return Ok(Some(record));
+        }
+        let epoch = cache.epoch();
         let row: Option<(
             Json<std::collections::HashMap<String, serde_json::Value>>,
             DateTime<Utc>,
@@ -110,12 +119,16 @@ impl SessionStore for Store {
             .await
         })
         .map_err(backend)?;
-        Ok(row.map(|(Json(data), expires_at)| Record {
+        let record = row.map(|(Json(data), expires_at)| Record {
             id: *id,
             data,
             expiry_date: time::OffsetDateTime::from_unix_timestamp(expires_at.timestamp())
                 .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
-        }))
+        });
+        if let Some(record) = &record {
+            cache.keep_session(epoch, record);
+        }
+        Ok(record)
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
@@ -127,6 +140,7 @@ impl SessionStore for Store {
                 .map(|done| done.rows_affected())
         })
         .map_err(backend)?;
+        self.access_cache().forget_session(id);
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod access_cache;
 mod audit;
 mod auth;
 mod batches;
@@ -33,6 +34,7 @@ mod rubrics;
 mod runner;
 mod schema;
 mod settings_page;
+
 mod tokens;
 mod users;
 mod workday;
