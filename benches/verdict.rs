@@ -8,11 +8,13 @@
 mod common;
 
 use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
     Database, PASSWORD, Server, Stats, answers, arg_value, has_flag, load, machine, persona,
-    rater_token, stats, tasks, upload, write_section,
+    rater_token, stats, tasks, upload, upload_with, write_section,
 };
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
@@ -29,7 +31,9 @@ struct Options {
     keep: bool,
 }
 
-const SCENARIOS: [&str; 6] = ["import", "next", "startup", "raters", "page", "large"];
+const SCENARIOS: [&str; 7] = [
+    "import", "next", "startup", "raters", "page", "large", "scaleout",
+];
 
 impl Options {
     fn runs(&self, scenario: &str) -> bool {
@@ -326,17 +330,120 @@ struct Throughput {
     next: Stats,
 }
 
+/// How raters spread over several instances fared, and what the database holds after.
+struct ScaleOut {
+    load: Throughput,
+    /// Errors of the raters on the instance that was killed (after it died).
+    errors_killed: usize,
+    /// Submits answered 200, and submitted ratings stored.
+    acknowledged: usize,
+    stored: i64,
+    /// Tasks with more ratings than the overlap, and tasks whose claimed count differs
+    /// from their open and finished assignments.
+    over_k: i64,
+    bad_claims: i64,
+}
+
+/// The setting of a run of simulated raters.
+struct Load {
+    raters: usize,
+    seconds: f64,
+    /// `verdict serve` processes on the one database; rater `i` talks to `i % instances`.
+    instances: usize,
+    overlap: usize,
+    /// Kill the last instance (SIGKILL) this long into the run.
+    kill_after: Option<f64>,
+}
+
 /// `raters` simulated raters, each taking the next task and submitting it, as fast as
-/// they can for `seconds`.
+/// they can for `seconds`, on one instance.
 async fn bench_concurrent_raters(opts: &Options, raters: usize, seconds: f64) -> Throughput {
+    let setting = Load {
+        raters,
+        seconds,
+        instances: 1,
+        overlap: 1,
+        kill_after: None,
+    };
+    rater_load(opts, &setting).await.load
+}
+
+/// One rater's loop: next, then submit, until the deadline. Stops early when its
+/// instance was killed (its requests can only fail from then on).
+async fn rater_loop(
+    client: Client,
+    base: String,
+    batch: String,
+    deadline: Instant,
+    killed: Option<Arc<AtomicBool>>,
+) -> (Vec<f64>, Vec<f64>, usize, usize) {
+    let next_url = format!("{base}/api/v1/batches/{batch}/next");
+    let (mut next_ms, mut submit_ms) = (Vec::new(), Vec::new());
+    let (mut errors, mut errors_killed) = (0usize, 0usize);
+    let dead = || killed.as_ref().is_some_and(|k| k.load(Ordering::SeqCst));
+    while Instant::now() < deadline {
+        let mut failed = || {
+            if dead() {
+                errors_killed += 1;
+            } else {
+                errors += 1;
+            }
+        };
+        let t = Instant::now();
+        let next = match client.post(&next_url).send().await {
+            Ok(response) if response.status() == StatusCode::OK => {
+                response.json::<Value>().await.ok()
+            }
+            _ => None,
+        };
+        let Some(next) = next else {
+            failed();
+            if dead() {
+                break;
+            }
+            continue;
+        };
+        next_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let id = next["assignment_id"].as_str().unwrap_or_default();
+        let t = Instant::now();
+        match client
+            .post(format!("{base}/api/v1/assignments/{id}/submit"))
+            .json(&answers())
+            .send()
+            .await
+        {
+            Ok(r) if r.status() == StatusCode::OK => {
+                submit_ms.push(t.elapsed().as_secs_f64() * 1000.0)
+            }
+            _ => {
+                failed();
+                if dead() {
+                    break;
+                }
+            }
+        }
+    }
+    (next_ms, submit_ms, errors, errors_killed)
+}
+
+/// Raters spread over `setting.instances` servers on one fresh database, one of them
+/// killed mid-run if asked; then what the database holds is checked against what was
+/// acknowledged and against the overlap.
+async fn rater_load(opts: &Options, setting: &Load) -> ScaleOut {
     let db = Database::fresh(opts.database_url.as_deref()).await;
     let admin = persona(&db, "admin", "admin");
-    let server = Server::start(&db);
-    let (batch, _) = upload(&admin, &server, "load", tasks(100_000, 200)).await;
+    let mut servers: Vec<Server> = (0..setting.instances).map(|_| Server::start(&db)).collect();
+    let (batch, _) = upload_with(
+        &admin,
+        &servers[0],
+        &format!("name=load&randomize=true&overlap={}", setting.overlap),
+        tasks(100_000, 200),
+    )
+    .await;
     let batch = batch["id"].as_str().expect("id").to_owned();
-    let mut clients = Vec::with_capacity(raters);
-    for i in 0..raters {
-        let token = rater_token(&admin, &server, &format!("load{i}")).await;
+    let mut clients = Vec::with_capacity(setting.raters);
+    for i in 0..setting.raters {
+        let token = rater_token(&admin, &servers[0], &format!("load{i}")).await;
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(
             "authorization",
@@ -346,71 +453,57 @@ async fn bench_concurrent_raters(opts: &Options, raters: usize, seconds: f64) ->
             Client::builder()
                 .default_headers(headers)
                 .pool_max_idle_per_host(1)
+                .timeout(Duration::from_secs(30))
                 .build()
                 .expect("client"),
         );
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let victim = setting.instances - 1;
+    let killed = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_secs_f64(setting.seconds);
     let started = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
-    for client in clients {
-        let next_url = server.url(&format!("/api/v1/batches/{batch}/next"));
-        let base = server.base.clone();
-        workers.spawn(async move {
-            let (mut next_ms, mut submit_ms, mut errors) = (Vec::new(), Vec::new(), 0usize);
-            while Instant::now() < deadline {
-                let t = Instant::now();
-                let Ok(response) = client.post(&next_url).send().await else {
-                    errors += 1;
-                    continue;
-                };
-                if response.status() != StatusCode::OK {
-                    errors += 1;
-                    continue;
-                }
-                let Ok(next) = response.json::<Value>().await else {
-                    errors += 1;
-                    continue;
-                };
-                next_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-                let id = next["assignment_id"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                let t = Instant::now();
-                match client
-                    .post(format!("{base}/api/v1/assignments/{id}/submit"))
-                    .json(&answers())
-                    .send()
-                    .await
-                {
-                    Ok(r) if r.status() == StatusCode::OK => {
-                        submit_ms.push(t.elapsed().as_secs_f64() * 1000.0)
-                    }
-                    _ => errors += 1,
-                }
-            }
-            (next_ms, submit_ms, errors)
-        });
+    for (i, client) in clients.into_iter().enumerate() {
+        let on = i % setting.instances;
+        let base = servers[on].base.clone();
+        let watch = (setting.kill_after.is_some() && on == victim).then(|| Arc::clone(&killed));
+        workers.spawn(rater_loop(client, base, batch.clone(), deadline, watch));
     }
-    let (mut next_ms, mut submit_ms, mut errors) = (Vec::new(), Vec::new(), 0);
+    if let Some(after) = setting.kill_after {
+        tokio::time::sleep(Duration::from_secs_f64(after)).await;
+        let _ = servers[victim].child.kill();
+        killed.store(true, Ordering::SeqCst);
+    }
+    let (mut next_ms, mut submit_ms, mut errors, mut errors_killed) =
+        (Vec::new(), Vec::new(), 0, 0);
     while let Some(done) = workers.join_next().await {
-        let (n, s, e) = done.expect("worker");
+        let (n, s, e, k) = done.expect("worker");
         next_ms.extend(n);
         submit_ms.extend(s);
         errors += e;
+        errors_killed += k;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    server.stop();
+    for server in servers.drain(..) {
+        server.stop();
+    }
+    let acknowledged = submit_ms.len();
+    let (stored, over_k, bad_claims) = db.holds(setting.overlap).await;
     db.drop_it().await;
-    let ratings = submit_ms.len();
-    Throughput {
-        raters,
-        ratings,
-        seconds: elapsed,
-        errors,
-        submit: stats(submit_ms),
-        next: stats(next_ms),
+    ScaleOut {
+        load: Throughput {
+            raters: setting.raters,
+            ratings: acknowledged,
+            seconds: elapsed,
+            errors,
+            submit: stats(submit_ms),
+            next: stats(next_ms),
+        },
+        errors_killed,
+        acknowledged,
+        stored,
+        over_k,
+        bad_claims,
     }
 }
 
@@ -521,6 +614,7 @@ fn main() {
     let mut load_rows = String::new();
     let mut page_rows = String::new();
     let mut startup_rows = String::new();
+    let mut scale_rows = String::new();
     for (backend, url) in &backends {
         let run = Options {
             database_url: url.clone(),
@@ -587,6 +681,44 @@ fn main() {
                 100.0 * page_rate / file_rate
             );
         }
+        if run.runs("scaleout") && url.is_some() {
+            for (instances, kill_after) in [
+                (1, None),
+                (2, None),
+                (3, None),
+                (3, Some(load_seconds / 2.0)),
+            ] {
+                eprintln!("{load_raters} raters over {instances} instances ({backend})");
+                let setting = Load {
+                    raters: load_raters,
+                    seconds: load_seconds,
+                    instances,
+                    overlap: 2,
+                    kill_after,
+                };
+                let run = runtime.block_on(rater_load(&run, &setting));
+                let t = &run.load;
+                let (label, errors) = match kill_after {
+                    None => (instances.to_string(), t.errors.to_string()),
+                    Some(after) => (
+                        format!("{instances}, one killed after {after:.0} s"),
+                        format!("{} (and {} on the killed one)", t.errors, run.errors_killed),
+                    ),
+                };
+                let _ = writeln!(
+                    scale_rows,
+                    "| {label} | {} | {:.0} ratings/s | {:.1} ms | {:.1} ms | {errors} | {} / {} | {} | {} |",
+                    t.raters,
+                    t.ratings as f64 / t.seconds,
+                    t.next.p99,
+                    t.submit.p99,
+                    run.acknowledged,
+                    run.stored,
+                    run.over_k,
+                    run.bad_claims
+                );
+            }
+        }
         if run.runs("large") {
             eprintln!("metrics and exports: {large} ratings ({backend})");
             let big = runtime.block_on(bench_large_batch(&run, large));
@@ -645,6 +777,23 @@ fn main() {
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
     let _ = writeln!(md, "{load_rows}");
+    if !scale_rows.is_empty() {
+        let _ = writeln!(md, "## Several instances on one PostgreSQL\n");
+        let _ = writeln!(
+            md,
+            "The same {load_raters} raters and {load_seconds} s, spread evenly over 1, 2 and 3 `verdict serve` \
+             processes on one PostgreSQL database (100,000 tasks, overlap 2), then over 3 of which one is killed \
+             with SIGKILL halfway. Afterwards the database is checked: every submit answered 200 must be stored \
+             (at most one more per rater of the killed instance, sent but unanswered), no task may have more than \
+             2 ratings, and every task's claimed count must equal its open and finished assignments.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| instances | raters | throughput | next p99 | submit p99 | errors | acknowledged / stored | tasks over k | claims off |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "{scale_rows}");
+    }
     let _ = writeln!(md, "## Rater task page\n");
     let _ = writeln!(
         md,

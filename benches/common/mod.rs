@@ -75,6 +75,46 @@ impl Database {
         }
     }
 
+    /// What the database holds after a load: submitted ratings, tasks with more ratings
+    /// than `overlap`, and tasks whose claimed count differs from their open and finished
+    /// assignments.
+    pub async fn holds(&self, overlap: usize) -> (i64, i64, i64) {
+        let stored = "SELECT COUNT(*) FROM ratings WHERE status = 'submitted'";
+        let over_k = format!(
+            "SELECT COUNT(*) FROM (SELECT task_id FROM ratings WHERE status <> 'draft'
+               GROUP BY task_id HAVING COUNT(*) > {overlap}) over"
+        );
+        let bad_claims = "SELECT COUNT(*) FROM tasks t WHERE t.claimed <>
+             (SELECT COUNT(*) FROM assignments a WHERE a.task_id = t.id AND a.state IN ('open', 'done'))";
+        macro_rules! count {
+            ($pool:expr, $sql:expr) => {
+                sqlx::query_scalar::<_, i64>($sql)
+                    .fetch_one(&$pool)
+                    .await
+                    .expect("count")
+            };
+        }
+        if self.postgres.is_some() {
+            let pool = sqlx::PgPool::connect(&self.url).await.expect("connect");
+            let held = (
+                count!(pool, stored),
+                count!(pool, &over_k),
+                count!(pool, bad_claims),
+            );
+            pool.close().await;
+            held
+        } else {
+            let pool = sqlx::SqlitePool::connect(&self.url).await.expect("connect");
+            let held = (
+                count!(pool, stored),
+                count!(pool, &over_k),
+                count!(pool, bad_claims),
+            );
+            pool.close().await;
+            held
+        }
+    }
+
     /// Leaves the database in place (for profiling) and returns its URL.
     pub fn keep(self) -> String {
         if let Some(dir) = self.dir {
@@ -265,9 +305,19 @@ pub async fn upload(
     name: &str,
     body: String,
 ) -> (Value, Duration) {
+    upload_with(admin, server, &format!("name={name}&randomize=true"), body).await
+}
+
+/// Uploads a batch with the settings `query` gives (`name=...&overlap=...`).
+pub async fn upload_with(
+    admin: &Client,
+    server: &Server,
+    query: &str,
+    body: String,
+) -> (Value, Duration) {
     let started = Instant::now();
     let response = admin
-        .post(server.url(&format!("/api/v1/batches?name={name}&randomize=true")))
+        .post(server.url(&format!("/api/v1/batches?{query}")))
         .header("content-type", "application/x-ndjson")
         .body(body)
         .send()
@@ -293,7 +343,16 @@ pub struct Stats {
     pub mean: f64,
 }
 
+/// Percentiles and mean of `samples`; NaN for none.
 pub fn stats(mut samples: Vec<f64>) -> Stats {
+    if samples.is_empty() {
+        return Stats {
+            p50: f64::NAN,
+            p90: f64::NAN,
+            p99: f64::NAN,
+            mean: f64::NAN,
+        };
+    }
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
     Stats {
