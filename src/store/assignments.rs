@@ -307,13 +307,22 @@ impl super::Store {
         // `is_full = FALSE`, not `NOT is_full`: SQLite only walks the `tasks_pool` index
         // (batch, is_full, seq) for an equality, and would otherwise step over every
         // full task before the first open one.
-        let pick_sql = format!(
-            "SELECT t.id FROM tasks t
-             WHERE t.batch_id = $1 AND t.is_full = FALSE
-               AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = $2)
-             ORDER BY t.seq LIMIT 1{}",
-            self.skip_locked_clause()
-        );
+        let pick = |lock: &str| {
+            format!(
+                "SELECT t.id FROM tasks t
+                 WHERE t.batch_id = $1 AND t.is_full = FALSE
+                   AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = $2)
+                 ORDER BY t.seq LIMIT 1{lock}"
+            )
+        };
+        let pick_sql = pick(self.skip_locked_clause());
+        // On PostgreSQL the pick passes over tasks other pickers hold locked; when it
+        // finds nothing, the tasks left may all be held so. It then waits for the first
+        // one (which may have filled up meanwhile), and, finding none that way, asks
+        // whether any task is still open to this rater at all before saying none is.
+        let postgres = self.backend() == super::Backend::Postgres;
+        let wait_sql = pick(self.lock_clause());
+        let any_sql = pick("");
         let pick = transaction!(self, |tx| {
             let own = sqlx::query_as::<_, Assignment>(&own_sql)
                 .bind(rater_id)
@@ -347,11 +356,27 @@ impl super::Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                let candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
+                let mut candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
                     .bind(batch.id)
                     .bind(rater_id)
                     .fetch_optional(&mut *tx)
                     .await?;
+                let mut held_elsewhere = false;
+                if candidate.is_none() && postgres {
+                    candidate = sqlx::query_as(&wait_sql)
+                        .bind(batch.id)
+                        .bind(rater_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if candidate.is_none() {
+                        let any: Option<(Uuid,)> = sqlx::query_as(&any_sql)
+                            .bind(batch.id)
+                            .bind(rater_id)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        held_elsewhere = any.is_some();
+                    }
+                }
                 // A gold task in place of the pool's, in no fixed order; it claims no
                 // slot, as it never counts towards the overlap.
                 let gold_task: Option<(Uuid,)> = if gold && candidate.is_some() {
@@ -384,6 +409,7 @@ impl super::Store {
                     }
                 };
                 match claimed {
+                    None if held_elsewhere => Pick::Raced,
                     None if candidate.is_none() => Pick::Found(None),
                     None => Pick::Raced,
                     Some(task_id) => {

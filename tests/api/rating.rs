@@ -697,3 +697,38 @@ async fn a_rating_can_be_revised_and_every_change_is_kept(app: &TestApp) {
     );
 }
 db_test!(a_rating_can_be_revised_and_every_change_is_kept: TestApp);
+
+/// PostgreSQL only (SQLite has one writer, so no picker ever holds a task locked): the
+/// pick passes over tasks other pickers hold locked, and a rater whose only open task
+/// is held so waits for it instead of being told that nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_another_picker_holds_is_waited_for_not_passed_over() {
+    let Some(app) = TestApp::with_config(
+        verdict::store::Backend::Postgres,
+        verdict::Config::default(),
+    )
+    .await
+    else {
+        return;
+    };
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app.batch(&admin, "held", &tasks_jsonl(1), "").await;
+    let pool = sqlx::PgPool::connect(&app.db.url).await.unwrap();
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT id FROM tasks FOR UPDATE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let next = tokio::spawn({
+        let api = rater.api.clone();
+        let url = app.url(&format!("/api/v1/batches/{batch}/next"));
+        async move { api.post(url).go().await.status() }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!next.is_finished(), "the pick waits for the held task");
+    holder.rollback().await.unwrap();
+    assert_eq!(next.await.unwrap(), StatusCode::OK, "and then takes it");
+    pool.close().await;
+    <TestApp as crate::helpers::Fixture>::teardown(app).await;
+}
