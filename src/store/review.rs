@@ -448,15 +448,12 @@ impl super::Store {
         batch_id: Uuid,
         mut each: impl FnMut(RatingFacts) + Send,
     ) -> StoreResult<()> {
+        // The orientation, models, lengths and gold flag are the copies kept on the
+        // rating (migration 0011): no lookup of each rating's assignment or task.
         let sql = "SELECT r.task_id, u.username AS rater, r.outcome, r.status, CAST(r.answers AS TEXT) AS answers,
-                          a.swapped, r.time_spent_s,
-                          t.model_a, t.model_b,
-                          CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
-                          CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
-                   FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
-                   JOIN tasks t ON t.id = r.task_id
-                   WHERE r.batch_id = $1 AND r.rater_kind = 'human'
-                     AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id)
+                          r.swapped, r.time_spent_s, r.model_a, r.model_b, r.len_a, r.len_b
+                   FROM ratings r JOIN users u ON u.id = r.rater_id
+                   WHERE r.batch_id = $1 AND r.rater_kind = 'human' AND r.gold = FALSE
                      AND (r.review_first = FALSE OR r.status = 'accepted')";
         if let Some(path) = self.sqlite_path() {
             let facts = |row: &rusqlite::Row| {
@@ -502,14 +499,13 @@ impl super::Store {
         mut each: impl FnMut(ExportRow) -> Option<Vec<u8>> + Send,
         out: &tokio::sync::mpsc::Sender<Vec<u8>>,
     ) -> StoreResult<u64> {
-        let sql = "SELECT r.id AS rating_id, b.name AS batch, t.external_id, u.username AS rater, r.outcome, r.status,
-                          a.swapped, t.model_a, t.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
+        // The external id, orientation, models and gold flag are the copies kept on the
+        // rating (migration 0011): no lookup of each rating's assignment or task.
+        let sql = "SELECT r.id AS rating_id, b.name AS batch, r.external_id, u.username AS rater, r.outcome, r.status,
+                          r.swapped, r.model_a, r.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
                           r.created_at, r.submitted_at, r.reviewed_at, r.review_comment, r.rater_kind,
-                          r.confirmed_warnings, r.evidence, r.review_fields,
-                          EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id) AS gold,
-                          r.gold_grade, r.review_first
-                   FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
-                   JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
+                          r.confirmed_warnings, r.evidence, r.review_fields, r.gold, r.gold_grade, r.review_first
+                   FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN users u ON u.id = r.rater_id
                    WHERE r.batch_id = $1 AND r.status <> 'draft'
                      AND ($2 IS NULL OR r.outcome = $2) AND ($3 IS NULL OR r.status = $3)
                      AND ($4 IS NULL OR u.username = $4)

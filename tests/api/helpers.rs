@@ -502,6 +502,21 @@ impl TestApp {
         request.json(body).go().await
     }
 
+    /// How many ratings differ from their assignment and task in what migration 0011
+    /// copies onto them (orientation, external id, models, response lengths, gold).
+    pub async fn rating_copies_off(&self) -> i64 {
+        self.count(
+            "SELECT COUNT(*) FROM ratings r JOIN assignments a ON a.id = r.assignment_id
+               JOIN tasks t ON t.id = r.task_id
+             WHERE r.swapped <> a.swapped OR r.external_id <> t.external_id
+                OR NOT (r.model_a = t.model_a OR (r.model_a IS NULL AND t.model_a IS NULL))
+                OR NOT (r.model_b = t.model_b OR (r.model_b IS NULL AND t.model_b IS NULL))
+                OR r.len_a <> LENGTH(t.response_a) OR r.len_b <> LENGTH(t.response_b)
+                OR r.gold <> EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id)",
+        )
+        .await
+    }
+
     /// Runs one statement on the app's database (for setting up what time would do).
     pub async fn execute(&self, sql: &str) {
         match self.db.backend {

@@ -202,6 +202,11 @@ async fn every_kind_of_row_moves_to_postgresql_and_back() {
     let run = start_run(&app, &admin, &batch, "scripted").await;
     wait_for(&app, &admin, &run, "finished").await;
 
+    assert_eq!(
+        app.rating_copies_off().await,
+        0,
+        "every rating, a judge's and a gold one too, carries its task's facts"
+    );
     let before = everything(&app, &admin, &lead, &rater, &batch).await;
     let source_counts = counts(&app).await;
     for (table, n) in &source_counts {
@@ -235,6 +240,7 @@ async fn every_kind_of_row_moves_to_postgresql_and_back() {
     );
     let mut moved = TestApp::on(postgres, Config::default()).await;
     assert_eq!(counts(&moved).await, source_counts);
+    assert_eq!(moved.rating_copies_off().await, 0);
     let after = everything(&moved, &admin, &lead, &rater, &batch).await;
     same(&after, &before, "PostgreSQL serves what SQLite did");
     // Reading it audited one more export.

@@ -732,3 +732,85 @@ async fn a_task_another_picker_holds_is_waited_for_not_passed_over() {
     pool.close().await;
     <TestApp as crate::helpers::Fixture>::teardown(app).await;
 }
+
+/// Every rating carries copies of its assignment's orientation and its task's external
+/// id, models, response lengths and gold flag (what metrics and exports read), equal to
+/// the originals, whichever way it was stored: submitted, drafted, skipped, out of scope.
+async fn each_rating_carries_its_tasks_facts(app: &TestApp) {
+    let admin = app.admin().await;
+    let raters = [
+        app.rater().await,
+        app.persona("ines", verdict::auth::Role::Rater).await,
+    ];
+    let gold = json!({"external_id": "g1", "prompt": "p", "response_a": "Ä longer answer", "response_b": "B",
+                      "model_a": "alpha", "gold": {"sxs": {"value": 2, "within": 1}}})
+    .to_string()
+        + "\n";
+    let batch = app
+        .batch(&admin, "facts", &(gold + &tasks_jsonl(12)), "&overlap=2")
+        .await;
+    let set = admin
+        .api
+        .patch(app.url(&format!("/api/v1/batches/{batch}/gold")))
+        .json(&json!({"gold_rate": 0.3}))
+        .go()
+        .await;
+    assert_eq!(set.status(), StatusCode::OK);
+    for rater in &raters {
+        let mut n = 0;
+        while let Some(next) = app.next(rater, &batch).await {
+            let id = assignment_id(&next);
+            let (action, body) = match n % 4 {
+                0 | 1 => ("submit", complete_answers()),
+                2 => ("skip", json!({"reason": "unfamiliar"})),
+                _ => (
+                    "out-of-scope",
+                    json!({"explanation": "This asks for a travel itinerary, not code.",
+                           "answers": {"a": {"executability": "no_code", "correctness": "no_issues"}}}),
+                ),
+            };
+            let done = app.act(rater, &id, action, &body).await;
+            assert!(done.status().is_success(), "{action}: {}", done.status());
+            n += 1;
+        }
+    }
+    let last = app.persona("ana", verdict::auth::Role::Rater).await;
+    let open = app
+        .next(&last, &batch)
+        .await
+        .expect("a task left for a third rater");
+    let drafted = app
+        .act(&last, &assignment_id(&open), "draft", &json!({"sxs": 3}))
+        .await;
+    assert_eq!(drafted.status(), StatusCode::OK);
+
+    assert_eq!(app.rating_copies_off().await, 0);
+    for (what, sql) in [
+        (
+            "shown swapped",
+            "SELECT COUNT(*) FROM ratings WHERE swapped",
+        ),
+        (
+            "shown as stored",
+            "SELECT COUNT(*) FROM ratings WHERE NOT swapped",
+        ),
+        (
+            "of the gold task",
+            "SELECT COUNT(*) FROM ratings WHERE gold",
+        ),
+        (
+            "with models",
+            "SELECT COUNT(*) FROM ratings WHERE model_a IS NOT NULL",
+        ),
+        (
+            "drafts",
+            "SELECT COUNT(*) FROM ratings WHERE status = 'draft'",
+        ),
+    ] {
+        assert!(
+            app.count(sql).await > 0,
+            "no rating {what}: the check would prove nothing of it"
+        );
+    }
+}
+db_test!(each_rating_carries_its_tasks_facts: TestApp);
