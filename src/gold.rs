@@ -113,7 +113,12 @@ pub async fn assess(
         return Ok((None, false));
     }
     let store = state.store();
-    if let Some(expected) = store.gold_expected(task_id).await? {
+    let expected = if batch.has_gold {
+        store.gold_expected(task_id).await?
+    } else {
+        None
+    };
+    if let Some(expected) = expected {
         let grade = match finish {
             Finish::Rated { answers } => Some(grade(&expected, answers)),
             _ => None,

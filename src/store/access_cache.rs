@@ -1,10 +1,11 @@
-//! Who may do what, from memory: the session records, accounts, token owners, batches
-//! and rater permissions this instance has read, kept while the access epoch stays where
-//! it was when they were read.
+//! Who may do what, from memory: the session records, accounts, token owners, batches,
+//! rater permissions and counts of returned ratings this instance has read, kept while
+//! the access epoch stays where it was when they were read.
 //!
 //! The epoch is one number in the database (`access_epoch`, migration 0010) that
 //! triggers move forward in the same transaction as any change to a session, an account,
-//! a token, a batch or a batch's members. A signed-in request reads it once
+//! a token, a batch or a batch's members, and as a rating's return for revision or its
+//! leaving that state. A signed-in request reads it once
 //! ([`Store::refresh_access`], one primary-key read) and the cache forgets everything
 //! when it has moved, so a deactivation, a role change, a password change, a revoked
 //! token, a sign-out or a closed batch holds from the next request on, on every instance,
@@ -46,6 +47,8 @@ struct Entries {
     batches: HashMap<Uuid, Batch>,
     /// Whether a user may rate in a batch, by (batch, user).
     may_rate: HashMap<(Uuid, Uuid), bool>,
+    /// How many of a user's ratings were returned for revision.
+    returned: HashMap<Uuid, i64>,
 }
 
 impl Entries {
@@ -56,6 +59,7 @@ impl Entries {
             self.tokens.len(),
             self.batches.len(),
             self.may_rate.len(),
+            self.returned.len(),
         ]
         .into_iter()
         .any(|n| n >= MAX_ENTRIES)
@@ -201,6 +205,22 @@ impl Store {
             e.may_rate.insert((batch, user), may);
         });
         Ok(may)
+    }
+
+    /// How many of the user's ratings wait for revision (the count every page shows),
+    /// from the cache when it holds it; for a signed-in request. Returning a rating and
+    /// finishing its revision move the epoch (migration 0012).
+    pub async fn returned_for(&self, user: Uuid) -> StoreResult<i64> {
+        let cache = self.access_cache();
+        if let Some(n) = cache.lock().returned.get(&user).copied() {
+            return Ok(n);
+        }
+        let epoch = cache.epoch();
+        let n = self.returned_count(user).await?;
+        cache.keep(epoch, |e| {
+            e.returned.insert(user, n);
+        });
+        Ok(n)
     }
 }
 

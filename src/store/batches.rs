@@ -56,11 +56,15 @@ pub struct Batch {
     pub gold_rate: f64,
     /// The gold accuracy below which a rater's new ratings go to review first.
     pub review_first_below: Option<f64>,
+    /// Whether the batch holds gold tasks, so that a rating in a batch without any is
+    /// not checked against them.
+    pub has_gold: bool,
 }
 
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
-     b.gold_rate, b.review_first_below";
+     b.gold_rate, b.review_first_below, \
+     EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
 #[derive(Debug, Clone, Default, Serialize, sqlx::FromRow, utoipa::ToSchema)]

@@ -57,7 +57,7 @@ impl FromRequestParts<AppState> for PageUser {
         let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
         let session = session_of(parts)?;
         let csrf_token = csrf::token(&session).await?;
-        let returned = state.store().returned_count(user.id).await?;
+        let returned = state.store().returned_for(user.id).await?;
         Ok(Self {
             user: user.clone(),
             layout: Layout {

@@ -44,11 +44,11 @@ fn bare() -> reqwest::Client {
 
 /// `GET path` on `app` with the session cookie alone.
 async fn by_cookie(app: &TestApp, cookie: &str, path: &str) -> reqwest::Response {
-    bare()
-        .get(app.url(path))
-        .header("cookie", cookie)
-        .go()
-        .await
+    by_cookie_url(&app.url(path), cookie).await
+}
+
+async fn by_cookie_url(url: &str, cookie: &str) -> reqwest::Response {
+    bare().get(url).header("cookie", cookie).go().await
 }
 
 /// `GET path` on `app` with the bearer token alone.
@@ -307,3 +307,54 @@ async fn closing_a_batch_or_leaving_its_raters_holds_on_every_instance_at_once(a
     sibling.store.close().await;
 }
 db_test!(closing_a_batch_or_leaving_its_raters_holds_on_every_instance_at_once: TestApp);
+
+async fn a_returned_rating_shows_in_the_menu_on_every_instance_at_once(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let mut sibling = app.sibling().await;
+    let (_, cookie) = sign_in(&sibling, "rater").await;
+    let id = app.batch(&admin, "returns", &tasks_jsonl(2), "").await;
+    let next = app.next(&rater, &id).await.expect("a task");
+    let assignment = next["assignment_id"].as_str().unwrap();
+    let submitted = app
+        .act(&rater, assignment, "submit", &complete_answers())
+        .await;
+    let rating = json_with(submitted, StatusCode::OK).await["rating_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let menu = |instance: &TestApp| {
+        let cookie = cookie.clone();
+        let url = instance.url("/");
+        async move {
+            let page = by_cookie_url(&url, &cookie).await;
+            assert_eq!(page.status(), StatusCode::OK);
+            page.text().await.unwrap().contains("1 returned")
+        }
+    };
+    assert!(!menu(&sibling).await, "nothing returned yet");
+    let returned = admin
+        .api
+        .post(app.url(&format!("/api/v1/ratings/{rating}/review")))
+        .json(&json!({"decision": "return", "version": 1, "comment": "Say more about B."}))
+        .go()
+        .await;
+    assert_eq!(returned.status(), StatusCode::OK);
+    assert!(menu(&sibling).await, "returned on the first instance");
+    let revised = rater
+        .api
+        .put(app.url(&format!("/api/v1/ratings/{rating}")))
+        .json(&complete_answers())
+        .go()
+        .await;
+    assert_eq!(
+        revised.status(),
+        StatusCode::OK,
+        "{:?}",
+        revised.text().await
+    );
+    assert!(!menu(&sibling).await, "revised on the first instance");
+    sibling.stop().await;
+    sibling.store.close().await;
+}
+db_test!(a_returned_rating_shows_in_the_menu_on_every_instance_at_once: TestApp);
