@@ -321,6 +321,11 @@ impl super::Store {
         // one (which may have filled up meanwhile), and, finding none that way, asks
         // whether any task is still open to this rater at all before saying none is.
         let postgres = self.backend() == super::Backend::Postgres;
+        let claim_first_sql = format!(
+            "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $3)
+             WHERE id = ({}) AND claimed < $3 RETURNING id",
+            pick("")
+        );
         let wait_sql = pick(self.lock_clause());
         let any_sql = pick("");
         let pick = transaction!(self, |tx| {
@@ -356,57 +361,70 @@ impl super::Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                let mut candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
-                    .bind(batch.id)
-                    .bind(rater_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let mut held_elsewhere = false;
-                if candidate.is_none() && postgres {
-                    candidate = sqlx::query_as(&wait_sql)
+                // SQLite, without gold: one writer, so nobody else can be claiming the
+                // first open task; it is picked and claimed in one statement.
+                let (candidate, claimed, held_elsewhere) = if !postgres && !gold {
+                    let claimed: Option<(Uuid,)> = sqlx::query_as(&claim_first_sql)
+                        .bind(batch.id)
+                        .bind(rater_id)
+                        .bind(batch.overlap)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    (claimed, claimed.map(|(id,)| id), false)
+                } else {
+                    let mut candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
                         .bind(batch.id)
                         .bind(rater_id)
                         .fetch_optional(&mut *tx)
                         .await?;
-                    if candidate.is_none() {
-                        let any: Option<(Uuid,)> = sqlx::query_as(&any_sql)
+                    let mut held_elsewhere = false;
+                    if candidate.is_none() && postgres {
+                        candidate = sqlx::query_as(&wait_sql)
                             .bind(batch.id)
                             .bind(rater_id)
                             .fetch_optional(&mut *tx)
                             .await?;
-                        held_elsewhere = any.is_some();
+                        if candidate.is_none() {
+                            let any: Option<(Uuid,)> = sqlx::query_as(&any_sql)
+                                .bind(batch.id)
+                                .bind(rater_id)
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                            held_elsewhere = any.is_some();
+                        }
                     }
-                }
-                // A gold task in place of the pool's, in no fixed order; it claims no
-                // slot, as it never counts towards the overlap.
-                let gold_task: Option<(Uuid,)> = if gold && candidate.is_some() {
-                    sqlx::query_as(
-                        "SELECT g.task_id FROM gold_tasks g WHERE g.batch_id = $1
-                           AND NOT EXISTS (SELECT 1 FROM assignments a
-                                           WHERE a.task_id = g.task_id AND a.rater_id = $2)
-                         ORDER BY RANDOM() LIMIT 1",
-                    )
-                    .bind(batch.id)
-                    .bind(rater_id)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                } else {
-                    None
-                };
-                let claimed = match (gold_task, candidate) {
-                    (Some((task_id,)), _) => Some(task_id),
-                    (None, None) => None,
-                    (None, Some((task_id,))) => {
-                        let claimed = sqlx::query(
-                            "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $2)
-                             WHERE id = $1 AND claimed < $2",
+                    // A gold task in place of the pool's, in no fixed order; it claims no
+                    // slot, as it never counts towards the overlap.
+                    let gold_task: Option<(Uuid,)> = if gold && candidate.is_some() {
+                        sqlx::query_as(
+                            "SELECT g.task_id FROM gold_tasks g WHERE g.batch_id = $1
+                               AND NOT EXISTS (SELECT 1 FROM assignments a
+                                               WHERE a.task_id = g.task_id AND a.rater_id = $2)
+                             ORDER BY RANDOM() LIMIT 1",
                         )
-                        .bind(task_id)
-                        .bind(batch.overlap)
-                        .execute(&mut *tx)
-                        .await?;
-                        (claimed.rows_affected() == 1).then_some(task_id)
-                    }
+                        .bind(batch.id)
+                        .bind(rater_id)
+                        .fetch_optional(&mut *tx)
+                        .await?
+                    } else {
+                        None
+                    };
+                    let claimed = match (gold_task, candidate) {
+                        (Some((task_id,)), _) => Some(task_id),
+                        (None, None) => None,
+                        (None, Some((task_id,))) => {
+                            let claimed = sqlx::query(
+                                "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $2)
+                                 WHERE id = $1 AND claimed < $2",
+                            )
+                            .bind(task_id)
+                            .bind(batch.overlap)
+                            .execute(&mut *tx)
+                            .await?;
+                            (claimed.rows_affected() == 1).then_some(task_id)
+                        }
+                    };
+                    (candidate, claimed, held_elsewhere)
                 };
                 match claimed {
                     None if held_elsewhere => Pick::Raced,
