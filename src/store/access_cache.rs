@@ -137,90 +137,97 @@ impl Store {
         Ok(())
     }
 
+    /// One cached read: `get` looks in the cache; on a miss, `read` asks the database
+    /// and `put` files what it found under the epoch the cache was at before the read
+    /// began (see [`AccessCache::keep`]).
+    async fn cached<T>(
+        &self,
+        get: impl FnOnce(&Entries) -> Option<T>,
+        read: impl Future<Output = StoreResult<T>>,
+        put: impl FnOnce(&mut Entries, &T),
+    ) -> StoreResult<T> {
+        let cache = self.access_cache();
+        if let Some(found) = get(&cache.lock()) {
+            return Ok(found);
+        }
+        let epoch = cache.epoch();
+        let found = read.await?;
+        cache.keep(epoch, |e| put(e, &found));
+        Ok(found)
+    }
+
     /// The account of a signed-in session, from the cache when it holds it. The caller
     /// has refreshed the epoch in this request (loading the session does).
     pub async fn signed_in_user(&self, id: Uuid) -> StoreResult<Option<User>> {
-        let cache = self.access_cache();
-        if let Some(user) = cache.lock().users.get(&id).cloned() {
-            return Ok(Some(user));
-        }
-        let epoch = cache.epoch();
-        let user = self.user_by_id(id).await?;
-        if let Some(user) = &user {
-            cache.keep(epoch, |e| {
-                e.users.insert(id, user.clone());
-            });
-        }
-        Ok(user)
+        self.cached(
+            |e| e.users.get(&id).cloned().map(Some),
+            self.user_by_id(id),
+            |e, found| {
+                if let Some(user) = found {
+                    e.users.insert(id, user.clone());
+                }
+            },
+        )
+        .await
     }
 
     /// The owner of a live token with this digest, from the cache when it holds it;
     /// refreshes the epoch first.
     pub async fn token_user(&self, token_hash: &str) -> StoreResult<Option<User>> {
         self.refresh_access().await?;
-        let cache = self.access_cache();
-        if let Some(user) = cache.lock().tokens.get(token_hash).cloned() {
-            return Ok(Some(user));
-        }
-        let epoch = cache.epoch();
-        let user = self.user_by_token_hash(token_hash).await?;
-        if let Some(user) = &user {
-            cache.keep(epoch, |e| {
-                e.tokens.insert(token_hash.to_owned(), user.clone());
-            });
-        }
-        Ok(user)
+        self.cached(
+            |e| e.tokens.get(token_hash).cloned().map(Some),
+            self.user_by_token_hash(token_hash),
+            |e, found| {
+                if let Some(user) = found {
+                    e.tokens.insert(token_hash.to_owned(), user.clone());
+                }
+            },
+        )
+        .await
     }
-}
 
-impl Store {
     /// A batch's settings, from the cache when it holds it; for a signed-in request
     /// (which has refreshed the epoch).
     pub async fn access_batch(&self, id: Uuid) -> StoreResult<Option<Batch>> {
-        let cache = self.access_cache();
-        if let Some(batch) = cache.lock().batches.get(&id).cloned() {
-            return Ok(Some(batch));
-        }
-        let epoch = cache.epoch();
-        let batch = self.batch(id).await?;
-        if let Some(batch) = &batch {
-            cache.keep(epoch, |e| {
-                e.batches.insert(id, batch.clone());
-            });
-        }
-        Ok(batch)
+        self.cached(
+            |e| e.batches.get(&id).cloned().map(Some),
+            self.batch(id),
+            |e, found| {
+                if let Some(batch) = found {
+                    e.batches.insert(id, batch.clone());
+                }
+            },
+        )
+        .await
     }
 
     /// Whether the user may take and work on tasks of the batch (see
     /// `access::can_rate`), from the cache when it holds the answer; for a signed-in
     /// request.
     pub async fn may_rate(&self, batch: Uuid, user: Uuid) -> StoreResult<bool> {
-        let cache = self.access_cache();
-        if let Some(may) = cache.lock().may_rate.get(&(batch, user)).copied() {
-            return Ok(may);
-        }
-        let epoch = cache.epoch();
-        let may = self.batch_matches(batch, user, Role::Rater).await?;
-        cache.keep(epoch, |e| {
-            e.may_rate.insert((batch, user), may);
-        });
-        Ok(may)
+        self.cached(
+            |e| e.may_rate.get(&(batch, user)).copied(),
+            self.batch_matches(batch, user, Role::Rater),
+            |e, may| {
+                e.may_rate.insert((batch, user), *may);
+            },
+        )
+        .await
     }
 
     /// How many of the user's ratings wait for revision (the count every page shows),
     /// from the cache when it holds it; for a signed-in request. Returning a rating and
     /// finishing its revision move the epoch (migration 0012).
     pub async fn returned_for(&self, user: Uuid) -> StoreResult<i64> {
-        let cache = self.access_cache();
-        if let Some(n) = cache.lock().returned.get(&user).copied() {
-            return Ok(n);
-        }
-        let epoch = cache.epoch();
-        let n = self.returned_count(user).await?;
-        cache.keep(epoch, |e| {
-            e.returned.insert(user, n);
-        });
-        Ok(n)
+        self.cached(
+            |e| e.returned.get(&user).copied(),
+            self.returned_count(user),
+            |e, n| {
+                e.returned.insert(user, *n);
+            },
+        )
+        .await
     }
 }
 

@@ -78,7 +78,7 @@ async fn each_answers(
 
 async fn signing_out_on_one_instance_ends_the_session_on_every_instance(app: &TestApp) {
     app.rater().await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     let (browser, cookie) = sign_in(app, "rater").await;
     for instance in [app, &sibling, app, &sibling] {
         let me = by_cookie(instance, &cookie, "/api/v1/me").await;
@@ -105,15 +105,14 @@ async fn signing_out_on_one_instance_ends_the_session_on_every_instance(app: &Te
             "pages send to sign-in"
         );
     }
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(signing_out_on_one_instance_ends_the_session_on_every_instance: TestApp);
 
 async fn role_changes_and_deactivation_hold_on_every_instance_at_once(app: &TestApp) {
     let admin = app.admin().await;
     let ines = app.persona("ines", Role::Admin).await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     let (_, cookie) = sign_in(&sibling, "ines").await;
     let both = [app, &sibling];
     each_answers(
@@ -164,14 +163,13 @@ async fn role_changes_and_deactivation_hold_on_every_instance_at_once(app: &Test
         "deactivated on the second instance",
     )
     .await;
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(role_changes_and_deactivation_hold_on_every_instance_at_once: TestApp);
 
 async fn a_change_made_by_another_process_holds_at_once(app: &TestApp) {
     let rater = app.rater().await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     let (_, cookie) = sign_in(app, "rater").await;
     let both = [app, &sibling];
     each_answers(
@@ -194,14 +192,13 @@ async fn a_change_made_by_another_process_holds_at_once(app: &TestApp) {
         "deactivated from outside either server",
     )
     .await;
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(a_change_made_by_another_process_holds_at_once: TestApp);
 
 async fn a_revoked_token_is_refused_on_every_instance_at_once(app: &TestApp) {
     let rater = app.rater().await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     for instance in [app, &sibling, app, &sibling] {
         let me = by_token(instance, &rater.token, "/api/v1/me").await;
         assert_eq!(me.status(), StatusCode::OK);
@@ -222,15 +219,14 @@ async fn a_revoked_token_is_refused_on_every_instance_at_once(app: &TestApp) {
         let me = by_token(instance, &rater.token, "/api/v1/me").await;
         assert_eq!(me.status(), StatusCode::UNAUTHORIZED, "revoked");
     }
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(a_revoked_token_is_refused_on_every_instance_at_once: TestApp);
 
 async fn closing_a_batch_or_leaving_its_raters_holds_on_every_instance_at_once(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     let id = app.batch(&admin, "cached", &tasks_jsonl(6), "").await;
     let patch = |body: serde_json::Value| {
         admin
@@ -303,15 +299,14 @@ async fn closing_a_batch_or_leaving_its_raters_holds_on_every_instance_at_once(a
         sibling.next(&rater, &id).await.is_some(),
         "let in again at once"
     );
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(closing_a_batch_or_leaving_its_raters_holds_on_every_instance_at_once: TestApp);
 
 async fn a_returned_rating_shows_in_the_menu_on_every_instance_at_once(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     let (_, cookie) = sign_in(&sibling, "rater").await;
     let id = app.batch(&admin, "returns", &tasks_jsonl(2), "").await;
     let next = app.next(&rater, &id).await.expect("a task");
@@ -354,7 +349,6 @@ async fn a_returned_rating_shows_in_the_menu_on_every_instance_at_once(app: &Tes
         revised.text().await
     );
     assert!(!menu(&sibling).await, "revised on the first instance");
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(a_returned_rating_shows_in_the_menu_on_every_instance_at_once: TestApp);

@@ -902,7 +902,7 @@ db_test!(a_stranger_cannot_lock_the_owner_out: TestApp);
 /// Issue 8: two instances on one database share the limit.
 async fn the_login_limit_holds_across_instances(app: &TestApp) {
     app.rater().await;
-    let mut sibling = app.sibling().await;
+    let sibling = app.sibling().await;
     let limit = Config::default().login_per_account_and_address_per_min;
     for attempt in 0..limit {
         let instance = if attempt % 2 == 0 { app } else { &sibling };
@@ -921,8 +921,7 @@ async fn the_login_limit_holds_across_instances(app: &TestApp) {
             "the limit counts the attempts made on both instances"
         );
     }
-    sibling.stop().await;
-    sibling.store.close().await;
+    sibling.close().await;
 }
 db_test!(the_login_limit_holds_across_instances: TestApp);
 

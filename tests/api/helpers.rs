@@ -555,6 +555,13 @@ impl TestApp {
         }
     }
 
+    /// Stops an instance and closes its connections (a sibling's end; a fixture's
+    /// teardown also removes the database).
+    pub async fn close(mut self) {
+        self.stop().await;
+        self.store.close().await;
+    }
+
     /// A second app instance on the same database (a second process would do the same).
     pub async fn sibling(&self) -> TestApp {
         let app_store = Store::connect(&self.db.url).await.expect("connect");

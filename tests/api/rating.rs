@@ -497,8 +497,7 @@ async fn two_app_instances_on_one_database_keep_exactly_k(app: &TestApp) {
             .values()
             .all(|n| *n == 2)
     );
-    let mut sibling = sibling;
-    sibling.stop().await;
+    sibling.close().await;
 }
 db_test!(two_app_instances_on_one_database_keep_exactly_k: TestApp);
 
