@@ -97,7 +97,7 @@ impl SessionStore for Store {
         Ok(())
     }
 
-    /// Reads the sign-in epoch (the one query of a request signed in by a cached
+    /// Reads the access epoch (the one query of a request signed in by a cached
     /// session), then the record from the cache or the table.
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
         self.refresh_access().await.map_err(backend)?;
