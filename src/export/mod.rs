@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::evidence::Evidence;
@@ -295,21 +295,73 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
     record
 }
 
-/// One JSON Lines object (answers nested, canonical orientation).
-pub fn json_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Value {
-    json!({
-        "rating_id": row.rating_id, "batch": row.batch, "external_id": row.external_id, "rater": row.rater,
-        "rater_kind": row.rater_kind, "outcome": row.outcome, "status": row.status,
-        "counts_in_metrics": row.counts_in_metrics(),
-        "swapped": row.swapped, "model_a": row.model_a, "model_b": row.model_b, "answers": row.answers.0,
-        "skip_reason": row.skip_reason, "note": row.note, "time_spent_s": row.time_spent_s, "version": row.version,
-        "created_at": row.created_at, "submitted_at": row.submitted_at, "reviewed_at": row.reviewed_at,
-        "review_comment": row.review_comment, "rubric": rubric.name, "rubric_version": version,
-        "warnings": row.confirmed_warnings.0, "evidence": row.evidence.as_ref().map(|e| &e.0),
-        "review_field_comments": row.review_fields.0,
-        "gold": row.gold, "gold_grade": row.gold_grade.as_ref().map(|g| &g.0),
-        "review_first": row.review_first,
-    })
+/// One JSON Lines object (answers nested, canonical orientation), borrowing from the
+/// row: nothing of it is copied on the way out. Its keys are written in the order
+/// below, which is alphabetical, as they came out when it was built as a JSON map.
+#[derive(Serialize)]
+pub struct JsonRecord<'a> {
+    answers: &'a crate::rubric::Answers,
+    batch: &'a str,
+    counts_in_metrics: bool,
+    created_at: DateTime<Utc>,
+    evidence: Option<&'a Evidence>,
+    external_id: &'a str,
+    gold: bool,
+    gold_grade: Option<&'a crate::gold::Grade>,
+    model_a: Option<&'a str>,
+    model_b: Option<&'a str>,
+    note: Option<&'a str>,
+    outcome: Outcome,
+    rater: &'a str,
+    rater_kind: crate::lifecycle::RaterKind,
+    rating_id: uuid::Uuid,
+    review_comment: Option<&'a str>,
+    review_field_comments: &'a std::collections::BTreeMap<String, String>,
+    review_first: bool,
+    reviewed_at: Option<DateTime<Utc>>,
+    rubric: &'a str,
+    rubric_version: i32,
+    skip_reason: Option<&'a str>,
+    status: Status,
+    submitted_at: Option<DateTime<Utc>>,
+    swapped: bool,
+    time_spent_s: i32,
+    version: i32,
+    warnings: &'a [String],
+}
+
+/// The JSON Lines object of a row; `version` is the rubric's the batch pinned.
+pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> JsonRecord<'a> {
+    JsonRecord {
+        answers: &row.answers.0,
+        batch: &row.batch,
+        counts_in_metrics: row.counts_in_metrics(),
+        created_at: row.created_at,
+        evidence: row.evidence.as_ref().map(|e| &e.0),
+        external_id: &row.external_id,
+        gold: row.gold,
+        gold_grade: row.gold_grade.as_ref().map(|g| &g.0),
+        model_a: row.model_a.as_deref(),
+        model_b: row.model_b.as_deref(),
+        note: row.note.as_deref(),
+        outcome: row.outcome,
+        rater: &row.rater,
+        rater_kind: row.rater_kind,
+        rating_id: row.rating_id,
+        review_comment: row.review_comment.as_deref(),
+        review_field_comments: &row.review_fields.0,
+        review_first: row.review_first,
+        reviewed_at: row.reviewed_at,
+        rubric: &rubric.name,
+        rubric_version: version,
+        skip_reason: row.skip_reason.as_deref(),
+        status: row.status,
+        submitted_at: row.submitted_at,
+        swapped: row.swapped,
+        time_spent_s: row.time_spent_s,
+        version: row.version,
+        warnings: &row.confirmed_warnings.0,
+    }
 }
 
 /// Rows gathered into one chunk of output before it is handed on.
@@ -337,27 +389,35 @@ pub async fn write(
     let mut pending = 0usize;
     let fault_after = state.config().export_fault_after_rows;
     let mut faulted = false;
+    // One CSV writer per chunk, not per row (each keeps a buffer of its own).
+    let csv_writer = || {
+        csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(Vec::with_capacity(64 * 1024))
+    };
+    let mut rows_csv = csv_writer();
     let each = |row: ExportRow| {
         if faulted || fault_after.is_some_and(|n| pending as u64 >= n) {
             faulted = true;
             return None;
         }
+        // Writing into memory cannot fail.
         match format {
             Format::Csv => {
-                let mut writer = csv::WriterBuilder::new()
-                    .has_headers(false)
-                    .from_writer(&mut buffer);
-                // Writing into memory cannot fail.
-                let _ = writer.write_record(csv_record(&rubric, rubric_version, &row));
+                let _ = rows_csv.write_record(csv_record(&rubric, rubric_version, &row));
             }
             Format::Jsonl => {
-                let _ =
-                    serde_json::to_writer(&mut buffer, &json_record(&rubric, rubric_version, &row));
+                let record = json_record(&rubric, rubric_version, &row);
+                let _ = serde_json::to_writer(&mut buffer, &record);
                 buffer.push(b'\n');
             }
         }
         pending += 1;
-        (pending % ROWS_PER_CHUNK == 0).then(|| std::mem::take(&mut buffer))
+        (pending % ROWS_PER_CHUNK == 0).then(|| {
+            let written = std::mem::replace(&mut rows_csv, csv_writer());
+            buffer.extend(written.into_inner().unwrap_or_default());
+            std::mem::take(&mut buffer)
+        })
     };
     let rows = state
         .store()
@@ -368,6 +428,7 @@ pub async fn write(
             "export stopped by the configured test fault",
         ));
     }
+    buffer.extend(rows_csv.into_inner().unwrap_or_default());
     if !buffer.is_empty() {
         let _ = out.send(buffer).await;
     }
@@ -408,6 +469,58 @@ mod tests {
         assert_eq!(
             filter.submitted_since.unwrap().to_rfc3339(),
             "2026-11-01T00:00:00+00:00"
+        );
+    }
+
+    /// The JSON Lines record is written field by field from the row; its keys must
+    /// still come out as they did when it was built as a JSON map (sorted), so that
+    /// exports stay byte for byte what they were.
+    #[test]
+    fn a_json_record_writes_its_keys_as_a_map_would() {
+        let row = ExportRow {
+            rating_id: uuid::Uuid::now_v7(),
+            batch: "b".into(),
+            external_id: "t1".into(),
+            rater: "ana".into(),
+            outcome: Outcome::Rated,
+            status: Status::Submitted,
+            swapped: true,
+            model_a: Some("alpha".into()),
+            model_b: None,
+            answers: sqlx::types::Json(
+                serde_json::from_str(r#"{"sxs": 3, "a": {"correctness": "no_issues"}}"#).unwrap(),
+            ),
+            skip_reason: None,
+            note: Some("=1+1".into()),
+            time_spent_s: 42,
+            version: 2,
+            created_at: Utc::now(),
+            submitted_at: Some(Utc::now()),
+            reviewed_at: None,
+            review_comment: None,
+            rater_kind: crate::lifecycle::RaterKind::Human,
+            confirmed_warnings: sqlx::types::Json(vec!["w1".into()]),
+            evidence: None,
+            review_fields: sqlx::types::Json(Default::default()),
+            gold: false,
+            gold_grade: None,
+            review_first: false,
+        };
+        let rubric = crate::rubric::by_name("blackhat").unwrap();
+        let record = json_record(rubric, 1, &row);
+        let written = serde_json::to_string(&record).unwrap();
+        let as_map = serde_json::to_string(&serde_json::to_value(&record).unwrap()).unwrap();
+        assert_eq!(written, as_map);
+        let back: Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(back["answers"]["sxs"], 3);
+        assert_eq!(
+            (back["rubric"].as_str(), back["rubric_version"].as_i64()),
+            (Some("blackhat"), Some(1))
+        );
+        assert_eq!(back["model_b"], Value::Null);
+        assert_eq!(
+            back["note"], "=1+1",
+            "JSON is not a spreadsheet: nothing is neutralised"
         );
     }
 
