@@ -53,6 +53,28 @@ pub(crate) fn serve_with(db: &TestDb, env: &[(&str, &str)]) -> (Child, String) {
     (child, base)
 }
 
+/// Uploads JSON Lines to the instance at `base` as a new batch (`query` names it and
+/// sets its settings); returns the batch's id.
+pub(crate) async fn upload_batch(
+    admin: &reqwest::Client,
+    base: &str,
+    query: &str,
+    jsonl: String,
+) -> String {
+    let upload = admin
+        .post(format!("{base}/api/v1/batches?{query}"))
+        .header("content-type", "application/x-ndjson")
+        .body(jsonl)
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(upload.status(), StatusCode::CREATED);
+    upload.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
 /// Adds `n` raters (`rater0`, ...) through the API as `admin`, each through the next of
 /// `bases` in turn; returns an API token of each.
 pub(crate) async fn add_raters(admin: &reqwest::Client, bases: &[String], n: usize) -> Vec<String> {
@@ -209,18 +231,13 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
     let admin = bearer(&account(db, "admin", "admin"));
 
     let (mut server, base) = serve(db);
-    let upload = admin
-        .post(format!("{base}/api/v1/batches?name=durable&randomize=true"))
-        .header("content-type", "application/x-ndjson")
-        .body(tasks_jsonl(DURABLE_TASKS))
-        .send()
-        .await
-        .expect("upload");
-    assert_eq!(upload.status(), StatusCode::CREATED);
-    let batch = upload.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let batch = upload_batch(
+        &admin,
+        &base,
+        "name=durable&randomize=true",
+        tasks_jsonl(DURABLE_TASKS),
+    )
+    .await;
     let tokens = add_raters(&admin, std::slice::from_ref(&base), RATERS).await;
     kill_9(&mut server);
 

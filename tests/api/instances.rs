@@ -6,11 +6,9 @@
 use std::process::Child;
 use std::time::Duration;
 
-use reqwest::StatusCode;
-use serde_json::Value;
 use verdict::store::Backend;
 
-use crate::durability::{Ended, account, add_raters, kill_9, rate_all, serve_with};
+use crate::durability::{Ended, account, add_raters, kill_9, rate_all, serve_with, upload_batch};
 use crate::helpers::{Fixture, TestDb, bearer, tasks_jsonl};
 
 const INSTANCES: usize = 3;
@@ -28,20 +26,8 @@ async fn an_instance_killed_mid_load_loses_nothing_and_the_others_carry_on() {
     let admin = bearer(&account(&db, "admin", "admin"));
     let mut servers: Vec<(Child, String)> = (0..INSTANCES).map(|_| serve_with(&db, &[])).collect();
     let first = servers[0].1.clone();
-    let upload = admin
-        .post(format!(
-            "{first}/api/v1/batches?name=shared&overlap={OVERLAP}"
-        ))
-        .header("content-type", "application/x-ndjson")
-        .body(tasks_jsonl(TASKS))
-        .send()
-        .await
-        .expect("upload");
-    assert_eq!(upload.status(), StatusCode::CREATED);
-    let batch = upload.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let query = format!("name=shared&overlap={OVERLAP}");
+    let batch = upload_batch(&admin, &first, &query, tasks_jsonl(TASKS)).await;
     // Accounts made through each instance in turn.
     let bases: Vec<String> = servers.iter().map(|(_, base)| base.clone()).collect();
     let tokens = add_raters(&admin, &bases, RATERS).await;

@@ -879,20 +879,13 @@ async fn killed_mid_run(db: &TestDb, sibling: bool) {
         .iter()
         .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
         .collect();
-    let upload = admin
-        .post(format!(
-            "{base}/api/v1/batches?name=killed&rubric=pairwise-aspects"
-        ))
-        .header("content-type", "application/x-ndjson")
-        .body(pair_tasks(&tasks))
-        .send()
-        .await
-        .expect("upload");
-    assert_eq!(upload.status(), StatusCode::CREATED);
-    let batch = upload.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let batch = crate::durability::upload_batch(
+        &admin,
+        &base,
+        "name=killed&rubric=pairwise-aspects",
+        pair_tasks(&tasks),
+    )
+    .await;
     let judge = admin
         .post(format!("{base}/api/v1/judges"))
         .json(&json!({"name": "steady", "base_url": scripted.base_url, "model": "m", "concurrency": 1}))
