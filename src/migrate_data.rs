@@ -50,6 +50,11 @@ pub const TABLES: &[&str] = &[
 /// `access_epoch` only tells instances when to drop what they cached about sign-ins.
 pub const NOT_COPIED: &[&str] = &["access_epoch"];
 
+/// Columns that belong to the running instances in the same way: `ratings.changed`
+/// orders changes for the metrics each instance keeps (a counter on SQLite, transaction
+/// ids on PostgreSQL), and the destination fills it as the rows arrive.
+pub const NOT_COPIED_COLUMNS: &[(&str, &str)] = &[("ratings", "changed")];
+
 /// Parameters one INSERT may carry, under SQLite's limit of 32,766 (PostgreSQL's is
 /// 65,535).
 const MAX_PARAMETERS: usize = 30_000;
@@ -154,6 +159,9 @@ async fn columns(pool: &PgPool) -> anyhow::Result<BTreeMap<String, Vec<(String, 
     .await?;
     let mut tables: BTreeMap<String, Vec<(String, Kind)>> = BTreeMap::new();
     for (table, column, data_type) in rows {
+        if NOT_COPIED_COLUMNS.contains(&(table.as_str(), column.as_str())) {
+            continue;
+        }
         let Some(kind) = Kind::of(&data_type) else {
             bail!("column {table}.{column} has type {data_type}, which migrate-data cannot copy");
         };

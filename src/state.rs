@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::credentials::limits::LoginLimiter;
 use crate::credentials::password::Hasher;
 use crate::heavy::HeavyReads;
+use crate::metrics::live::LiveMetrics;
 use crate::services::judging::Judging;
 use crate::store::Store;
 
@@ -26,6 +27,8 @@ pub struct App {
     heavy_reads: HeavyReads,
     /// The judge runs this process works.
     judging: Judging,
+    /// Batches' metrics kept folded, brought up to date on each request.
+    live_metrics: LiveMetrics,
 }
 
 impl AppState {
@@ -46,6 +49,7 @@ impl AppState {
             hasher,
             heavy_reads,
             judging,
+            live_metrics: LiveMetrics::default(),
         }))
     }
 
@@ -71,5 +75,9 @@ impl AppState {
 
     pub fn judging(&self) -> &Judging {
         &self.0.judging
+    }
+
+    pub fn live_metrics(&self) -> &LiveMetrics {
+        &self.0.live_metrics
     }
 }

@@ -19,6 +19,7 @@ use crate::export::ExportQuery;
 use crate::judges::RunView;
 use crate::metrics::bias::{Bias, LengthControlled, RaterBias};
 use crate::metrics::judges::{JudgeField, JudgeMetrics, Lean};
+use crate::metrics::live::Folded;
 use crate::metrics::stats::Estimate;
 use crate::metrics::{Accumulator, Metrics, PreferenceSummary, ScoreSummary};
 use crate::rubric::{Answer, Role, Rubric};
@@ -51,25 +52,30 @@ const HELD_SHOWN: i64 = 500;
 /// How many tasks no rater is left for the batch page names.
 const STRANDED_SHOWN: i64 = 50;
 
-/// Computes the metrics of a batch the lead may see; with the rubric they were made under.
+/// Computes the metrics of a batch the lead may see, with the batch as its page shows it
+/// and the rubric they were made under.
 pub async fn compute(
     state: &AppState,
     id: Uuid,
     lead: &User,
 ) -> AppResult<(BatchView, Metrics, Arc<Rubric>)> {
     let summary = crate::batches::visible(state, id, lead).await?;
-    let rubric = state.store().batch_rubric(&summary.batch).await?;
-    let tasks = summary.progress.tasks;
+    let (metrics, rubric) = measure(state, &summary.batch, summary.progress.tasks).await?;
+    let view = crate::batches::view(state, summary, lead).await?;
+    Ok((view, metrics, rubric))
+}
+
+/// The metrics of `batch`, of `tasks` tasks (gold aside), with the rubric they were made
+/// under.
+async fn measure(
+    state: &AppState,
+    batch: &crate::store::batches::Batch,
+    tasks: i64,
+) -> AppResult<(Metrics, Arc<Rubric>)> {
+    let id = batch.id;
+    let rubric = state.store().batch_rubric(batch).await?;
     let turn = state.heavy_reads().turn().await;
-    let mut acc = Accumulator::new(
-        &rubric,
-        summary.batch.rubric_version,
-        &summary.batch.classifications.0,
-    );
-    state
-        .store()
-        .for_each_rating(id, |row| acc.add(&row))
-        .await?;
+    let (folded, mut slot) = fold(state, id, batch, &rubric).await?;
     let calls = state.store().judge_call_facts(id).await?;
     let store = state.store();
     let grades: Vec<(String, crate::gold::Grade)> = store
@@ -81,25 +87,68 @@ pub async fn compute(
     let gold = crate::metrics::gold::figures(
         &grades,
         store.gold_count(id).await?,
-        summary.batch.gold_rate,
-        summary.batch.review_first_below,
+        batch.gold_rate,
+        batch.review_first_below,
         store.held_count(id).await?,
     );
     let judged = Arc::clone(&rubric);
-    let min_explanation = usize::try_from(summary.batch.min_explanation_len).unwrap_or(0);
-    let metrics = tokio::task::spawn_blocking(move || {
+    let min_explanation = usize::try_from(batch.min_explanation_len).unwrap_or(0);
+    let (folded, metrics) = tokio::task::spawn_blocking(move || {
+        let acc = &folded.acc;
         let judges = acc.judges(&judged, min_explanation, &calls);
-        Metrics {
+        let metrics = Metrics {
             judges,
             gold,
             ..acc.finish(tasks)
-        }
+        };
+        (folded, metrics)
     })
     .await
     .map_err(AppError::internal)?;
+    // Kept for the next request, which reads on from its mark.
+    *slot = Some(folded);
     drop(turn);
-    let view = crate::batches::view(state, summary, lead).await?;
-    Ok((view, metrics, rubric))
+    Ok((metrics, rubric))
+}
+
+/// The batch's ratings folded, brought up to date: the instance's folded copy with the
+/// ratings changed since its last read folded in, or on the first request (or after the
+/// batch's rubric changed, or a read failed part way) all its ratings. Returned with the
+/// batch's slot, held: put the folded ratings back in it when done.
+async fn fold(
+    state: &AppState,
+    id: Uuid,
+    batch: &crate::store::batches::Batch,
+    rubric: &Rubric,
+) -> AppResult<(Folded, tokio::sync::OwnedMutexGuard<Option<Folded>>)> {
+    let mut slot = state.live_metrics().slot(id).lock_owned().await;
+    let store = state.store();
+    // Taken out while reading: a read that fails leaves the slot empty, to count afresh.
+    let kept = slot.take().filter(|f| {
+        f.version == batch.rubric_version && f.classifications == batch.classifications.0
+    });
+    // The mark comes before the read, so that what changes during it is read again.
+    let mark = store.ratings_mark().await?;
+    let mut folded = match kept {
+        Some(mut folded) => {
+            store
+                .for_each_rating(id, Some(folded.mark), |row| folded.acc.add(&row))
+                .await?;
+            folded
+        }
+        None => {
+            let mut acc = Accumulator::new(rubric, batch.rubric_version, &batch.classifications.0);
+            store.for_each_rating(id, None, |row| acc.add(&row)).await?;
+            Folded {
+                acc,
+                mark,
+                version: batch.rubric_version,
+                classifications: batch.classifications.0.clone(),
+            }
+        }
+    };
+    folded.mark = mark;
+    Ok((folded, slot))
 }
 
 /// The batch's metrics. Only ratings with outcome `rated` and status `submitted` or
@@ -112,7 +161,15 @@ pub async fn metrics_api(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<Metrics>> {
-    Ok(Json(compute(&state, id, &lead).await?.1))
+    // The batch and its task count only: the progress the batch page shows counts over
+    // all the batch's ratings, which the metrics keep folded.
+    let store = state.store();
+    if !store.batch_matches(id, lead.id, lead.role).await? {
+        return Err(AppError::NotFound);
+    }
+    let batch = store.batch(id).await?.ok_or(AppError::NotFound)?;
+    let tasks = store.task_count(id).await?;
+    Ok(Json(measure(&state, &batch, tasks).await?.0))
 }
 
 /// A preference question as the page shows it.

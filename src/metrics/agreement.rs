@@ -55,15 +55,20 @@ pub fn agreement(units: &[Vec<i64>], level: Level) -> Agreement {
     builder.finish()
 }
 
-/// Builds agreement one unit at a time, keeping only the coincidence matrix: memory does
-/// not grow with the number of units. Values are given as indices into `domain`, which
-/// may hold values that never occur (they carry no weight).
+/// Builds agreement one unit at a time, keeping only the coincidences: memory does not
+/// grow with the number of units. Values are given as indices into `domain`, which may
+/// hold values that never occur (they carry no weight).
+///
+/// A unit of `m` values adds each ordered pair of them with weight `1 / (m - 1)`. The
+/// pairs are counted in whole numbers per unit size and weighed only at the end, so a
+/// unit can be taken out again exactly (when a rating changes) and the result does not
+/// depend on the order units came in.
 #[derive(Debug, Clone)]
 pub struct Builder {
     level: Level,
     domain: Vec<i64>,
-    /// Coincidences, `domain.len()` squared.
-    o: Vec<f64>,
+    /// Per unit size: ordered pairs of values, `domain.len()` squared.
+    by_size: std::collections::BTreeMap<usize, Vec<u64>>,
     counts: Vec<u32>,
     units: usize,
     pairs: u64,
@@ -76,7 +81,7 @@ impl Builder {
         Self {
             level,
             domain,
-            o: vec![0.0; k * k],
+            by_size: std::collections::BTreeMap::new(),
             counts: vec![0; k],
             units: 0,
             pairs: 0,
@@ -87,35 +92,53 @@ impl Builder {
     /// Adds one unit: the indices (into the domain) of the values it was given. A unit
     /// with fewer than two values is not pairable and adds nothing.
     pub fn add_unit(&mut self, values: &[usize]) {
+        self.change_unit(values, true);
+    }
+
+    /// Takes out a unit added before, with the same values.
+    pub fn remove_unit(&mut self, values: &[usize]) {
+        self.change_unit(values, false);
+    }
+
+    fn change_unit(&mut self, values: &[usize], add: bool) {
         if values.len() < 2 {
             return;
         }
         let k = self.domain.len();
-        self.units += 1;
+        let by = |n: &mut u64, d: u64| {
+            if add {
+                *n += d;
+            } else {
+                *n -= d;
+            }
+        };
         self.counts.iter_mut().for_each(|c| *c = 0);
         for &v in values {
             self.counts[v] += 1;
         }
-        let m = values.len() as f64;
-        let m_pairs = (values.len() * (values.len() - 1) / 2) as u64;
-        self.pairs += m_pairs;
+        let m = values.len();
+        if add {
+            self.units += 1;
+        } else {
+            self.units -= 1;
+        }
+        by(&mut self.pairs, (m * (m - 1) / 2) as u64);
+        let o = self.by_size.entry(m).or_insert_with(|| vec![0; k * k]);
         for c in 0..k {
-            let nc = self.counts[c];
+            let nc = u64::from(self.counts[c]);
             if nc == 0 {
                 continue;
             }
-            self.equal += u64::from(nc) * u64::from(nc.saturating_sub(1)) / 2;
+            by(&mut self.equal, nc * nc.saturating_sub(1) / 2);
             for d in 0..k {
-                let nd = self.counts[d];
+                let nd = u64::from(self.counts[d]);
                 if nd == 0 {
                     continue;
                 }
-                let pairs = if c == d {
-                    f64::from(nc) * (f64::from(nc) - 1.0)
-                } else {
-                    f64::from(nc) * f64::from(nd)
-                };
-                self.o[c * k + d] += pairs / (m - 1.0);
+                by(
+                    &mut o[c * k + d],
+                    if c == d { nc * (nc - 1) } else { nc * nd },
+                );
             }
         }
     }
@@ -130,9 +153,24 @@ impl Builder {
         }
     }
 
+    /// The coincidence matrix: each unit size's pairs weighed by `1 / (m - 1)`.
+    fn coincidences(&self) -> Vec<f64> {
+        let k = self.domain.len();
+        let mut o = vec![0.0; k * k];
+        for (&m, pairs) in &self.by_size {
+            let weight = (m - 1) as f64;
+            for (cell, &n) in o.iter_mut().zip(pairs) {
+                if n > 0 {
+                    *cell += n as f64 / weight;
+                }
+            }
+        }
+        o
+    }
+
     fn alpha(&self) -> Option<f64> {
         let k = self.domain.len();
-        let o = &self.o;
+        let o = &self.coincidences();
         let n_v: Vec<f64> = (0..k).map(|c| (0..k).map(|d| o[c * k + d]).sum()).collect();
         let n: f64 = n_v.iter().sum();
         if n <= 1.0 {

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::judges::Lean;
-use super::stats::{self, Estimate, Z95};
+use super::stats::{self, Estimate, Histogram, Z95};
 use crate::rubric::Favours;
 
 /// Active seconds a task should take at most (the rater guidance's 30 minutes; the form
@@ -187,6 +187,55 @@ pub struct BatchStraightLining {
     pub raters_flagged: u64,
 }
 
+/// Decisive answers as the length-controlled fit reads them: per length feature, how
+/// many answers there were and how many preferred B. Grouped, so that an answer can be
+/// taken out again and the fit does not depend on the order answers came in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Points {
+    /// By the feature's bits: (the feature, answers, of which prefer B).
+    groups: BTreeMap<u64, (f64, u64, u64)>,
+}
+
+impl Points {
+    /// The points `(x, prefers B)` grouped.
+    pub fn of(points: &[(f64, bool)]) -> Self {
+        let mut grouped = Self::default();
+        for &(x, b) in points {
+            grouped.change(x, b, true);
+        }
+        grouped
+    }
+
+    /// Adds or takes out one answer at `x`.
+    pub fn change(&mut self, x: f64, prefers_b: bool, add: bool) {
+        let group = self.groups.entry(x.to_bits()).or_insert((x, 0, 0));
+        if add {
+            group.1 += 1;
+            group.2 += u64::from(prefers_b);
+        } else {
+            group.1 -= 1;
+            group.2 -= u64::from(prefers_b);
+        }
+        if group.1 == 0 {
+            self.groups.remove(&x.to_bits());
+        }
+    }
+
+    /// Each group: the feature, answers, of which prefer B.
+    fn iter(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+        self.groups
+            .values()
+            .map(|&(x, n, b)| (x, n as f64, b as f64))
+    }
+
+    /// Answers, and those that prefer B.
+    fn totals(&self) -> (u64, u64) {
+        self.groups
+            .values()
+            .fold((0, 0), |(n, b), g| (n + g.1, b + g.2))
+    }
+}
+
 /// What one rater's (or the batch's) ratings gather.
 #[derive(Debug, Default)]
 struct Tally {
@@ -197,29 +246,46 @@ struct Tally {
     /// Decisive answers on tasks of unequal lengths, and those for the longer response.
     unequal: u64,
     longer: u64,
-    /// Per decisive answer: the length feature and whether B was preferred.
-    points: Vec<(f64, bool)>,
-    times: Vec<f64>,
+    /// The decisive answers: the length feature and whether B was preferred.
+    points: Points,
+    times: Histogram,
     over: u64,
 }
 
+/// Adds 1 to `n`, or takes 1 away, when `when`.
+fn count(n: &mut u64, when: bool, add: bool) {
+    if when {
+        if add {
+            *n += 1;
+        } else {
+            *n -= 1;
+        }
+    }
+}
+
 impl Tally {
-    fn add(&mut self, o: &Observation<'_>) {
-        self.rated += 1;
-        self.times.push(f64::from(o.time_spent_s));
-        self.over += u64::from(o.time_spent_s > GUIDANCE_S);
+    /// Adds an observation, or takes out one added before.
+    fn change(&mut self, o: &Observation<'_>, add: bool) {
+        count(&mut self.rated, true, add);
+        self.times.change(i64::from(o.time_spent_s), add);
+        count(&mut self.over, o.time_spent_s > GUIDANCE_S, add);
         let Some(favours) = o.preference.filter(|f| *f != Favours::Tie) else {
             return;
         };
-        self.decisive += 1;
-        self.shown_first += u64::from(super::as_shown(favours, o.swapped) == Favours::A);
+        count(&mut self.decisive, true, add);
+        let first = super::as_shown(favours, o.swapped) == Favours::A;
+        count(&mut self.shown_first, first, add);
         let (len_a, len_b) = o.lengths;
         if len_a != len_b {
-            self.unequal += 1;
-            self.longer += u64::from((favours == Favours::A) == (len_a > len_b));
+            count(&mut self.unequal, true, add);
+            count(
+                &mut self.longer,
+                (favours == Favours::A) == (len_a > len_b),
+                add,
+            );
         }
         self.points
-            .push((length_feature(len_a, len_b), favours == Favours::B));
+            .change(length_feature(len_a, len_b), favours == Favours::B, add);
     }
 
     fn position(&self) -> Lean {
@@ -230,16 +296,17 @@ impl Tally {
         lean(self.longer, self.unequal)
     }
 
-    fn time(&mut self) -> TimeSpent {
+    fn time(&self) -> TimeSpent {
         TimeSpent {
             n: self.rated,
-            median_s: stats::median(&mut self.times),
+            median_s: self.times.median(),
             over_guidance: gated_share(self.over, self.rated),
         }
     }
 }
 
-/// Gathers the bias figures from counted ratings, one at a time.
+/// Gathers the bias figures from counted ratings, one at a time; a rating added can be
+/// taken out again (when it changes).
 #[derive(Debug)]
 pub struct BiasTally {
     /// Whether the rubric asks a preference (else there is no lean to measure).
@@ -250,7 +317,7 @@ pub struct BiasTally {
     index: HashMap<String, usize>,
     /// Per unordered pair of models (the first by name as A): the length feature and
     /// whether the second was preferred.
-    pairs: BTreeMap<(String, String), Vec<(f64, bool)>>,
+    pairs: BTreeMap<(String, String), Points>,
 }
 
 impl BiasTally {
@@ -269,6 +336,15 @@ impl BiasTally {
 
     /// Adds one counted rating of `rater`.
     pub fn add(&mut self, rater: &str, o: &Observation<'_>) {
+        self.change(rater, o, true);
+    }
+
+    /// Takes out a rating of `rater` added before, as it was then.
+    pub fn remove(&mut self, rater: &str, o: &Observation<'_>) {
+        self.change(rater, o, false);
+    }
+
+    fn change(&mut self, rater: &str, o: &Observation<'_>, add: bool) {
         let i = match self.index.get(rater) {
             Some(&i) => i,
             None => {
@@ -280,13 +356,13 @@ impl BiasTally {
             }
         };
         let (_, tally, answers) = &mut self.raters[i];
-        tally.add(o);
+        tally.change(o, add);
         for (counts, &code) in answers.iter_mut().zip(o.shown) {
             if let Some(n) = counts.get_mut(usize::from(code)) {
-                *n += 1;
+                count(n, true, add);
             }
         }
-        self.batch.add(o);
+        self.batch.change(o, add);
         if let (Some((a, b)), Some(favours)) = (o.models, o.preference)
             && favours != Favours::Tie
         {
@@ -294,23 +370,27 @@ impl BiasTally {
             let prefers_b = favours == Favours::B;
             // One pair whichever way round a task had it: read with the first by name
             // as A, a task that had them the other way round is mirrored.
-            let (key, point) = if a <= b {
+            let (key, (x, prefers_b)) = if a <= b {
                 ((a, b), (x, prefers_b))
             } else {
                 ((b, a), (-x, !prefers_b))
             };
-            self.pairs
-                .entry((key.0.to_owned(), key.1.to_owned()))
-                .or_default()
-                .push(point);
+            let key = (key.0.to_owned(), key.1.to_owned());
+            let points = self.pairs.entry(key.clone()).or_default();
+            points.change(x, prefers_b, add);
+            if points.groups.is_empty() {
+                self.pairs.remove(&key);
+            }
         }
     }
 
-    pub fn finish(mut self) -> Bias {
+    /// The figures: each rater with a counted rating, by name.
+    pub fn finish(&self) -> Bias {
         let preference = self.preference;
         let mut raters: Vec<RaterBias> = self
             .raters
-            .iter_mut()
+            .iter()
+            .filter(|(_, tally, _)| tally.rated > 0)
             .map(|(name, tally, answers)| {
                 let straight_lining = straight_lining(&self.questions, answers);
                 RaterBias {
@@ -330,7 +410,7 @@ impl BiasTally {
             .iter()
             .filter(|r| !r.straight_lining.straight_lined.is_empty())
             .count() as u64;
-        let batch = &mut self.batch;
+        let batch = &self.batch;
         let models = if preference {
             self.pairs
                 .iter()
@@ -390,10 +470,9 @@ fn gated_share(k: u64, n: u64) -> Option<Estimate> {
 }
 
 /// The raw and length-controlled preference for B of decisive answers `points`.
-pub fn length_controlled(points: &[(f64, bool)]) -> LengthControlled {
-    let n = points.len() as u64;
-    let b = points.iter().filter(|(_, b)| *b).count() as u64;
-    let fit = if points.len() >= MIN_FIT {
+pub fn length_controlled(points: &Points) -> LengthControlled {
+    let (n, b) = points.totals();
+    let fit = if n >= MIN_FIT as u64 {
         logistic(points)
     } else {
         None
@@ -481,7 +560,7 @@ const MAX_STEPS: usize = 100;
 /// (all of one kind, or every `y` on one side of some length and every other `y` on the
 /// other: separation, where the coefficients run off to infinity), when `x` does not
 /// vary, or when the steps do not settle.
-pub fn logistic(points: &[(f64, bool)]) -> Option<Fit> {
+pub fn logistic(points: &Points) -> Option<Fit> {
     if separated(points) {
         return None;
     }
@@ -523,12 +602,13 @@ pub fn logistic(points: &[(f64, bool)]) -> Option<Fit> {
 /// Whether some threshold on `x` splits the `y`s (allowing ties at the threshold), or
 /// all `y` are the same: then the likelihood has no maximum. With one feature this is
 /// exactly when the largest `x` of one kind is at most the smallest `x` of the other.
-fn separated(points: &[(f64, bool)]) -> bool {
+fn separated(points: &Points) -> bool {
+    // The range of x over answers that prefer B (`true`) and over those that do not.
     let range = |kind: bool| {
         points
             .iter()
-            .filter(|(_, y)| *y == kind)
-            .map(|(x, _)| *x)
+            .filter(|&(_, n, b)| if kind { b > 0.0 } else { n > b })
+            .map(|(x, _, _)| x)
             .fold(None, |r: Option<(f64, f64)>, x| {
                 Some(r.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
             })
@@ -539,15 +619,15 @@ fn separated(points: &[(f64, bool)]) -> bool {
     }
 }
 
-fn log_likelihood(points: &[(f64, bool)], (b0, b1): (f64, f64)) -> f64 {
+fn log_likelihood(points: &Points, (b0, b1): (f64, f64)) -> f64 {
     points
         .iter()
-        .map(|&(x, y)| {
+        .map(|(x, n, b)| {
             let z = b0 + b1 * x;
             // log sigmoid(z) = -log(1 + e^-z), written to stay finite for large |z|.
             let log_p = -softplus(-z);
             let log_q = -softplus(z);
-            if y { log_p } else { log_q }
+            b * log_p + (n - b) * log_q
         })
         .sum()
 }
@@ -564,14 +644,14 @@ fn softplus(z: f64) -> f64 {
 /// The score (gradient of the log-likelihood) and the information matrix (h00, h01, h11)
 /// at `b`.
 fn gradient_and_information(
-    points: &[(f64, bool)],
+    points: &Points,
     (b0, b1): (f64, f64),
 ) -> ((f64, f64), (f64, f64, f64)) {
     let (mut g0, mut g1, mut h00, mut h01, mut h11) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for &(x, y) in points {
+    for (x, n, b) in points.iter() {
         let p = sigmoid(b0 + b1 * x);
-        let r = f64::from(u8::from(y)) - p;
-        let w = p * (1.0 - p);
+        let r = b - n * p;
+        let w = n * p * (1.0 - p);
         g0 += r;
         g1 += r * x;
         h00 += w;
@@ -602,6 +682,14 @@ mod tests {
 
     fn close(x: f64, y: f64) -> bool {
         (x - y).abs() < 1e-9
+    }
+
+    fn logistic(points: &[(f64, bool)]) -> Option<Fit> {
+        super::logistic(&Points::of(points))
+    }
+
+    fn length_controlled(points: &[(f64, bool)]) -> LengthControlled {
+        super::length_controlled(&Points::of(points))
     }
 
     /// With x only -1 or +1 the model fits each group's share exactly, so the

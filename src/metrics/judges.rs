@@ -102,22 +102,21 @@ impl Accumulator {
         min_explanation: usize,
         calls: &[JudgeCall],
     ) -> BTreeMap<String, JudgeMetrics> {
-        let nq = self.questions.len();
-        let names: Vec<&str> = {
-            let mut names = vec![""; self.rater_index.len()];
-            for (name, &i) in &self.rater_index {
-                names[i as usize] = name;
-            }
-            names
-        };
-        // Per task: each included rating's rater and codes.
+        let names: Vec<&str> = self.raters.iter().map(|r| r.name.as_str()).collect();
+        // Per task: each included rating's rater and codes, by rater name (the order
+        // ratings came in must not matter).
         let mut humans: HashMap<Uuid, Vec<(u32, &[u8])>> = HashMap::new();
-        let tasks: HashMap<u32, Uuid> = self.task_index.iter().map(|(id, &i)| (i, *id)).collect();
-        for (r, &(task, rater)) in self.keys.iter().enumerate() {
-            humans
-                .entry(tasks[&task])
-                .or_default()
-                .push((rater, &self.codes[r * nq..(r + 1) * nq]));
+        for unit in self.tasks.iter().filter(|u| !u.members.is_empty()) {
+            let mut given: Vec<(u32, &[u8])> = unit
+                .members
+                .iter()
+                .map(|id| {
+                    let e = &self.entries[id];
+                    (e.rater, &e.codes[..])
+                })
+                .collect();
+            given.sort_by_key(|(r, _)| names[*r as usize]);
+            humans.insert(unit.id, given);
         }
         let mut out = BTreeMap::new();
         for judge_calls in calls.chunk_by(|x, y| x.judge == y.judge) {
@@ -370,6 +369,7 @@ mod tests {
 
     fn human(task: Uuid, rater: &str, answers: Value) -> RatingFacts {
         RatingFacts {
+            id: Uuid::now_v7(),
             task_id: task,
             rater: rater.into(),
             outcome: Outcome::Rated,
@@ -381,6 +381,7 @@ mod tests {
             model_b: None,
             len_a: 0,
             len_b: 0,
+            counted: true,
         }
     }
 

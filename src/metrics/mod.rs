@@ -35,15 +35,17 @@ pub mod bias;
 pub mod bradley_terry;
 pub mod gold;
 pub mod judges;
+pub mod live;
 pub mod pairwise;
 pub mod stats;
 
 use agreement::Agreement;
-use stats::Estimate;
+use stats::{Estimate, Histogram};
 
 /// What the metrics need of one rating.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RatingFacts {
+    pub id: Uuid,
     pub task_id: Uuid,
     pub rater: String,
     pub outcome: Outcome,
@@ -57,6 +59,10 @@ pub struct RatingFacts {
     /// The two responses' lengths in characters (for the length lean).
     pub len_a: i64,
     pub len_b: i64,
+    /// Whether it belongs in the batch's figures at all: a human's rating, not of a gold
+    /// task, and not held for review first unless accepted. A full read has only these;
+    /// a read of what changed also has the others, to take them out.
+    pub counted: bool,
 }
 
 impl RatingFacts {
@@ -220,6 +226,8 @@ pub struct Metrics {
     /// `classifications.<key>`): answers per option.
     pub fields: BTreeMap<String, BTreeMap<String, u64>>,
     pub agreement: BTreeMap<String, Agreement>,
+    /// Each rater with a rating in the figures (drafts and left-out ones included), by
+    /// name.
     pub raters: Vec<RaterStats>,
     /// Absent for a rubric without a preference.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -417,26 +425,98 @@ fn as_shown(favours: Favours, swapped: bool) -> Favours {
 
 type RawMap<'a> = HashMap<&'a str, &'a RawValue>;
 
+/// One model pair's answers to a preference, read with the first model by name as A.
+#[derive(Default)]
+struct PairTally {
+    a_wins: u64,
+    ties: u64,
+    b_wins: u64,
+    /// Scale scores (a choice has none).
+    scores: Histogram,
+}
+
+impl PairTally {
+    fn n(&self) -> u64 {
+        self.a_wins + self.ties + self.b_wins
+    }
+
+    fn change(&mut self, (favours, score): PairAnswer, add: bool) {
+        let n = match favours {
+            Favours::A => &mut self.a_wins,
+            Favours::Tie => &mut self.ties,
+            Favours::B => &mut self.b_wins,
+        };
+        count(n, add);
+        if let Some(score) = score {
+            self.scores.change(score, add);
+        }
+    }
+}
+
 /// One answer to a preference as a model table counts it: what it favours, read with the
 /// first model by name as A, and its score on a scale.
-type PairAnswer = (Favours, Option<f64>);
+type PairAnswer = (Favours, Option<i64>);
 
 /// What a preference question gathers beyond its codes.
 #[derive(Default)]
 struct PreferenceTally {
     /// Scale answers as the raters saw them (for the lean).
-    shown_scores: Vec<f64>,
-    /// Canonical score sums and counts, by whether A and B were swapped.
-    by_swap: [(u64, f64); 2],
+    shown_scores: Histogram,
+    /// Canonical score counts and sums, by whether A and B were swapped.
+    by_swap: [(u64, i64); 2],
     /// Decisive answers, and those that favour the response shown first.
     decisive: u64,
     shown_first: u64,
     /// Per unordered pair of models (by name).
-    model_pairs: BTreeMap<(String, String), Vec<PairAnswer>>,
+    model_pairs: BTreeMap<(String, String), PairTally>,
 }
 
-/// Folds rating rows into metrics. Per included rating it keeps a few bytes (task,
-/// rater, one code per question); agreement is built at the end, task by task.
+/// Adds 1 to `n`, or takes 1 away.
+fn count(n: &mut u64, add: bool) {
+    if add {
+        *n += 1;
+    } else {
+        *n -= 1;
+    }
+}
+
+/// One rating as folded in: enough to take it out again exactly when it changes.
+struct Entry {
+    task: u32,
+    rater: u32,
+    outcome: Outcome,
+    status: Status,
+    swapped: bool,
+    time_spent_s: i32,
+    /// The task's models (response A's, response B's), by index into the accumulator's
+    /// names.
+    models: (Option<u32>, Option<u32>),
+    lengths: (i64, i64),
+    /// One code per question; empty for a rating that does not count.
+    codes: Box<[u8]>,
+    /// The classification options chosen: (question, option) by index.
+    classes: Box<[(u16, u16)]>,
+}
+
+impl Entry {
+    fn included(&self) -> bool {
+        crate::lifecycle::counts_in_metrics(self.outcome, self.status)
+    }
+}
+
+/// One task: its id and the ratings of it that count.
+struct Unit {
+    id: Uuid,
+    members: Vec<Uuid>,
+}
+
+/// Folds rating rows into metrics, and keeps them folded: a rating can be added, changed
+/// or taken out at any time, and [`Accumulator::finish`] gives the figures of the ratings
+/// it holds then, whatever order they came in. Every figure is kept as counts (per code,
+/// per value, per task for agreement), so a change costs what one rating and its task's
+/// few other ratings cost, and the figures take no pass over the ratings. Per rating it
+/// keeps a few dozen bytes (its codes, orientation, time, models and lengths), to take it
+/// out again.
 pub struct Accumulator {
     rubric: RubricRef,
     subject: Subject,
@@ -444,18 +524,23 @@ pub struct Accumulator {
     counts: Counts,
     /// Per question, per code (index 0 unused): how often it was given.
     tallies: Vec<Vec<u64>>,
+    /// Every rating held, by id.
+    entries: HashMap<Uuid, Entry>,
+    tasks: Vec<Unit>,
     task_index: HashMap<Uuid, u32>,
-    /// For each included rating: (task, rater), and its codes in `codes`.
-    keys: Vec<(u32, u32)>,
-    codes: Vec<u8>,
     raters: Vec<RaterTally>,
     rater_index: HashMap<String, u32>,
+    models: Vec<String>,
+    model_index: HashMap<String, u32>,
     /// The preference questions (by index into `questions`) and what each gathers.
     preferences: Vec<(usize, PreferenceTally)>,
     /// Per score question: per model, the values given.
-    score_models: Vec<(usize, BTreeMap<String, Vec<f64>>)>,
+    score_models: Vec<(usize, BTreeMap<String, Histogram>)>,
     /// The question raters are compared on.
     primary: Option<usize>,
+    /// Agreement per question (a score also at the ordinal level, under
+    /// `<path>:ordinal`): its key, its question and its coincidences.
+    agreement: Vec<(String, usize, agreement::Builder)>,
     /// The batch's classification questions, and per question how often each option
     /// was chosen.
     classifications: Vec<crate::rubric::Classification>,
@@ -468,16 +553,23 @@ pub struct Accumulator {
     lines: Vec<(usize, usize)>,
     /// Room for one rating's answers as shown, reused from rating to rating.
     shown: Vec<u8>,
+    /// Room for one task's values of one question.
+    values: Vec<usize>,
 }
 
 #[derive(Default)]
 struct RaterTally {
     name: String,
+    /// Every rating held, drafts included.
+    ratings: u64,
     included: u64,
     finished: u64,
     skipped: u64,
     out_of_scope: u64,
-    times: Vec<f64>,
+    times: Histogram,
+    /// Pairs with other raters on the primary question, and the equal ones.
+    pairs: u64,
+    equal: u64,
 }
 
 impl Accumulator {
@@ -512,6 +604,22 @@ impl Accumulator {
             .first()
             .map(|(i, _)| *i)
             .or_else(|| score_models.first().map(|(i, _)| *i));
+        let mut agreement = Vec::new();
+        for (qi, q) in questions.iter().enumerate() {
+            let domain: Vec<i64> = (1..=q.names.len() as i64).collect();
+            agreement.push((
+                q.path.clone(),
+                qi,
+                agreement::Builder::new(domain.clone(), q.level),
+            ));
+            if matches!(q.reading, Reading::Score { .. }) {
+                agreement.push((
+                    format!("{}:ordinal", q.path),
+                    qi,
+                    agreement::Builder::new(domain, agreement::Level::Ordinal),
+                ));
+            }
+        }
         let lines: Vec<(usize, usize)> = questions
             .iter()
             .enumerate()
@@ -542,14 +650,17 @@ impl Accumulator {
             questions,
             counts: Counts::default(),
             tallies,
+            entries: HashMap::new(),
+            tasks: Vec::new(),
             task_index: HashMap::new(),
-            keys: Vec::new(),
-            codes: Vec::new(),
             raters: Vec::new(),
             rater_index: HashMap::new(),
+            models: Vec::new(),
+            model_index: HashMap::new(),
             preferences,
             score_models,
             primary,
+            agreement,
             class_tallies: classifications
                 .iter()
                 .map(|q| vec![0; q.options.len()])
@@ -558,58 +669,136 @@ impl Accumulator {
             bias,
             shown: Vec::with_capacity(lines.len()),
             lines,
+            values: Vec::new(),
         }
     }
 
-    /// Adds an included rating, whose codes start at `first` in `codes`, to the bias
-    /// figures.
-    fn add_bias(&mut self, row: &RatingFacts, first: usize) {
-        let codes = &self.codes[first..];
-        let turn = row.swapped && self.subject == Subject::Pair;
-        self.shown.clear();
-        for &(i, other) in &self.lines {
-            self.shown.push(if turn {
-                self.questions[i].turned[usize::from(codes[other])]
-            } else {
-                codes[i]
-            });
-        }
-        let preference = self
-            .preferences
-            .first()
-            .and_then(|(qi, _)| self.questions[*qi].favours(codes[*qi]));
-        let observation = bias::Observation {
-            preference,
-            swapped: row.swapped,
-            lengths: (row.len_a, row.len_b),
-            time_spent_s: row.time_spent_s,
-            models: row.model_a.as_deref().zip(row.model_b.as_deref()),
-            shown: &self.shown,
-        };
-        self.bias.add(&row.rater, &observation);
+    /// How many ratings it holds, drafts and left-out ones included.
+    pub fn len(&self) -> usize {
+        self.entries.len()
     }
 
-    /// Counts the options chosen for each classification question (one, or several).
-    fn classify(&mut self, given: Option<&&RawValue>) {
-        let Some(given) = given else { return };
-        let Ok(answers) = serde_json::from_str::<HashMap<String, serde_json::Value>>(given.get())
-        else {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Folds in a rating: a new one is added; one held already (by id) is replaced by
+    /// what it is now; one that no longer belongs in the figures
+    /// ([`RatingFacts::counted`] false) is taken out.
+    pub fn add(&mut self, row: &RatingFacts) {
+        self.remove(row.id);
+        if !row.counted {
+            return;
+        }
+        let entry = self.entry(row);
+        self.change(&entry, true);
+        let (task, included) = (entry.task, entry.included());
+        self.entries.insert(row.id, entry);
+        if included {
+            self.change_unit(task, false);
+            self.tasks[task as usize].members.push(row.id);
+            self.change_unit(task, true);
+        }
+    }
+
+    /// Takes out the rating `id`, if it is held.
+    pub fn remove(&mut self, id: Uuid) {
+        let Some(held) = self.entries.get(&id) else {
             return;
         };
-        for (q, tally) in self.classifications.iter().zip(&mut self.class_tallies) {
-            let chosen: Vec<&str> = match answers.get(&q.key) {
+        let (task, included) = (held.task, held.included());
+        if included {
+            self.change_unit(task, false);
+            let members = &mut self.tasks[task as usize].members;
+            if let Some(at) = members.iter().position(|m| *m == id) {
+                members.swap_remove(at);
+            }
+            self.change_unit(task, true);
+        }
+        if let Some(entry) = self.entries.remove(&id) {
+            self.change(&entry, false);
+        }
+    }
+
+    /// The rating as it will be held: its task, rater and models by index, and for one
+    /// that counts, its codes and classifications read from its answers.
+    fn entry(&mut self, row: &RatingFacts) -> Entry {
+        let next = self.tasks.len() as u32;
+        let task = *self.task_index.entry(row.task_id).or_insert(next);
+        if task == next {
+            self.tasks.push(Unit {
+                id: row.task_id,
+                members: Vec::new(),
+            });
+        }
+        let rater = self.rater(&row.rater);
+        let models = (
+            row.model_a.as_deref().map(|m| self.model(m)),
+            row.model_b.as_deref().map(|m| self.model(m)),
+        );
+        let mut entry = Entry {
+            task,
+            rater,
+            outcome: row.outcome,
+            status: row.status,
+            swapped: row.swapped,
+            time_spent_s: row.time_spent_s,
+            models,
+            lengths: (row.len_a, row.len_b),
+            codes: Box::default(),
+            classes: Box::default(),
+        };
+        if entry.included() {
+            // Answers are read without building a JSON tree: only the keys and raw values.
+            let top: RawMap = serde_json::from_str(&row.answers).unwrap_or_default();
+            let side = |name: &str| -> RawMap {
+                top.get(name)
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .unwrap_or_default()
+            };
+            let (a, b) = (side("a"), side("b"));
+            entry.codes = self
+                .questions
+                .iter()
+                .map(|q| {
+                    let map = match q.side {
+                        Some("a") => &a,
+                        Some(_) => &b,
+                        None => &top,
+                    };
+                    map.get(q.key.as_str()).map_or(0, |raw| q.code(raw))
+                })
+                .collect();
+            entry.classes = self.classes(top.get("classifications"));
+        }
+        entry
+    }
+
+    /// The options chosen for each classification question (one, or several).
+    fn classes(&self, given: Option<&&RawValue>) -> Box<[(u16, u16)]> {
+        let Some(given) = given else {
+            return Box::default();
+        };
+        let Ok(answers) = serde_json::from_str::<HashMap<String, serde_json::Value>>(given.get())
+        else {
+            return Box::default();
+        };
+        let mut chosen = Vec::new();
+        for (qi, q) in self.classifications.iter().enumerate() {
+            let options: Vec<&str> = match answers.get(&q.key) {
                 Some(serde_json::Value::String(one)) => vec![one.as_str()],
                 Some(serde_json::Value::Array(many)) => {
                     many.iter().filter_map(|v| v.as_str()).collect()
                 }
                 _ => continue,
             };
-            for option in chosen {
+            for option in options {
                 if let Some(i) = q.options.iter().position(|o| o == option) {
-                    tally[i] += 1;
+                    chosen.push((qi as u16, i as u16));
                 }
             }
         }
+        chosen.into_boxed_slice()
     }
 
     fn rater(&mut self, name: &str) -> u32 {
@@ -625,78 +814,84 @@ impl Accumulator {
         i
     }
 
-    pub fn add(&mut self, row: &RatingFacts) {
-        self.counts.ratings += 1;
-        let rater = self.rater(&row.rater);
-        let tally = &mut self.raters[rater as usize];
-        if !row.status.is_draft() {
-            tally.finished += 1;
-            tally.skipped += u64::from(row.outcome == Outcome::Skipped);
-            tally.out_of_scope += u64::from(row.outcome == Outcome::OutOfScope);
+    fn model(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.model_index.get(name) {
+            return i;
+        }
+        self.models.push(name.to_owned());
+        let i = (self.models.len() - 1) as u32;
+        self.model_index.insert(name.to_owned(), i);
+        i
+    }
+
+    /// Adds a rating's figures (the counts, and for one that counts its answers, leans,
+    /// models and bias), or takes them out: everything but agreement, which is per task
+    /// ([`Accumulator::change_unit`]).
+    fn change(&mut self, e: &Entry, add: bool) {
+        count(&mut self.counts.ratings, add);
+        let tally = &mut self.raters[e.rater as usize];
+        count(&mut tally.ratings, add);
+        if !e.status.is_draft() {
+            count(&mut tally.finished, add);
+            if e.outcome == Outcome::Skipped {
+                count(&mut tally.skipped, add);
+            }
+            if e.outcome == Outcome::OutOfScope {
+                count(&mut tally.out_of_scope, add);
+            }
         }
         let c = &mut self.counts;
-        if let Some(reason) = crate::lifecycle::exclusion(row.outcome, row.status) {
-            c.excluded += 1;
-            match reason {
-                Exclusion::Draft => c.drafts += 1,
-                Exclusion::Skipped => c.skipped += 1,
-                Exclusion::OutOfScope => c.out_of_scope += 1,
-                Exclusion::Rejected => c.rejected += 1,
-                Exclusion::Returned => c.returned += 1,
-            }
+        if let Some(reason) = crate::lifecycle::exclusion(e.outcome, e.status) {
+            count(&mut c.excluded, add);
+            count(
+                match reason {
+                    Exclusion::Draft => &mut c.drafts,
+                    Exclusion::Skipped => &mut c.skipped,
+                    Exclusion::OutOfScope => &mut c.out_of_scope,
+                    Exclusion::Rejected => &mut c.rejected,
+                    Exclusion::Returned => &mut c.returned,
+                },
+                add,
+            );
             return;
         }
-        c.included += 1;
-        tally.included += 1;
-        tally.times.push(f64::from(row.time_spent_s));
-        let next = self.task_index.len() as u32;
-        let task = *self.task_index.entry(row.task_id).or_insert(next);
-        self.keys.push((task, rater));
-        // Answers are read without building a JSON tree: only the keys and raw values.
-        let top: RawMap = serde_json::from_str(&row.answers).unwrap_or_default();
-        let side = |name: &str| -> RawMap {
-            top.get(name)
-                .and_then(|raw| serde_json::from_str(raw.get()).ok())
-                .unwrap_or_default()
-        };
-        let (a, b) = (side("a"), side("b"));
-        self.classify(top.get("classifications"));
-        let first = self.codes.len();
-        for (i, q) in self.questions.iter().enumerate() {
-            let map = match q.side {
-                Some("a") => &a,
-                Some(_) => &b,
-                None => &top,
-            };
-            let code = map.get(q.key.as_str()).map_or(0, |raw| q.code(raw));
-            self.tallies[i][usize::from(code)] += 1;
-            self.codes.push(code);
+        count(&mut c.included, add);
+        count(&mut tally.included, add);
+        tally.times.change(i64::from(e.time_spent_s), add);
+        for &(q, option) in &e.classes {
+            count(
+                &mut self.class_tallies[usize::from(q)][usize::from(option)],
+                add,
+            );
         }
-        let codes = &self.codes[first..];
+        for (i, &code) in e.codes.iter().enumerate() {
+            count(&mut self.tallies[i][usize::from(code)], add);
+        }
+        let name = |m: Option<u32>| m.map(|m| self.models[m as usize].as_str());
+        let (model_a, model_b) = (name(e.models.0), name(e.models.1));
+        let models = model_a.zip(model_b);
         for (qi, tally) in &mut self.preferences {
             let q = &self.questions[*qi];
-            let code = codes[*qi];
+            let code = e.codes[*qi];
             let Some(favours) = q.favours(code) else {
                 continue;
             };
             let score = q.value(code);
             if let (Reading::Scale { .. }, Some(score)) = (&q.reading, score) {
-                let shown = if row.swapped {
-                    q.mirrored(score)
-                } else {
-                    score
-                };
-                tally.shown_scores.push(shown as f64);
-                let side = &mut tally.by_swap[usize::from(row.swapped)];
-                side.0 += 1;
-                side.1 += score as f64;
+                let shown = if e.swapped { q.mirrored(score) } else { score };
+                tally.shown_scores.change(shown, add);
+                let side = &mut tally.by_swap[usize::from(e.swapped)];
+                count(&mut side.0, add);
+                side.1 += if add { score } else { -score };
             }
-            let shown = as_shown(favours, row.swapped);
+            let shown = as_shown(favours, e.swapped);
             if shown != Favours::Tie {
-                tally.decisive += 1;
-                tally.shown_first += u64::from(shown == Favours::A);
+                count(&mut tally.decisive, add);
+                if shown == Favours::A {
+                    count(&mut tally.shown_first, add);
+                }
             }
-            if let (Some(a), Some(b)) = (&row.model_a, &row.model_b) {
+            if let Some((a, b)) = models {
                 // One row per pair whichever way round a task had it: the first by name
                 // is A.
                 let (key, read) = if a <= b {
@@ -704,91 +899,121 @@ impl Accumulator {
                 } else {
                     ((b, a), (favours.flipped(), score.map(|s| q.mirrored(s))))
                 };
-                let read = (read.0, read.1.map(|s| s as f64));
-                match tally.model_pairs.get_mut(&(key.0.clone(), key.1.clone())) {
-                    Some(answers) => answers.push(read),
-                    None => {
-                        tally
-                            .model_pairs
-                            .insert((key.0.clone(), key.1.clone()), vec![read]);
-                    }
+                let key = (key.0.to_owned(), key.1.to_owned());
+                let pair = tally.model_pairs.entry(key.clone()).or_default();
+                pair.change(read, add);
+                if pair.n() == 0 {
+                    tally.model_pairs.remove(&key);
                 }
             }
         }
-        for (qi, models) in &mut self.score_models {
+        for (qi, by_model) in &mut self.score_models {
             let q = &self.questions[*qi];
-            let Some(value) = q.value(codes[*qi]) else {
+            let Some(value) = q.value(e.codes[*qi]) else {
                 continue;
             };
             // The response the score is of: its side's model, or the one response's.
             let model = match (q.side, self.subject) {
-                (Some("a"), _) | (None, Subject::Single) => row.model_a.as_ref(),
-                (Some(_), _) => row.model_b.as_ref(),
+                (Some("a"), _) | (None, Subject::Single) => model_a,
+                (Some(_), _) => model_b,
                 (None, Subject::Pair) => None,
             };
             if let Some(model) = model {
-                models.entry(model.clone()).or_default().push(value as f64);
+                let values = by_model.entry(model.to_owned()).or_default();
+                values.change(value, add);
+                if values.is_empty() {
+                    by_model.remove(model);
+                }
             }
         }
-        self.add_bias(row, first);
+        self.change_bias(e, add);
     }
 
-    pub fn finish(mut self, tasks: i64) -> Metrics {
-        self.counts.tasks = tasks;
-        let nq = self.questions.len();
-        // Agreement, task by task: order the ratings by task and walk the groups. A score
-        // is also measured at the ordinal level.
-        let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| self.keys[i as usize].0);
-        let mut builders: Vec<(String, usize, agreement::Builder)> = Vec::new();
-        for (qi, q) in self.questions.iter().enumerate() {
-            let domain: Vec<i64> = (1..=q.names.len() as i64).collect();
-            builders.push((
-                q.path.clone(),
-                qi,
-                agreement::Builder::new(domain.clone(), q.level),
-            ));
-            if matches!(q.reading, Reading::Score { .. }) {
-                builders.push((
-                    format!("{}:ordinal", q.path),
-                    qi,
-                    agreement::Builder::new(domain, agreement::Level::Ordinal),
-                ));
+    /// Adds a rating that counts to the bias figures, or takes it out.
+    fn change_bias(&mut self, e: &Entry, add: bool) {
+        let turn = e.swapped && self.subject == Subject::Pair;
+        self.shown.clear();
+        for &(i, other) in &self.lines {
+            self.shown.push(if turn {
+                self.questions[i].turned[usize::from(e.codes[other])]
+            } else {
+                e.codes[i]
+            });
+        }
+        let preference = self
+            .preferences
+            .first()
+            .and_then(|(qi, _)| self.questions[*qi].favours(e.codes[*qi]));
+        let observation = bias::Observation {
+            preference,
+            swapped: e.swapped,
+            lengths: e.lengths,
+            time_spent_s: e.time_spent_s,
+            models: e.models.0.zip(e.models.1).map(|(a, b)| {
+                (
+                    self.models[a as usize].as_str(),
+                    self.models[b as usize].as_str(),
+                )
+            }),
+            shown: &self.shown,
+        };
+        let rater = &self.raters[e.rater as usize].name;
+        if add {
+            self.bias.add(rater, &observation);
+        } else {
+            self.bias.remove(rater, &observation);
+        }
+    }
+
+    /// Adds task `task`'s ratings that count to agreement (each question's
+    /// coincidences, and the pairs of raters on the primary question), or takes them
+    /// out: a change to one of them takes the task out as it was and adds it back as it
+    /// is.
+    fn change_unit(&mut self, task: u32, add: bool) {
+        let members = &self.tasks[task as usize].members;
+        if members.len() < 2 {
+            return;
+        }
+        let held: Vec<&Entry> = members.iter().map(|id| &self.entries[id]).collect();
+        for (_, qi, builder) in &mut self.agreement {
+            let q = &self.questions[*qi];
+            self.values.clear();
+            for e in &held {
+                let code = e.codes[*qi];
+                if code > 0 && !q.unscaled[usize::from(code) - 1] {
+                    self.values.push(usize::from(code) - 1);
+                }
+            }
+            if add {
+                builder.add_unit(&self.values);
+            } else {
+                builder.remove_unit(&self.values);
             }
         }
-        let mut pairs = vec![(0u64, 0u64); self.raters.len()];
-        let mut values = Vec::new();
-        for group in order.chunk_by(|&x, &y| self.keys[x as usize].0 == self.keys[y as usize].0) {
-            for (_, qi, builder) in builders.iter_mut() {
-                let q = &self.questions[*qi];
-                values.clear();
-                for &r in group {
-                    let code = self.codes[r as usize * nq + *qi];
-                    if code > 0 && !q.unscaled[usize::from(code) - 1] {
-                        values.push(usize::from(code) - 1);
-                    }
+        let Some(pi) = self.primary else { return };
+        for (i, x) in held.iter().enumerate() {
+            for y in &held[i + 1..] {
+                let (cx, cy) = (x.codes[pi], y.codes[pi]);
+                if cx == 0 || cy == 0 {
+                    continue;
                 }
-                builder.add_unit(&values);
-            }
-            if let Some(pi) = self.primary {
-                for (i, &x) in group.iter().enumerate() {
-                    for &y in &group[i + 1..] {
-                        let (cx, cy) = (
-                            self.codes[x as usize * nq + pi],
-                            self.codes[y as usize * nq + pi],
-                        );
-                        if cx == 0 || cy == 0 {
-                            continue;
-                        }
-                        for r in [self.keys[x as usize].1, self.keys[y as usize].1] {
-                            pairs[r as usize].0 += 1;
-                            pairs[r as usize].1 += u64::from(cx == cy);
-                        }
+                for r in [x.rater, y.rater] {
+                    let tally = &mut self.raters[r as usize];
+                    count(&mut tally.pairs, add);
+                    if cx == cy {
+                        count(&mut tally.equal, add);
                     }
                 }
             }
         }
-        let agreement = builders
+    }
+
+    /// The figures of the ratings held now, for a batch of `tasks` tasks.
+    pub fn finish(&self, tasks: i64) -> Metrics {
+        let mut counts = self.counts.clone();
+        counts.tasks = tasks;
+        let agreement = self
+            .agreement
             .iter()
             .map(|(path, _, b)| (path.clone(), b.finish()))
             .collect();
@@ -823,25 +1048,26 @@ impl Accumulator {
                 fields.insert(format!("classifications.{}", q.key), counted);
             }
         }
-        let raters = self
+        let mut raters: Vec<RaterStats> = self
             .raters
-            .iter_mut()
-            .zip(pairs)
-            .map(|(r, (total, equal))| RaterStats {
+            .iter()
+            .filter(|r| r.ratings > 0)
+            .map(|r| RaterStats {
                 rater: r.name.clone(),
                 included: r.included,
-                median_time_s: stats::median(&mut r.times),
+                median_time_s: r.times.median(),
                 skip_rate: (r.finished > 0).then(|| r.skipped as f64 / r.finished as f64),
                 out_of_scope_rate: (r.finished > 0)
                     .then(|| r.out_of_scope as f64 / r.finished as f64),
-                agreement_with_others: (total > 0).then(|| equal as f64 / total as f64),
-                pairs_with_others: total,
+                agreement_with_others: (r.pairs > 0).then(|| r.equal as f64 / r.pairs as f64),
+                pairs_with_others: r.pairs,
             })
             .collect();
+        raters.sort_by(|x, y| x.rater.cmp(&y.rater));
 
         let several = self.preferences.len() > 1;
         let mut preferences = BTreeMap::new();
-        let mut pooled_pairs: BTreeMap<(String, String), Vec<PairAnswer>> = BTreeMap::new();
+        let mut pooled_pairs: BTreeMap<(String, String), PairTally> = BTreeMap::new();
         let (mut pooled_decisive, mut pooled_first) = (0, 0);
         let mut only = None;
         for (qi, tally) in &self.preferences {
@@ -853,10 +1079,10 @@ impl Accumulator {
                 summary.position_bias = Some(bias);
                 summary.models = Some(models);
                 for (pair, answers) in &tally.model_pairs {
-                    pooled_pairs
-                        .entry(pair.clone())
-                        .or_default()
-                        .extend(answers.iter().map(|(f, _)| (*f, None)));
+                    let pooled = pooled_pairs.entry(pair.clone()).or_default();
+                    pooled.a_wins += answers.a_wins;
+                    pooled.ties += answers.ties;
+                    pooled.b_wins += answers.b_wins;
                 }
                 pooled_decisive += tally.decisive;
                 pooled_first += tally.shown_first;
@@ -885,8 +1111,8 @@ impl Accumulator {
             })
             .collect();
         Metrics {
-            rubric: self.rubric,
-            counts: self.counts,
+            rubric: self.rubric.clone(),
+            counts,
             preferences,
             scores,
             yes_shares,
@@ -901,14 +1127,16 @@ impl Accumulator {
         }
     }
 
-    /// The values given to question `qi` by included ratings, in order.
-    fn values_of(&self, qi: usize) -> Vec<f64> {
+    /// The values given to question `qi` by included ratings.
+    fn values_of(&self, qi: usize) -> Histogram {
         let q = &self.questions[qi];
-        self.codes
-            .chunks(self.questions.len())
-            .filter_map(|c| q.value(c[qi]))
-            .map(|v| v as f64)
-            .collect()
+        let mut values = Histogram::default();
+        for (code, &n) in self.tallies[qi].iter().enumerate() {
+            if let Some(value) = q.value(code as u8) {
+                values.add_times(value, n);
+            }
+        }
+        values
     }
 
     fn preference_summary(&self, qi: usize, tally: &[u64]) -> PreferenceSummary {
@@ -929,7 +1157,7 @@ impl Accumulator {
         }
         let n = a + t + b;
         let mean = match q.reading {
-            Reading::Scale { .. } => stats::mean(&self.values_of(qi)),
+            Reading::Scale { .. } => self.values_of(qi).mean(),
             _ => None,
         };
         PreferenceSummary {
@@ -944,7 +1172,7 @@ impl Accumulator {
         }
     }
 
-    fn score_summary(&self, qi: usize, by_model: &BTreeMap<String, Vec<f64>>) -> ScoreSummary {
+    fn score_summary(&self, qi: usize, by_model: &BTreeMap<String, Histogram>) -> ScoreSummary {
         let q = &self.questions[qi];
         let values = self.values_of(qi);
         let distribution = q
@@ -958,8 +1186,8 @@ impl Accumulator {
             .map(|(model, values)| ModelScore {
                 rank: 0,
                 model: model.clone(),
-                n: values.len() as u64,
-                mean: stats::mean(values),
+                n: values.len(),
+                mean: values.mean(),
             })
             .collect();
         models.sort_by(|x, y| {
@@ -972,8 +1200,8 @@ impl Accumulator {
             m.rank = i + 1;
         }
         ScoreSummary {
-            n: values.len() as u64,
-            mean: stats::mean(&values),
+            n: values.len(),
+            mean: values.mean(),
             distribution,
             models,
         }
@@ -984,14 +1212,14 @@ impl Accumulator {
 fn position_bias(q: &Question, tally: &PreferenceTally) -> PositionBias {
     match q.reading {
         Reading::Scale { .. } => {
-            let side = |(n, sum): (u64, f64)| Side {
+            let side = |(n, sum): (u64, i64)| Side {
                 n,
-                mean: (n > 0).then(|| sum / n as f64),
+                mean: (n > 0).then(|| sum as f64 / n as f64),
             };
             PositionBias::Scale {
                 not_swapped: side(tally.by_swap[0]),
                 swapped: side(tally.by_swap[1]),
-                shown_mean: stats::mean(&tally.shown_scores),
+                shown_mean: tally.shown_scores.mean(),
             }
         }
         _ => PositionBias::Shares {
@@ -1003,14 +1231,12 @@ fn position_bias(q: &Question, tally: &PreferenceTally) -> PositionBias {
 
 /// The model table of answers by unordered pair: counts, shares, the mean of scale
 /// scores (when `with_mean`), and a Bradley-Terry ranking of more than two models.
-fn models(by_pair: &BTreeMap<(String, String), Vec<PairAnswer>>, with_mean: bool) -> Models {
+fn models(by_pair: &BTreeMap<(String, String), PairTally>, with_mean: bool) -> Models {
     let pairs: Vec<ModelPair> = by_pair
         .iter()
-        .map(|((a, b), answers)| {
-            let n = answers.len() as u64;
-            let count = |f: Favours| answers.iter().filter(|(x, _)| *x == f).count() as u64;
-            let (aw, t, bw) = (count(Favours::A), count(Favours::Tie), count(Favours::B));
-            let scores: Vec<f64> = answers.iter().filter_map(|(_, s)| *s).collect();
+        .map(|((a, b), tally)| {
+            let n = tally.n();
+            let (aw, t, bw) = (tally.a_wins, tally.ties, tally.b_wins);
             ModelPair {
                 model_a: a.clone(),
                 model_b: b.clone(),
@@ -1018,11 +1244,7 @@ fn models(by_pair: &BTreeMap<(String, String), Vec<PairAnswer>>, with_mean: bool
                 a_wins: aw,
                 ties: t,
                 b_wins: bw,
-                mean: if with_mean {
-                    stats::mean(&scores)
-                } else {
-                    None
-                },
+                mean: if with_mean { tally.scores.mean() } else { None },
                 a_win_share: stats::share(aw, n),
                 tie_share: stats::share(t, n),
                 b_win_share: stats::share(bw, n),
@@ -1068,6 +1290,7 @@ mod tests {
         swapped: bool,
     ) -> RatingFacts {
         RatingFacts {
+            id: Uuid::now_v7(),
             task_id: Uuid::from_u128(task),
             rater: rater.into(),
             outcome: outcome.parse().unwrap(),
@@ -1079,6 +1302,7 @@ mod tests {
             model_b: Some("m2".into()),
             len_a: 100,
             len_b: 200,
+            counted: true,
         }
     }
 
@@ -1337,6 +1561,7 @@ mod tests {
                     _ => ("rated", "submitted"),
                 };
                 rows.push(RatingFacts {
+                    id: Uuid::now_v7(),
                     task_id: Uuid::from_u128(task + 1),
                     rater: rater.into(),
                     outcome: outcome.parse().unwrap(),
@@ -1349,29 +1574,113 @@ mod tests {
                     // From the task alone: the seeded answers above stay as they were.
                     len_a: 200 + (task * 37 % 300) as i64,
                     len_b: 200 + (task * 53 % 300) as i64,
+                    counted: true,
                 });
             }
         }
         rows
     }
 
-    /// The blackhat metrics of a varied batch, figure for figure, as they were before
-    /// rubrics became documents (`tests/fixtures/metrics/blackhat.json`; written anew
-    /// only with `VERDICT_WRITE_METRICS_FIXTURE=1`, after a change meant to alter them).
-    #[test]
-    fn blackhat_metrics_are_unchanged() {
-        let questions = vec![crate::rubric::Classification {
+    fn language() -> Vec<crate::rubric::Classification> {
+        vec![crate::rubric::Classification {
             key: "language".into(),
             label: "Language".into(),
             multiple: false,
             required: true,
             options: vec!["python".into(), "rust".into()],
-        }];
-        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &questions);
-        for row in varied_blackhat_batch() {
-            acc.add(&row);
+        }]
+    }
+
+    /// Folds `rows` in the way a batch's ratings reach an instance that keeps them over
+    /// time: in a shuffled order, most of them first in an earlier state (a draft with
+    /// other answers, a submission later returned or rejected, one held out of the
+    /// figures), then again as they are now in another order, with ratings that come and
+    /// go again (added, then taken out or leaving the figures). Checking the figures at
+    /// every step costs nothing to the result.
+    fn fold_over_time(acc: &mut Accumulator, rows: &[RatingFacts]) {
+        let mut seed = 11u64;
+        let mut next = move |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % n as u64) as usize
+        };
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        let shuffle = |order: &mut Vec<usize>, next: &mut dyn FnMut(usize) -> usize| {
+            for i in (1..order.len()).rev() {
+                order.swap(i, next(i + 1));
+            }
+        };
+        shuffle(&mut order, &mut next);
+        let mut passing = Vec::new();
+        for (step, &i) in order.iter().enumerate() {
+            let now = &rows[i];
+            let mut before = now.clone();
+            match next(5) {
+                0 => before.status = Status::Draft,
+                1 => before.status = Status::Returned,
+                2 => before.counted = false,
+                3 => {
+                    before.outcome = Outcome::Rated;
+                    before.status = Status::Submitted;
+                    before.time_spent_s += 17;
+                }
+                _ => continue,
+            }
+            // Other answers: every question and the classification differ.
+            before.answers = varied_answers(&mut next).to_string();
+            acc.add(&before);
+            if step % 7 == 0 {
+                // A rating that comes and goes: a second rater's on the same task.
+                let extra = RatingFacts {
+                    id: Uuid::from_u128(1_000_000 + step as u128),
+                    rater: format!("passing{}", step % 3),
+                    answers: varied_answers(&mut next).to_string(),
+                    ..now.clone()
+                };
+                acc.add(&extra);
+                passing.push(extra);
+            }
+            let _ = acc.finish(60);
         }
-        let mut got = serde_json::to_value(acc.finish(60)).unwrap();
+        shuffle(&mut order, &mut next);
+        for (step, &i) in order.iter().enumerate() {
+            acc.add(&rows[i]);
+            if let Some(extra) = passing.pop() {
+                if step % 2 == 0 {
+                    acc.remove(extra.id);
+                } else {
+                    acc.add(&RatingFacts {
+                        counted: false,
+                        ..extra
+                    });
+                }
+            }
+            let _ = acc.finish(60);
+        }
+        for extra in passing {
+            acc.remove(extra.id);
+        }
+        assert_eq!(acc.len(), rows.len());
+    }
+
+    /// Blackhat answers drawn at random.
+    fn varied_answers(next: &mut dyn FnMut(usize) -> usize) -> Value {
+        let issues = ["no_issues", "minor_issues", "major_issues"];
+        let mut side = || {
+            let executability = ["yes_fully", "yes_partially", "no", "no_code"][next(4)];
+            let (following, correctness) = (issues[next(3)], issues[next(3)]);
+            json!({"executability": executability, "instruction_following": following,
+                   "correctness": correctness})
+        };
+        let (a, b) = (side(), side());
+        let language = ["python", "rust"][next(2)];
+        json!({"a": a, "b": b, "sxs": 1 + next(7), "classifications": {"language": language}})
+    }
+
+    /// The figures as JSON without those the fixture predates.
+    fn fixture_figures(metrics: Metrics) -> Value {
+        let mut got = serde_json::to_value(metrics).unwrap();
         // The bias figures came after the fixture (they are tested in `bias` and
         // `tests/api/bias.rs`); every figure that was there must be unchanged.
         assert!(got["bias"]["raters"].is_array());
@@ -1380,6 +1689,53 @@ mod tests {
         // accumulator leaves them empty for the page to fill in.
         assert_eq!(got["gold"]["raters"], serde_json::json!([]));
         got.as_object_mut().unwrap().remove("gold");
+        got
+    }
+
+    /// Whether two figures are the same: every key, every count and every text equal,
+    /// and every fraction equal to 12 significant digits. (A mean's interval once summed
+    /// the squared deviations in the order ratings came in, so its last digit depended on
+    /// that order; it is now summed in whole numbers.)
+    fn same_figures(got: &Value, want: &Value, at: &str) {
+        match (got, want) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys =
+                    |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
+                assert_eq!(keys(x), keys(y), "{at}");
+                for (k, v) in x {
+                    same_figures(v, &y[k], &format!("{at}.{k}"));
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                assert_eq!(x.len(), y.len(), "{at}");
+                for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                    same_figures(u, v, &format!("{at}[{i}]"));
+                }
+            }
+            (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!(
+                    (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                    "{at}: {x} against {y}"
+                );
+            }
+            _ => assert_eq!(got, want, "{at}"),
+        }
+    }
+
+    /// The blackhat metrics of a varied batch, figure for figure, as they were before
+    /// rubrics became documents (`tests/fixtures/metrics/blackhat.json`; written anew
+    /// only with `VERDICT_WRITE_METRICS_FIXTURE=1`, after a change meant to alter them),
+    /// whether the ratings are folded in once each or changed over time.
+    #[test]
+    fn blackhat_metrics_are_unchanged() {
+        let rows = varied_blackhat_batch();
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &language());
+        for row in &rows {
+            acc.add(row);
+        }
+        let once = acc.finish(60);
+        let got = fixture_figures(once.clone());
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/metrics/blackhat.json"
@@ -1387,9 +1743,43 @@ mod tests {
         if std::env::var_os("VERDICT_WRITE_METRICS_FIXTURE").is_some() {
             std::fs::write(path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
         }
-        let expected: Value =
+        let mut expected: Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        assert_eq!(got, expected);
+        // Raters were listed in the order their first rating came in; they are listed by
+        // name since ratings are folded in any order (and changed in place).
+        expected["raters"]
+            .as_array_mut()
+            .unwrap()
+            .sort_by(|x, y| x["rater"].as_str().cmp(&y["rater"].as_str()));
+        same_figures(&got, &expected, "metrics");
+
+        // Changed over time, the same to the last digit, bias figures included.
+        let mut over_time = Accumulator::new(by_name("blackhat").unwrap(), 1, &language());
+        fold_over_time(&mut over_time, &rows);
+        let changed = serde_json::to_value(over_time.finish(60)).unwrap();
+        assert_eq!(changed, serde_json::to_value(&once).unwrap());
+        same_figures(
+            &fixture_figures(over_time.finish(60)),
+            &expected,
+            "over time",
+        );
+    }
+
+    /// Taking out every rating leaves nothing behind: the figures of no ratings.
+    #[test]
+    fn a_rating_taken_out_leaves_nothing_behind() {
+        let rows = varied_blackhat_batch();
+        let empty = Accumulator::new(by_name("blackhat").unwrap(), 1, &language());
+        let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &language());
+        fold_over_time(&mut acc, &rows);
+        for row in &rows {
+            acc.remove(row.id);
+        }
+        assert!(acc.is_empty());
+        assert_eq!(
+            serde_json::to_value(acc.finish(60)).unwrap(),
+            serde_json::to_value(empty.finish(60)).unwrap()
+        );
     }
 
     /// The ratings of `tests/fixtures/krippendorff/rubrics.json` for `rubric`, through the
@@ -1398,9 +1788,12 @@ mod tests {
         let text = include_str!("../../tests/fixtures/krippendorff/rubrics.json");
         let cases: Value = serde_json::from_str(text).unwrap();
         let case = &cases[rubric];
-        let mut acc = Accumulator::new(by_name(rubric).unwrap(), 1, &[]);
-        for r in case["ratings"].as_array().unwrap() {
-            acc.add(&RatingFacts {
+        let rows: Vec<RatingFacts> = case["ratings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| RatingFacts {
+                id: Uuid::now_v7(),
                 task_id: Uuid::from_u128(r["task"].as_u64().unwrap().into()),
                 rater: r["rater"].as_str().unwrap().into(),
                 outcome: Outcome::Rated,
@@ -1412,15 +1805,39 @@ mod tests {
                 model_b: None,
                 len_a: 0,
                 len_b: 0,
+                counted: true,
+            })
+            .collect();
+        let mut once = Accumulator::new(by_name(rubric).unwrap(), 1, &[]);
+        for row in &rows {
+            once.add(row);
+        }
+        // The same ratings changed over time: each first given another rater's answers
+        // to another task, or held as a draft, then given its own.
+        let mut over_time = Accumulator::new(by_name(rubric).unwrap(), 1, &[]);
+        for (i, row) in rows.iter().enumerate() {
+            let other = &rows[(i * 7 + 3) % rows.len()];
+            over_time.add(&RatingFacts {
+                answers: other.answers.clone(),
+                status: if i % 3 == 0 {
+                    Status::Draft
+                } else {
+                    Status::Submitted
+                },
+                ..row.clone()
             });
         }
-        let m = acc.finish(40);
+        for row in rows.iter().rev() {
+            over_time.add(row);
+        }
         let expected = case["alpha"].as_object().unwrap();
         assert!(expected.len() >= 6, "{rubric}: {expected:?}");
-        for (key, alpha) in expected {
-            let got = m.agreement[key].krippendorff_alpha.unwrap();
-            let want = alpha.as_f64().unwrap();
-            assert!((got - want).abs() < 1e-9, "{rubric} {key}: {got} vs {want}");
+        for m in [once.finish(40), over_time.finish(40)] {
+            for (key, alpha) in expected {
+                let got = m.agreement[key].krippendorff_alpha.unwrap();
+                let want = alpha.as_f64().unwrap();
+                assert!((got - want).abs() < 1e-9, "{rubric} {key}: {got} vs {want}");
+            }
         }
     }
 

@@ -313,6 +313,23 @@ impl super::Store {
         Ok(row.is_some())
     }
 
+    /// How many tasks a batch has, gold tasks aside (as its progress counts them).
+    /// Tasks are numbered 1, 2, ... in each batch as they are added and never removed,
+    /// so the highest number is their count: one step down an index, where counting
+    /// would walk every task.
+    pub async fn task_count(&self, batch_id: Uuid) -> StoreResult<i64> {
+        let (count,): (i64,) = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT (SELECT COALESCE(MAX(seq), 0) FROM tasks WHERE batch_id = $1)
+                      - (SELECT COUNT(*) FROM gold_tasks WHERE batch_id = $1)",
+            )
+            .bind(batch_id)
+            .fetch_one(pool)
+            .await
+        })?;
+        Ok(count)
+    }
+
     /// Content hashes of a batch's tasks by external id (for checking a re-upload).
     pub async fn task_hashes(&self, batch_id: Uuid) -> StoreResult<HashMap<String, String>> {
         let rows: Vec<(String, String)> = read!(self, |pool| {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
-use super::{StoreResult, read, scan, transaction};
+use super::{Backend, PoolRef, StoreResult, read, scan, transaction};
 use crate::evidence::Evidence;
 use crate::gold::Grade;
 use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Status};
@@ -19,6 +19,11 @@ use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
 /// A rating in the review queue, with what the queue's filters and summaries read.
+/// How far a reader of a batch's ratings got (see [`Store::ratings_mark`]). A number the
+/// store makes, never input: it is written into the statement that reads on from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatingsMark(i64);
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueueRow {
     pub rating_id: Uuid,
@@ -439,46 +444,86 @@ impl super::Store {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Feeds every human rating of a batch, drafts included, to `each`, one row at a
-    /// time (judges' ratings are measured apart: see `metrics::judges`). Ratings of gold
+    /// Where the ratings stand now, for [`Store::for_each_rating`]: a read of what
+    /// changed since this mark misses nothing committed after it was taken. On SQLite,
+    /// the count of rating changes (migration 0013); on PostgreSQL, the oldest
+    /// transaction still running (its snapshot's xmin).
+    pub async fn ratings_mark(&self) -> StoreResult<RatingsMark> {
+        let (mark,): (i64,) = match self.pools() {
+            PoolRef::Sqlite { read, .. } => {
+                sqlx::query_as("SELECT value FROM rating_clock")
+                    .fetch_one(read)
+                    .await?
+            }
+            PoolRef::Postgres(pool) => {
+                sqlx::query_as("SELECT pg_snapshot_xmin(pg_current_snapshot())::TEXT::BIGINT")
+                    .fetch_one(pool)
+                    .await?
+            }
+        };
+        Ok(RatingsMark(mark))
+    }
+
+    /// Feeds the human ratings of a batch, drafts included, to `each`, one row at a time
+    /// (judges' ratings are measured apart: see `metrics::judges`). Ratings of gold
     /// tasks, and ratings held for review first until a lead accepts them, are not the
-    /// batch's figures and are left out.
+    /// batch's figures.
+    ///
+    /// Without `since`, every rating of the batch's figures. With it, every rating of
+    /// the batch changed since that mark (some may come again), with
+    /// [`RatingFacts::counted`] false for those not in the figures, so that a reader
+    /// keeping them can take them out.
     pub async fn for_each_rating(
         &self,
         batch_id: Uuid,
+        since: Option<RatingsMark>,
         mut each: impl FnMut(RatingFacts) + Send,
     ) -> StoreResult<()> {
         // The orientation, models, lengths and gold flag are the copies kept on the
         // rating (migration 0011): no lookup of each rating's assignment or task.
-        let sql = "SELECT r.task_id, u.username AS rater, r.outcome, r.status, CAST(r.answers AS TEXT) AS answers,
-                          r.swapped, r.time_spent_s, r.model_a, r.model_b, r.len_a, r.len_b
-                   FROM ratings r JOIN users u ON u.id = r.rater_id
-                   WHERE r.batch_id = $1 AND r.rater_kind = 'human' AND r.gold = FALSE
-                     AND (r.review_first = FALSE OR r.status = 'accepted')";
+        let counted = "r.rater_kind = 'human' AND r.gold = FALSE
+                       AND (r.review_first = FALSE OR r.status = 'accepted')";
+        let select = "SELECT r.id, r.task_id, u.username AS rater, r.outcome, r.status,
+                             CAST(r.answers AS TEXT) AS answers, r.swapped, r.time_spent_s,
+                             r.model_a, r.model_b, r.len_a, r.len_b";
+        let from = "FROM ratings r JOIN users u ON u.id = r.rater_id WHERE r.batch_id = $1";
+        let sql = match (since, self.backend()) {
+            (None, _) => format!("{select}, TRUE AS counted {from} AND {counted}"),
+            // SQLite counts changes one by one: later ones are above the mark.
+            (Some(RatingsMark(mark)), Backend::Sqlite) => {
+                format!("{select}, ({counted}) AS counted {from} AND r.changed > {mark}")
+            }
+            // PostgreSQL: every transaction at or above the oldest one running then.
+            (Some(RatingsMark(mark)), Backend::Postgres) => {
+                format!("{select}, ({counted}) AS counted {from} AND r.changed >= {mark}")
+            }
+        };
         if let Some(path) = self.sqlite_path() {
             let facts = |row: &rusqlite::Row| {
                 Ok(RatingFacts {
-                    task_id: scan::get_uuid(row, 0)?,
-                    rater: row.get(1)?,
-                    outcome: scan::get_parsed(row, 2)?,
-                    status: scan::get_parsed(row, 3)?,
-                    answers: row.get(4)?,
-                    swapped: row.get(5)?,
-                    time_spent_s: row.get(6)?,
-                    model_a: row.get(7)?,
-                    model_b: row.get(8)?,
-                    len_a: row.get(9)?,
-                    len_b: row.get(10)?,
+                    id: scan::get_uuid(row, 0)?,
+                    task_id: scan::get_uuid(row, 1)?,
+                    rater: row.get(2)?,
+                    outcome: scan::get_parsed(row, 3)?,
+                    status: scan::get_parsed(row, 4)?,
+                    answers: row.get(5)?,
+                    swapped: row.get(6)?,
+                    time_spent_s: row.get(7)?,
+                    model_a: row.get(8)?,
+                    model_b: row.get(9)?,
+                    len_a: row.get(10)?,
+                    len_b: row.get(11)?,
+                    counted: row.get(12)?,
                 })
             };
-            let mut rows = scan::scan(path, sql.into(), vec![scan::uuid(batch_id)], facts);
+            let mut rows = scan::scan(path, sql, vec![scan::uuid(batch_id)], facts);
             while let Some(batch) = rows.batch().await? {
                 batch.into_iter().for_each(&mut each);
             }
             return Ok(());
         }
         read!(self, |pool| {
-            let mut rows = sqlx::query_as::<_, RatingFacts>(sql)
+            let mut rows = sqlx::query_as::<_, RatingFacts>(&sql)
                 .bind(batch_id)
                 .fetch(pool);
             while let Some(row) = rows.try_next().await? {

@@ -24,6 +24,7 @@ mod judge_pages;
 mod judge_server;
 mod judges;
 mod lists;
+mod metrics_live;
 mod migrate_data;
 mod pages;
 mod rating;
