@@ -323,6 +323,17 @@ struct LargeBatchResult {
     exports: Vec<(String, usize, f64, f64)>,
 }
 
+/// A batch's metrics as `lead` gets them from `server`.
+async fn metrics_of(lead: &Client, server: &Server, batch: &str) -> Value {
+    lead.get(server.url(&format!("/api/v1/batches/{batch}/metrics")))
+        .send()
+        .await
+        .expect("metrics")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 /// Metrics and exports of a batch of `ratings` ratings, each on a freshly started server
 /// so that its peak memory belongs to that one request.
 async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
@@ -330,14 +341,7 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
     let lead_client = persona(&db, "lead", "lead");
     let server = Server::start(&db);
     let started = Instant::now();
-    let metrics: Value = lead_client
-        .get(server.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .send()
-        .await
-        .expect("metrics")
-        .json()
-        .await
-        .expect("JSON");
+    let metrics = metrics_of(&lead_client, &server, &batch).await;
     let metrics_seconds = started.elapsed().as_secs_f64();
     assert_eq!(
         metrics["counts"]["included"].as_u64(),
@@ -364,14 +368,7 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
         .expect("submit");
     assert_eq!(done.status(), StatusCode::OK);
     let started = Instant::now();
-    let metrics: Value = lead_client
-        .get(server.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .send()
-        .await
-        .expect("metrics")
-        .json()
-        .await
-        .expect("JSON");
+    let metrics = metrics_of(&lead_client, &server, &batch).await;
     let one_more_seconds = started.elapsed().as_secs_f64();
     assert_eq!(
         metrics["counts"]["included"].as_u64(),

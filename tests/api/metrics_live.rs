@@ -14,15 +14,7 @@ use verdict::auth::Role;
 use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
 use crate::judge_server::{Reply, ScriptedJudge, shown_first};
 use crate::judges::{add_judge, start_run, wait_for};
-
-async fn metrics(app: &TestApp, lead: &Persona, batch: &str) -> Value {
-    let response = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .go()
-        .await;
-    json_with(response, StatusCode::OK).await
-}
+use crate::review::metrics;
 
 /// Where two metrics documents first differ, as a path (`agreement.sxs.pairs`), so that
 /// a failure names the figure instead of printing both documents whole.

@@ -33,7 +33,8 @@ async fn review(app: &TestApp, lead: &Persona, rating: &str, body: Value) -> req
         .await
 }
 
-async fn metrics(app: &TestApp, lead: &Persona, batch: &str) -> Value {
+/// A batch's metrics as a lead gets them.
+pub async fn metrics(app: &TestApp, lead: &Persona, batch: &str) -> Value {
     json_with(
         lead.api
             .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
