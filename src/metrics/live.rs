@@ -62,13 +62,4 @@ impl LiveMetrics {
         batches.insert(batch, (Arc::clone(&slot), now));
         slot
     }
-
-    /// How many batches are kept.
-    pub fn len(&self) -> usize {
-        self.batches.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }

@@ -1,5 +1,7 @@
 //! A batch's metrics, computed from its ratings one row at a time, for any rubric: what
-//! each question's metrics role says is measured (see [`crate::rubric::Role`]).
+//! each question's metrics role says is measured (see [`crate::rubric::Role`]). The
+//! ratings stay folded ([`Accumulator`]): a rating can be added, changed or taken out
+//! later, which is how an instance keeps a batch's metrics up to date ([`live`]).
 //!
 //! Only ratings with outcome `rated` and status `submitted` or `accepted` are included.
 //! Every other rating is excluded from every figure and counted under one reason:
@@ -63,13 +65,6 @@ pub struct RatingFacts {
     /// task, and not held for review first unless accepted. A full read has only these;
     /// a read of what changed also has the others, to take them out.
     pub counted: bool,
-}
-
-impl RatingFacts {
-    /// Whether it counts in metrics.
-    pub fn included(&self) -> bool {
-        crate::lifecycle::counts_in_metrics(self.outcome, self.status)
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
