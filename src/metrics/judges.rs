@@ -102,6 +102,10 @@ impl Accumulator {
         min_explanation: usize,
         calls: &[JudgeCall],
     ) -> BTreeMap<String, JudgeMetrics> {
+        if calls.is_empty() {
+            // No judge has run over the batch: no need to gather the raters' answers.
+            return BTreeMap::new();
+        }
         let names: Vec<&str> = self.raters.iter().map(|r| r.name.as_str()).collect();
         // Per task: each included rating's rater and codes, by rater name (the order
         // ratings came in must not matter).

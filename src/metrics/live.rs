@@ -14,8 +14,8 @@ use super::Accumulator;
 use crate::rubric::Classification;
 use crate::store::review::RatingsMark;
 
-/// How many batches an instance keeps folded. A batch of a million ratings takes on the
-/// order of 150 MiB; the least recently asked for goes first.
+/// How many batches an instance keeps folded. A batch of a million ratings takes about
+/// 350 MiB (see BENCHMARKS.md); the least recently asked for goes first.
 pub const MAX_BATCHES: usize = 4;
 
 /// One batch's ratings, folded, and how far they were read.
