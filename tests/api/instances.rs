@@ -46,7 +46,35 @@ async fn an_instance_killed_mid_load_loses_nothing_and_the_others_carry_on() {
             (at, run)
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The last instance is killed once it has surely acknowledged a rating: each of its
+    // raters has at most one submit in flight, so more stored ratings of theirs than
+    // there are of them means at least one was answered. (Waiting for that, not for a
+    // fixed time, keeps the kill mid-load on a slow machine too.)
+    let pool = sqlx::PgPool::connect(&db.url).await.expect("connect");
+    let on_last: Vec<String> = (0..RATERS)
+        .filter(|i| i % INSTANCES == INSTANCES - 1)
+        .map(|i| format!("rater{i}"))
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (stored,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM ratings r JOIN users u ON u.id = r.rater_id
+             WHERE u.username = ANY($1) AND r.status = 'submitted'",
+        )
+        .bind(&on_last)
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+        if stored > on_last.len() as i64 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the last instance's raters stored {stored} ratings in 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pool.close().await;
     kill_9(&mut servers[INSTANCES - 1].0);
     let mut acknowledged = Vec::new();
     let mut on_killed = 0;
