@@ -192,14 +192,7 @@ async fn bench_next(opts: &Options, size: usize, iterations: usize) -> Stats {
         if i >= 20 {
             samples.push(elapsed);
         }
-        let id = next["assignment_id"].as_str().expect("assignment");
-        let done = rater
-            .post(server.url(&format!("/api/v1/assignments/{id}/submit")))
-            .json(&answers())
-            .send()
-            .await
-            .expect("submit");
-        assert_eq!(done.status(), StatusCode::OK);
+        submit(&rater, &server, &next).await;
     }
     server.stop();
     db.drop_it().await;
@@ -323,6 +316,18 @@ struct LargeBatchResult {
     exports: Vec<(String, usize, f64, f64)>,
 }
 
+/// Submits the standard answers for the task `next` handed `rater`.
+async fn submit(rater: &Client, server: &Server, next: &Value) {
+    let id = next["assignment_id"].as_str().expect("assignment");
+    let done = rater
+        .post(server.url(&format!("/api/v1/assignments/{id}/submit")))
+        .json(&answers())
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(done.status(), StatusCode::OK);
+}
+
 /// A batch's metrics as `lead` gets them from `server`.
 async fn metrics_of(lead: &Client, server: &Server, batch: &str) -> Value {
     lead.get(server.url(&format!("/api/v1/batches/{batch}/metrics")))
@@ -359,14 +364,7 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
         .json()
         .await
         .expect("a task left open (the batch size must not be a multiple of 3)");
-    let id = next["assignment_id"].as_str().expect("assignment");
-    let done = late
-        .post(server.url(&format!("/api/v1/assignments/{id}/submit")))
-        .json(&answers())
-        .send()
-        .await
-        .expect("submit");
-    assert_eq!(done.status(), StatusCode::OK);
+    submit(&late, &server, &next).await;
     let started = Instant::now();
     let metrics = metrics_of(&lead_client, &server, &batch).await;
     let one_more_seconds = started.elapsed().as_secs_f64();
