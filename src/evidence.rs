@@ -72,7 +72,7 @@ pub struct Attachment {
     pub side: Side,
     pub block: u32,
     pub language: String,
-    /// The code as run (the rater may have edited it).
+    /// The code as run (the rater may have edited it: then `edited`).
     pub code: String,
     #[serde(default)]
     pub stdout: String,
@@ -83,6 +83,10 @@ pub struct Attachment {
     pub exit_code: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// A run of the rater's edited scratch copy, not of the response's own code: shown as
+    /// such, and never the response's result (that is `runs`, which holds no edited run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub edited: bool,
 }
 
 /// How many of a response's blocks ran, and how they ended.

@@ -2,8 +2,14 @@
 // scratch copy), Stop and, after a run, "Attach to rating". Python runs in Pyodide and
 // JavaScript in a plain worker, each in a Web Worker the server gives a policy that keeps
 // it off the network (src/runner/); nothing of either is fetched until the rater first
-// presses Run. Runs and attachments go into the form's hidden `evidence` input, in the
-// orientation the rater is shown, and the draft autosave sends them.
+// presses Run. Every run gets a fresh worker, ended when the run ends, and the worker
+// reports on a MessagePort handed over with the block, before any of its code runs: what
+// the block itself posts reaches nobody, so it cannot forge a result for itself or for
+// another block, or switch a runner off. Runs and attachments go into the form's hidden
+// `evidence` input, in the orientation the rater is shown, and the draft autosave sends
+// them; only the statuses the server knows ever go there. A run of an edited scratch copy
+// is the rater's, not the response's: it never sets the block's result, and attached it
+// is marked `edited`.
 (() => {
   "use strict";
 
@@ -22,6 +28,10 @@
   const MAX_SHOWN = 200_000;
   const DEFAULT_LIMIT_MS = 10_000;
   const STATUS_WORDS = { passed: "passed", failed: "failed", timed_out: "timed out", stopped: "stopped" };
+  // How a worker may say its block ended; the page itself ends one at the time limit or on
+  // Stop. Anything else means the worker is not one of ours: the run is not recorded.
+  const WORKER_ENDINGS = new Set(["passed", "failed"]);
+  const known = (status) => Object.hasOwn(STATUS_WORDS, status);
 
   const responses = [...document.querySelectorAll(".response")].filter((r) => r.querySelector(".rendered"));
   if (responses.length === 0) return;
@@ -31,7 +41,6 @@
   const origins = new WeakMap(); // attachment -> the run it was made from (this page's runs)
   const blocks = new Map(); // "a:1" -> the block's runner
   let active = null; // the run under way, if any: one at a time on the page
-  let pythonWorker = null; // kept between Python runs: loading Pyodide is the slow part
   let pythonMissing = false;
 
   const key = (side, block) => `${side}:${block}`;
@@ -52,10 +61,15 @@
     } catch {
       return;
     }
+    // A draft is the server's, which refuses unknown statuses; kept to them all the same,
+    // so that nothing read back can make a save fail.
     for (const run of Array.isArray(saved.runs) ? saved.runs : []) {
-      if (run && typeof run.side === "string" && Number.isInteger(run.block)) runs.set(key(run.side, run.block), run);
+      if (run && typeof run.side === "string" && Number.isInteger(run.block) && known(run.status)) {
+        runs.set(key(run.side, run.block), run);
+      }
     }
-    attachments = (Array.isArray(saved.attachments) ? saved.attachments : []).filter((a) => a && typeof a.side === "string");
+    attachments = (Array.isArray(saved.attachments) ? saved.attachments : [])
+      .filter((a) => a && typeof a.side === "string" && known(a.status));
   }
 
   function writeEvidence() {
@@ -103,8 +117,9 @@
   }
 
   function describe(result) {
-    const word = STATUS_WORDS[result.status] ?? result.status;
+    const word = STATUS_WORDS[result.status] ?? "unknown";
     const parts = [word[0].toUpperCase() + word.slice(1)];
+    if (result.edited) parts.unshift("Edited copy");
     if (result.exit_code !== null && result.exit_code !== undefined) parts.push(`exit code ${result.exit_code}`);
     if (result.status === "timed_out") parts.push(`the ${seconds(limitMs())} limit was reached and the run was stopped`);
     else if (typeof result.duration_ms === "number") parts.push(`${result.duration_ms} ms`);
@@ -199,12 +214,12 @@
     block.note.hidden = text === "";
   }
 
+  // A fresh worker per run: nothing a block leaves behind (a replaced handler, a changed
+  // builtin, a timer) reaches the next run.
   function workerFor(language) {
-    if (language === "python") {
-      pythonWorker ??= new Worker(WORKERS.python, { type: "module" });
-      return pythonWorker;
-    }
-    return new Worker(WORKERS.javascript); // a fresh one per run: no state carries over
+    return language === "python"
+      ? new Worker(WORKERS.python, { type: "module" })
+      : new Worker(WORKERS.javascript);
   }
 
   function start(block) {
@@ -216,6 +231,8 @@
     if (block.language === "python" && pythonMissing) return;
     say(block, "");
     const code = block.scratchLabel.hidden ? block.original : block.scratch.value;
+    // The rater's changed copy: its result is theirs, never the response's.
+    const edited = code !== block.original;
     const shown = { stdout: [], stderr: [], size: 0, cut: false };
     const kept = { stdout: "", stderr: "" };
     block.stdout.textContent = "";
@@ -226,8 +243,8 @@
     block.output.setAttribute("aria-busy", "true");
     block.attach.hidden = true;
     block.status.dataset.status = "running";
-    block.status.textContent = block.language === "python" && !pythonWorker
-      ? "Loading Python… (the first run loads it; the time limit starts once it is ready)"
+    block.status.textContent = block.language === "python"
+      ? "Loading Python… (the time limit starts once it is ready)"
       : "Starting…";
     const hadFocus = document.activeElement === block.run;
     block.stop.hidden = false;
@@ -235,6 +252,7 @@
     if (hadFocus) block.stop.focus();
 
     let worker = null;
+    let channel = null;
     let began = null;
     let timer = null;
     let frame = null;
@@ -264,15 +282,15 @@
       if (active && active.block !== block) return;
       active = null;
       clearTimeout(timer);
-      if (worker) {
-        worker.onmessage = null;
-        worker.onerror = null;
+      // However it ended, its worker goes: code that posted "done" and kept going stops
+      // here, and nothing it sends later is heard.
+      if (channel) {
+        channel.port1.onmessage = null;
+        channel.port1.close();
       }
-      if (outcome.status === "timed_out" || outcome.status === "stopped" || outcome.broken) {
-        // The only way to stop code that does not return: end its worker; the next run
-        // gets a fresh one.
-        worker?.terminate();
-        if (worker === pythonWorker) pythonWorker = null;
+      if (worker) {
+        worker.onerror = null;
+        worker.terminate();
       }
       if (outcome.error) append("stderr", `${outcome.error}\n`);
       if (frame !== null) cancelAnimationFrame(frame);
@@ -282,6 +300,12 @@
       if (document.activeElement === block.stop || document.activeElement === document.body) block.run.focus();
       block.output.setAttribute("aria-busy", "false");
       if (outcome.notRun) return;
+      if (!known(outcome.status)) {
+        // Not a status the page knows (the worker is not one of ours): nothing is recorded.
+        block.status.dataset.status = "broken";
+        block.status.textContent = "The runner gave no result this page knows; nothing was recorded. Run it again.";
+        return;
+      }
       const result = {
         side: block.side,
         block: block.index,
@@ -293,6 +317,7 @@
         exit_code: outcome.exit_code ?? null,
         duration_ms: began === null ? 0 : Math.round(performance.now() - began),
       };
+      if (edited) result.edited = true;
       block.result = result;
       block.status.dataset.status = result.status;
       block.status.textContent = describe(result);
@@ -300,28 +325,35 @@
         block.stdout.textContent = "(no output)";
         block.stdout.hidden = false;
       }
-      runs.set(key(block.side, block.index), { side: block.side, block: block.index, language: block.language, status: result.status });
+      // Only a run of the response's own code is the block's result.
+      if (!edited) runs.set(key(block.side, block.index), { side: block.side, block: block.index, language: block.language, status: result.status });
       block.attach.hidden = false;
       block.attach.textContent = "Attach to rating";
       block.attach.removeAttribute("aria-disabled");
-      writeEvidence();
-      showTally(block.side);
+      if (!edited) {
+        writeEvidence();
+        showTally(block.side);
+      }
     }
 
     try {
       worker = workerFor(block.language);
+      channel = new MessageChannel();
     } catch (error) {
       block.status.dataset.status = "broken";
       block.status.textContent = `The ${NAMES[block.language]} runner could not start: ${error}`;
       finishWith({ notRun: true });
       return;
     }
-    worker.onmessage = ({ data }) => {
+    // The worker's own global channel is the block's to post on: never listened to.
+    channel.port1.onmessage = ({ data }) => {
+      if (!active || active.block !== block || data === null || typeof data !== "object") return;
       switch (data.type) {
         case "loading":
-          block.status.textContent = "Loading Python… (the first run loads it; the time limit starts once it is ready)";
+          block.status.textContent = "Loading Python… (the time limit starts once it is ready)";
           break;
         case "ready":
+          if (began !== null) break;
           began = performance.now();
           block.status.textContent = `Running… (stops after ${seconds(limitMs())})`;
           timer = setTimeout(() => finishWith({ status: "timed_out" }), limitMs());
@@ -341,6 +373,7 @@
           finishWith({ notRun: true, broken: true });
           break;
         case "unavailable":
+          if (block.language !== "python") break;
           pythonMissing = true;
           block.status.dataset.status = "unavailable";
           block.status.textContent = "The Python runner is not installed on this server (an admin installs it with scripts/vendor-pyodide). JavaScript blocks still run.";
@@ -350,7 +383,9 @@
           finishWith({ notRun: true, broken: true });
           break;
         case "done":
-          finishWith({ status: data.status, exit_code: data.exit_code });
+          finishWith(WORKER_ENDINGS.has(data.status)
+            ? { status: data.status, exit_code: Number.isSafeInteger(data.exit_code) ? data.exit_code : null }
+            : { status: "unknown" });
           break;
         default:
           break;
@@ -362,7 +397,7 @@
       block.status.textContent = `The ${NAMES[block.language]} runner could not start${event.message ? `: ${event.message}` : ""}.`;
       finishWith({ notRun: true, broken: true });
     };
-    worker.postMessage({ type: "run", code });
+    worker.postMessage({ type: "run", code }, [channel.port2]);
   }
 
   function attachRun(block) {

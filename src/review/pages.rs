@@ -532,6 +532,8 @@ impl ReviewPage {
 /// A run the rater attached to the rating.
 pub struct AttachmentView {
     pub title: String,
+    /// A run of the rater's edited copy of the block, not of the response's code.
+    pub edited: bool,
     pub status: String,
     pub code: String,
     pub stdout: String,
@@ -580,6 +582,7 @@ fn evidence_views(
         .iter()
         .map(|a| AttachmentView {
             title: format!("{}, block {} ({})", name(a.side), a.block, a.language),
+            edited: a.edited,
             status: match (a.exit_code, a.duration_ms) {
                 (Some(code), Some(ms)) => format!("{}, exit {code}, {ms} ms", a.status.label()),
                 (Some(code), None) => format!("{}, exit {code}", a.status.label()),

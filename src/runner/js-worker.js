@@ -8,7 +8,6 @@
 (() => {
   "use strict";
 
-  const post = self.postMessage.bind(self);
   const AsyncFunction = (async () => {}).constructor;
 
   /* drop-network-globals */ dropNetworkGlobals();
@@ -83,16 +82,18 @@
     failed = true;
     write("stderr", `Uncaught ${show(error)}\n`);
   }
+  // Capturing, and added before any code of the block: they run first, so a listener
+  // of the block's own cannot stop them from seeing an error.
   self.addEventListener("error", (event) => {
     event.preventDefault();
     fail(event.error ?? event.message);
     finishIfDone();
-  });
+  }, true);
   self.addEventListener("unhandledrejection", (event) => {
     event.preventDefault();
     fail(event.reason);
     finishIfDone();
-  });
+  }, true);
 
   let done = false;
   function finishIfDone() {
@@ -103,7 +104,7 @@
   }
 
   self.onmessage = async (event) => {
-    if (event.data?.type !== "run") return;
+    if (event.data?.type !== "run" || !takePort(event)) return;
     self.onmessage = null; // one block per worker: the page makes a fresh one for the next
     post({ type: "ready" });
     try {

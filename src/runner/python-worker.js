@@ -1,6 +1,7 @@
-// The Python runner: a module Web Worker that loads the vendored Pyodide once, then runs
-// code blocks of a response one at a time and tells the page (static/runner.js) what they
-// printed and how they ended. Served at /runner/python-worker.js with a
+// The Python runner: a module Web Worker that loads the vendored Pyodide and runs one code
+// block of a response (the page makes a fresh worker for each run, so nothing a block
+// changes outlives it), and tells the page (static/runner.js), on the port the page hands
+// over with the block, what it printed and how it ended. Served at /runner/python-worker.js with a
 // Content-Security-Policy (src/runner/mod.rs) that lets it load the Pyodide files and
 // reach nothing else. The network globals are also removed once Pyodide is loaded, so a
 // block that reaches for them fails plainly; the policy, not this, is what holds.
@@ -8,8 +9,6 @@
 // Where the server serves Pyodide (`/runner/pyodide/<version>/`), written in by the server
 // as it serves this file; null when it has no Pyodide to serve.
 const PYODIDE_INDEX = /* pyodide-index */ null;
-
-const post = self.postMessage.bind(self);
 
 /* worker-common */
 function writer(stream) {
@@ -49,7 +48,6 @@ def run(source):
         sys.stderr.flush()
 `;
 
-let runner = null;
 async function load() {
   const { loadPyodide } = await import(`${PYODIDE_INDEX}pyodide.mjs`);
   const pyodide = await loadPyodide({
@@ -68,20 +66,19 @@ async function load() {
 }
 
 self.onmessage = async (event) => {
-  if (event.data?.type !== "run") return;
+  if (event.data?.type !== "run" || !takePort(event)) return;
+  self.onmessage = null; // one block per worker: the page makes a fresh one for the next
   if (PYODIDE_INDEX === null) {
     post({ type: "unavailable" });
     return;
   }
-  written = 0;
-  if (runner === null) {
-    post({ type: "loading" });
-    try {
-      runner = await load();
-    } catch (error) {
-      post({ type: "broken", message: `Python could not be loaded: ${error}` });
-      return;
-    }
+  post({ type: "loading" });
+  let runner;
+  try {
+    runner = await load();
+  } catch (error) {
+    post({ type: "broken", message: `Python could not be loaded: ${error}` });
+    return;
   }
   post({ type: "ready" });
   let exitCode;

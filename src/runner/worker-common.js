@@ -1,6 +1,6 @@
 // What both workers share, put in place of their worker-common marker line by the server
-// (src/runner/mod.rs): taking the network globals away, and writing capped output to the
-// page. Expects `post`, the worker's postMessage.
+// (src/runner/mod.rs): taking the network globals away, the channel to the page, and
+// writing capped output to it.
 function dropNetworkGlobals() {
   for (const name of ["fetch", "XMLHttpRequest", "WebSocket", "WebSocketStream", "EventSource",
     "WebTransport", "importScripts", "caches"]) {
@@ -18,6 +18,22 @@ function dropNetworkGlobals() {
       // Cannot be shadowed either: the policy still refuses it.
     }
   }
+}
+
+// Everything the worker tells the page goes through the MessagePort the page hands over
+// with the run, before any code of the block runs; it is kept here, out of the block's
+// reach. The block's own `postMessage` reaches the worker's global channel, which the
+// page does not listen to. `send` is bound to the port once, so replacing
+// `MessagePort.prototype.postMessage` afterwards changes nothing for it.
+let send = null;
+function post(message) {
+  if (send !== null) send(message);
+}
+function takePort(event) {
+  const port = event.ports?.[0];
+  if (!port || send !== null) return false;
+  send = port.postMessage.bind(port);
+  return true;
 }
 
 // Output is capped per run so that a block printing in a loop cannot flood the page before

@@ -444,6 +444,116 @@ async fn code_runs_are_kept_canonical_shown_to_leads_and_exported(app: &TestApp)
     assert_eq!(attached[0]["side"], "a");
 }
 
+db_test!(a_status_the_server_does_not_know_is_refused_by_its_path_and_stores_nothing: TestApp);
+async fn a_status_the_server_does_not_know_is_refused_by_its_path_and_stores_nothing(
+    app: &TestApp,
+) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "statuses", &tasks_jsonl(1), "&randomize=false")
+        .await;
+    let next = app.next(&rater, &batch).await.unwrap();
+    let id = assignment(&next);
+    // What a block posting `{type: "done", status: "bogus"}` would have put in the form.
+    let run = json!({"side": "a", "block": 1, "language": "javascript", "status": "bogus"});
+    let attached = json!({"side": "a", "block": 1, "language": "javascript", "code": "1",
+                          "status": "passed!", "exit_code": 0});
+    for (evidence, path) in [
+        (json!({"runs": [run]}), "evidence.runs[0].status"),
+        (
+            json!({"attachments": [attached]}),
+            "evidence.attachments[0].status",
+        ),
+    ] {
+        for action in ["draft", "submit"] {
+            let mut body = if action == "submit" {
+                complete_answers()
+            } else {
+                json!({})
+            };
+            body["evidence"] = Value::from(evidence.to_string());
+            let refused = json_with(
+                app.act(&rater, &id, action, &body).await,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await;
+            let why = refused["fields"][path].as_str().unwrap_or_else(|| {
+                panic!("{action}: no error at {path}: {refused}");
+            });
+            assert!(why.contains("unknown variant"), "{action}: {why}");
+            assert!(
+                why.contains("passed"),
+                "{action}: names the known ones: {why}"
+            );
+        }
+    }
+    // Neither a draft nor a rating was stored.
+    assert_eq!(app.count("SELECT COUNT(*) FROM ratings").await, 0);
+}
+
+db_test!(a_run_of_edited_code_is_marked_shown_as_edited_and_never_the_responses_result: TestApp);
+async fn a_run_of_edited_code_is_marked_shown_as_edited_and_never_the_responses_result(
+    app: &TestApp,
+) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "edited", &tasks_jsonl(1), "&randomize=false")
+        .await;
+    let next = app.next(&rater, &batch).await.unwrap();
+    let id = assignment(&next);
+    // The response's block failed as written; the rater's own `while True` test of it
+    // timed out. Only the first is the response's result.
+    let mut answers = complete_answers();
+    answers["evidence"] = json!({
+        "runs": [{"side": "a", "block": 1, "language": "python", "status": "failed"}],
+        "attachments": [
+            {"side": "a", "block": 1, "language": "python", "code": "assert add(2, 2) == 4",
+             "stderr": "AssertionError", "status": "failed", "exit_code": 1},
+            {"side": "a", "block": 1, "language": "python", "code": "while True:\n    pass",
+             "status": "timed_out", "edited": true}
+        ]
+    });
+    let done = json_with(
+        app.act(&rater, &id, "submit", &answers).await,
+        StatusCode::OK,
+    )
+    .await;
+    let rating_id = done["rating_id"].as_str().unwrap().to_owned();
+
+    let stored = rating(app, &lead, &rating_id).await;
+    let attachments = &stored["evidence"]["attachments"];
+    assert_eq!(attachments[1]["edited"], true, "{stored}");
+    assert!(
+        attachments[0].get("edited").is_none(),
+        "an unedited run carries no mark: {stored}"
+    );
+
+    let review = page_text(
+        app,
+        &lead.browser_for(app).await,
+        &format!("/review/{rating_id}"),
+    )
+    .await;
+    assert_eq!(review.matches("badge-edited").count(), 1, "{review}");
+    assert!(
+        review.contains("it does not count as the response"),
+        "{review}"
+    );
+    assert!(review.contains("ran 1 block: 1 failed"), "{review}");
+    assert!(!review.contains("timed out,"), "{review}");
+
+    let rows = export_rows(app, &lead, &batch).await;
+    assert_eq!(rows[0]["code_runs"], "a: ran 1 block: 1 failed");
+    let exported: Value = serde_json::from_str(&rows[0]["attachments"]).unwrap();
+    assert_eq!(exported[1]["edited"], true);
+    assert_eq!(exported[1]["status"], "timed_out");
+    let jsonl = export(app, &lead, &batch, "jsonl").await;
+    assert!(jsonl.contains("\"edited\":true"), "{jsonl}");
+}
+
 db_test!(field_comments_reach_the_rater_beside_their_fields_and_the_export: TestApp);
 async fn field_comments_reach_the_rater_beside_their_fields_and_the_export(app: &TestApp) {
     let admin = app.admin().await;
