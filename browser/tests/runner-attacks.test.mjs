@@ -138,12 +138,12 @@ async function noWorkerLeft(page) {
 }
 
 /**
- * Types into an explanation and waits for the draft saves that follow (the run's own
- * may be one): every one must be saved, and the form must say so.
+ * Answers the preference question with `value` and waits for the draft saves that follow
+ * (the run's own may be one): every one must be saved, and the form must say so.
  */
-async function draftSaves(page, text) {
+async function draftSaves(page, value) {
   const before = page.drafts.length;
-  await page.fill('textarea[name="sxs_explanation"]', text);
+  await page.check(`input[name="sxs"][value="${value}"]`);
   const deadline = Date.now() + 15_000;
   while (page.drafts.length === before && Date.now() < deadline) await page.waitForTimeout(100);
   await page.waitForTimeout(2_500); // a save tried again after a refusal would show by now
@@ -151,7 +151,7 @@ async function draftSaves(page, text) {
   assert.ok(answered.length > 0, "a draft save was sent");
   assert.deepEqual(answered, answered.map(() => 200), "every draft save was taken");
   assert.match(await page.textContent("#save-status"), /^Draft saved at /);
-  assert.equal(await page.inputValue('textarea[name="sxs_explanation"]'), text);
+  assert.ok(await page.isChecked(`input[name="sxs"][value="${value}"]`));
 }
 
 test("item 1: a block that takes over the Python worker cannot forge another block's result", async () => {
@@ -225,7 +225,7 @@ test("item 3: a block cannot switch the Python runner off, and an unknown status
   const bogus = await run(page, "a", 5);
   assert.equal(bogus.status, "passed", "what the block posted was not heard");
   assert.doesNotMatch(await page.inputValue("#evidence"), /bogus/);
-  await draftSaves(page, "B's add subtracts.");
+  await draftSaves(page, "4");
   assert.deepEqual(await page.problems(), []);
   await page.context().close();
 
@@ -248,7 +248,7 @@ test("item 3: a block cannot switch the Python runner off, and an unknown status
   assert.equal(await runner(standIn, "a", 6).locator(".runner-attach").isVisible(), false, "nothing to attach");
   await run(standIn, "a", 2); // a known status still goes in
   assert.deepEqual((await evidence(standIn)).runs.map((r) => r.status), ["failed"]);
-  await draftSaves(standIn, "Saved after a run the page did not understand.");
+  await draftSaves(standIn, "3");
   await context.close();
 });
 
@@ -285,7 +285,7 @@ test("item 4: a run of the rater's edited copy is marked edited and never the re
   await other.locator(".runner-edit").click();
   assert.equal((await run(page, "a", 2)).status, "failed");
   assert.deepEqual((await evidence(page)).runs.map((r) => [r.block, r.status]), [[2, "failed"], [6, "passed"]]);
-  await draftSaves(page, "A's second block throws.");
+  await draftSaves(page, "5");
   assert.deepEqual(await page.problems(), []);
   await page.context().close();
 });

@@ -243,7 +243,7 @@ test("a Python block with a bug runs and shows its traceback", async () => {
   assert.match(shown.stderr, /ZeroDivisionError: division by zero\n$/);
   assert.ok(page.requests.some((url) => url.endsWith("/pyodide.asm.wasm")), "Pyodide came from verdict itself");
   assert.ok(page.requests.every((url) => url.startsWith(env.server.base)), "and nothing from anywhere else");
-  // A second block reuses the loaded Python; a fresh namespace, the standard library there.
+  // A second block, in a fresh worker of its own: the standard library is there.
   const stdlib = await run(page, "a", 4);
   assert.equal(stdlib.status, "passed", stdlib.stderr);
   assert.equal(stdlib.stdout, '{"counts": {"a": 2, "b": 1}, "point": {"x": 1, "y": 2}, "sqrt": 4}\n');
