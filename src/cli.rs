@@ -655,23 +655,17 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     let ticker = bar.clone();
     let started = std::time::Instant::now();
     let size = bytes.len();
-    let result = crate::batches::import(&state, new, format, bytes.into(), move |done| {
-        ticker.set_position(done)
-    })
+    let result = crate::batches::import(
+        &state,
+        new,
+        format,
+        bytes.into(),
+        move |done| ticker.set_position(done),
+        Some(Actor::Cli),
+    )
     .await;
     bar.finish_and_clear();
     let imported = result.map_err(describe)?;
-    let detail = serde_json::json!({
-        "created": imported.created, "unchanged": imported.unchanged, "bytes": size
-    });
-    audit::record_in(
-        store,
-        Actor::Cli,
-        "batch.upload",
-        &imported.batch.name,
-        detail,
-    )
-    .await;
     let seconds = started.elapsed().as_secs_f64().max(1e-6);
     println!(
         "{}: {} tasks added, {} unchanged ({:.1} MB in {:.2} s, {:.1} MB/s)",
@@ -842,6 +836,8 @@ fn describe(err: crate::error::AppError) -> anyhow::Error {
                 lines.join("\n")
             )
         }
+        // Whoever runs the command line holds the database: the cause is theirs to see.
+        AppError::Internal(cause) => anyhow::anyhow!("internal error: {cause}"),
         other => anyhow::anyhow!("{other}"),
     }
 }
