@@ -17,6 +17,10 @@ pub struct Config {
     pub login_per_account_and_address_per_min: u32,
     /// Login attempts allowed per minute from one network address, whatever the username.
     pub login_per_address_per_min: u32,
+    /// Reverse proxies whose `X-Forwarded-For` is believed: a request from one of them
+    /// comes from the right-most forwarded address that is not one of them. Empty: the
+    /// connection's peer is the client.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Password hashes (about 19 MiB each) run at once at most; more wait their turn.
     pub max_concurrent_hashes: usize,
     /// How long a password check waits for its turn before the request gets 503.
@@ -65,6 +69,7 @@ impl Default for Config {
             session_absolute: Duration::from_secs(7 * 24 * 3600),
             login_per_account_and_address_per_min: 5,
             login_per_address_per_min: 30,
+            trusted_proxies: Vec::new(),
             max_concurrent_hashes: cores(),
             hash_wait: Duration::from_secs(10),
             header_timeout: Duration::from_secs(10),

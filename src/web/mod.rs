@@ -19,6 +19,7 @@ use crate::state::AppState;
 use crate::store::users::User;
 
 pub mod assets;
+pub mod client;
 pub mod headers;
 pub mod openapi;
 pub mod paging;
