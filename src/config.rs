@@ -22,6 +22,7 @@ pub struct Config {
     /// connection's peer is the client.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Password hashes (about 19 MiB each) run at once at most; more wait their turn.
+    /// Each has a thread of its own that keeps its 19 MiB between hashes.
     pub max_concurrent_hashes: usize,
     /// How long a password check waits for its turn before the request gets 503.
     pub hash_wait: Duration,
@@ -70,7 +71,8 @@ impl Default for Config {
             login_per_account_and_address_per_min: 5,
             login_per_address_per_min: 30,
             trusted_proxies: Vec::new(),
-            max_concurrent_hashes: cores(),
+            // Four at most: the hashing threads keep their memory, 76 MiB for four.
+            max_concurrent_hashes: cores().min(4),
             hash_wait: Duration::from_secs(10),
             header_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
