@@ -307,8 +307,9 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
     if response.status() == StatusCode::METHOD_NOT_ALLOWED
         && response.extensions().get::<ErrorInfo>().is_none()
     {
-        // The router's own answer has no body: give it the app's error format.
-        response = method_not_allowed(&method, response.headers().get(header::ALLOW));
+        // The router's own answer has no body: give it the app's error format (the
+        // router adds `Allow` to whatever comes back).
+        response = AppError::MethodNotAllowed(method.to_string()).into_response();
     }
     let Some(info) = response.extensions().get::<ErrorInfo>().cloned() else {
         return response;
@@ -349,31 +350,13 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
         Ok(html) => (info.status, html).into_response(),
         Err(_) => (info.status, info.message.clone()).into_response(),
     };
-    for kept in [header::RETRY_AFTER, header::ALLOW] {
-        if let Some(value) = response.headers().get(&kept) {
-            fresh.headers_mut().insert(kept, value.clone());
-        }
+    if let Some(retry) = response.headers().get(header::RETRY_AFTER) {
+        fresh
+            .headers_mut()
+            .insert(header::RETRY_AFTER, retry.clone());
     }
     fresh.extensions_mut().insert(info);
     fresh
-}
-
-/// The answer for a method an address does not take, naming those it does (from the
-/// router's `Allow`, which it keeps).
-fn method_not_allowed(method: &axum::http::Method, allow: Option<&HeaderValue>) -> Response {
-    let allowed = allow
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(',').map(str::trim).collect::<Vec<_>>().join(", "))
-        .unwrap_or_default();
-    let mut response = AppError::MethodNotAllowed {
-        method: method.to_string(),
-        allowed,
-    }
-    .into_response();
-    if let Some(allow) = allow {
-        response.headers_mut().insert(header::ALLOW, allow.clone());
-    }
-    response
 }
 
 /// The answer for a path no route matches.
