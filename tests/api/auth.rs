@@ -1021,16 +1021,18 @@ async fn login_flood(app: &TestApp, n: usize) -> Vec<StatusCode> {
 /// the right password, however many from one address, never lock it.
 async fn only_failed_sign_ins_count_toward_the_limits(app: &TestApp) {
     app.rater().await;
-    let browser = app.browser();
     let limit = Config::default().login_per_account_and_address_per_min;
     for attempt in 0..=2 * limit {
-        let response = app.submit_login(&browser, "rater", PASSWORD, "/").await;
+        let response = app
+            .submit_login(&app.browser(), "rater", PASSWORD, "/")
+            .await;
         assert_eq!(
             response.status(),
             StatusCode::SEE_OTHER,
             "sign-in {attempt}"
         );
     }
+    let browser = app.browser();
     for attempt in 1..=limit {
         let response = app
             .submit_login(&browser, "rater", "guess number x", "/")
