@@ -216,6 +216,21 @@ struct ServeArgs {
     /// scripts/vendor-pyodide); without it Python blocks cannot be run, JavaScript can.
     #[arg(long, env = "VERDICT_PYODIDE_DIR", default_value = crate::config::DEFAULT_PYODIDE_DIR)]
     pyodide_dir: std::path::PathBuf,
+    /// Reverse proxies in front of verdict, as addresses or CIDR networks separated by
+    /// commas (e.g. 172.30.80.10 or 10.0.0.0/8). A request from one of them comes from
+    /// the right-most address of its X-Forwarded-For that is not a trusted proxy, and the
+    /// login limits count it there. Unset: every request comes from its connection's peer.
+    #[arg(long, env = "VERDICT_TRUSTED_PROXIES", default_value = "",
+          value_parser = trusted_proxies)]
+    trusted_proxies: TrustedProxies,
+}
+
+/// The parsed `--trusted-proxies`.
+#[derive(Debug, Clone)]
+struct TrustedProxies(Vec<ipnet::IpNet>);
+
+fn trusted_proxies(list: &str) -> Result<TrustedProxies, String> {
+    crate::web::client::parse_trusted_proxies(list).map(TrustedProxies)
 }
 
 #[derive(Debug, Subcommand)]
@@ -420,6 +435,7 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
         pyodide_dir: args.pyodide_dir,
+        trusted_proxies: args.trusted_proxies.0,
         ..config
     };
     let listener = TcpListener::bind(&args.bind)
@@ -655,23 +671,17 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     let ticker = bar.clone();
     let started = std::time::Instant::now();
     let size = bytes.len();
-    let result = crate::batches::import(&state, new, format, bytes.into(), move |done| {
-        ticker.set_position(done)
-    })
+    let result = crate::batches::import(
+        &state,
+        new,
+        format,
+        bytes.into(),
+        move |done| ticker.set_position(done),
+        Some(Actor::Cli),
+    )
     .await;
     bar.finish_and_clear();
     let imported = result.map_err(describe)?;
-    let detail = serde_json::json!({
-        "created": imported.created, "unchanged": imported.unchanged, "bytes": size
-    });
-    audit::record_in(
-        store,
-        Actor::Cli,
-        "batch.upload",
-        &imported.batch.name,
-        detail,
-    )
-    .await;
     let seconds = started.elapsed().as_secs_f64().max(1e-6);
     println!(
         "{}: {} tasks added, {} unchanged ({:.1} MB in {:.2} s, {:.1} MB/s)",
@@ -842,6 +852,8 @@ fn describe(err: crate::error::AppError) -> anyhow::Error {
                 lines.join("\n")
             )
         }
+        // Whoever runs the command line holds the database: the cause is theirs to see.
+        AppError::Internal(cause) => anyhow::anyhow!("internal error: {cause}"),
         other => anyhow::anyhow!("{other}"),
     }
 }

@@ -17,7 +17,12 @@ pub struct Config {
     pub login_per_account_and_address_per_min: u32,
     /// Login attempts allowed per minute from one network address, whatever the username.
     pub login_per_address_per_min: u32,
+    /// Reverse proxies whose `X-Forwarded-For` is believed: a request from one of them
+    /// comes from the right-most forwarded address that is not one of them. Empty: the
+    /// connection's peer is the client.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Password hashes (about 19 MiB each) run at once at most; more wait their turn.
+    /// Each has a thread of its own that keeps its 19 MiB between hashes.
     pub max_concurrent_hashes: usize,
     /// How long a password check waits for its turn before the request gets 503.
     pub hash_wait: Duration,
@@ -65,7 +70,9 @@ impl Default for Config {
             session_absolute: Duration::from_secs(7 * 24 * 3600),
             login_per_account_and_address_per_min: 5,
             login_per_address_per_min: 30,
-            max_concurrent_hashes: cores(),
+            trusted_proxies: Vec::new(),
+            // Four at most: the hashing threads keep their memory, 76 MiB for four.
+            max_concurrent_hashes: cores().min(4),
             hash_wait: Duration::from_secs(10),
             header_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),

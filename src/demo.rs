@@ -169,7 +169,7 @@ async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Impor
     let new = crate::batches::new_batch(state.store(), &params, None)
         .await
         .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))?;
-    crate::batches::import(state, new, Format::Jsonl, batch.tasks.into(), |_| {})
+    crate::batches::import(state, new, Format::Jsonl, batch.tasks.into(), |_| {}, None)
         .await
         .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))
 }

@@ -32,6 +32,10 @@ pub enum AppError {
     Csrf(String),
     #[error("not found")]
     NotFound,
+    /// A method the address does not take (the router's `Allow` header lists those it
+    /// does).
+    #[error("this address does not take {0} requests")]
+    MethodNotAllowed(String),
     #[error("{0}")]
     Conflict(String),
     #[error("request body is larger than the limit of {limit_mb} MiB")]
@@ -117,6 +121,7 @@ impl AppError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden | Self::Csrf(_) => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) | Self::Unconfirmed(_) => StatusCode::CONFLICT,
             Self::TooLarge { .. } | Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,

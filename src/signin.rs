@@ -1,11 +1,9 @@
 //! The login and logout pages: the feature that signs people in and out, built on
 //! `auth` (sessions, CSRF) and `web` (layout, rendering).
 
-use std::net::SocketAddr;
-
 use askama::Template;
 use axum::Router;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -17,6 +15,7 @@ use crate::auth::{LOGIN_AT_KEY, session_user};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
+use crate::web::client::ClientAddress;
 use crate::web::{ApiQuery, Layout, render};
 
 pub fn router() -> Router<AppState> {
@@ -97,15 +96,15 @@ struct LoginForm {
 
 async fn login(
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ClientAddress(client): ClientAddress,
     session: Session,
     headers: HeaderMap,
     LoginCsrfForm(form): LoginCsrfForm<LoginForm>,
 ) -> Result<Response, AppError> {
     let username = form.username.trim();
-    state
+    let counted = state
         .login_limiter()
-        .check(state.store(), username, peer.ip())
+        .check(state.store(), username, client)
         .await?;
     let found = state.store().credentials(username).await?;
     let (user, hash) = match found {
@@ -126,6 +125,10 @@ async fn login(
         };
         return Ok((StatusCode::UNAUTHORIZED, render(&page)?).into_response());
     };
+    state
+        .login_limiter()
+        .succeeded(state.store(), counted)
+        .await?;
     // A new session id at login, so an id planted before login is worthless after it.
     session.cycle_id().await.map_err(session_err)?;
     session

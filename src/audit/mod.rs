@@ -42,6 +42,16 @@ pub enum Actor<'a> {
     Cli,
 }
 
+impl Actor<'_> {
+    /// How the audit log names the actor: its account's id, or another name.
+    pub fn ids(&self) -> (Option<uuid::Uuid>, Option<&'static str>) {
+        match self {
+            Actor::User(user) => (Some(user.id), None),
+            Actor::Cli => (None, Some("cli")),
+        }
+    }
+}
+
 impl<'a> From<&'a User> for Actor<'a> {
     fn from(user: &'a User) -> Self {
         Self::User(user)
@@ -62,9 +72,10 @@ pub async fn record<'a>(
 
 /// [`record`] for callers without a web state (the command line).
 pub async fn record_in(store: &Store, actor: Actor<'_>, action: &str, target: &str, detail: Value) {
-    let (id, name, who) = match actor {
-        Actor::User(user) => (Some(user.id), None, user.username.as_str()),
-        Actor::Cli => (None, Some("cli"), "cli"),
+    let (id, name) = actor.ids();
+    let who = match actor {
+        Actor::User(user) => user.username.as_str(),
+        Actor::Cli => "cli",
     };
     if let Err(err) = store.record_audit(id, name, action, target, &detail).await {
         tracing::error!(%err, actor = who, action, target, "audit entry not recorded");

@@ -66,13 +66,7 @@ pub async fn upload(
         StatusCode::PAYLOAD_TOO_LARGE => crate::web::too_large(&state),
         _ => AppError::BadRequest(e.body_text()),
     })?;
-    let size = bytes.len();
-    let imported = super::import(&state, new, format, bytes, |_| {}).await?;
-    let detail = serde_json::json!({
-        "batch_id": imported.batch.id, "created": imported.created,
-        "unchanged": imported.unchanged, "bytes": size
-    });
-    crate::audit::record(&state, &admin, "batch.upload", &imported.batch.name, detail).await;
+    let imported = super::import(&state, new, format, bytes, |_| {}, Some((&admin).into())).await?;
     Ok((
         StatusCode::CREATED,
         Json(UploadResult {

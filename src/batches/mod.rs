@@ -217,7 +217,16 @@ pub async fn import(
     format: import::Format,
     bytes: bytes::Bytes,
     progress: impl FnMut(u64) + Send + Clone + 'static,
+    by: Option<crate::audit::Actor<'_>>,
 ) -> AppResult<Imported> {
+    let entry = by.map(|actor| {
+        let (actor_id, actor_name) = actor.ids();
+        crate::store::batches::UploadEntry {
+            actor_id,
+            actor_name,
+            bytes: bytes.len(),
+        }
+    });
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -258,7 +267,11 @@ pub async fn import(
             .map_err(|e| AppError::internal(e.message))?;
         let tasks = records.filter_map(|(_, task)| task.ok());
         let seen = existing.as_ref().map(|b| b.id);
-        match state.store().import_tasks(&new, seen, tasks).await {
+        match state
+            .store()
+            .import_tasks(&new, seen, tasks, entry.as_ref())
+            .await
+        {
             Err(StoreError::Retry) if attempt < IMPORT_ATTEMPTS => {
                 // The other upload's commit may not be visible yet: give it a moment.
                 let pause = 20 * u64::try_from(attempt).unwrap_or(1);

@@ -7,6 +7,13 @@
 //! owner signing in from theirs; guessing from many addresses is what the password
 //! policy (zxcvbn) is for. Each counter allows its number of attempts in a window of a
 //! minute that starts at the first attempt.
+//!
+//! Only failed sign-ins count: every attempt is counted before its password is checked
+//! (so concurrent guesses cannot slip past the limit), and a sign-in that succeeds takes
+//! its count back. An office signing in at nine does not lock its own address.
+//!
+//! The address is the client's (see `web::client`): behind a trusted reverse proxy, the
+//! one the proxy forwarded, so a flood from one client never limits another.
 
 use std::net::IpAddr;
 
@@ -16,6 +23,13 @@ use crate::store::Store;
 
 /// How long a window lasts.
 const WINDOW_MS: i64 = 60_000;
+
+/// An attempt counted, under each of its keys in the window it was counted in.
+#[must_use = "a sign-in that succeeds takes its count back"]
+pub struct Counted {
+    keys: Vec<String>,
+    window_starts: Vec<i64>,
+}
 
 pub struct LoginLimiter {
     per_account_and_address: i64,
@@ -46,13 +60,14 @@ impl LoginLimiter {
     }
 
     /// Counts one attempt; `TooManyRequests` when either allowance is spent. Usernames are
-    /// compared case-insensitively so that case games do not multiply the allowance.
+    /// compared case-insensitively so that case games do not multiply the allowance. The
+    /// attempt counted is returned, for [`LoginLimiter::succeeded`] to take back.
     pub async fn check(
         &self,
         store: &Store,
         username: &str,
         address: IpAddr,
-    ) -> Result<(), AppError> {
+    ) -> Result<Counted, AppError> {
         let address = address_key(address);
         let keys = [
             super::tokens::digest(&format!("address\n{address}")),
@@ -73,8 +88,19 @@ impl LoginLimiter {
             Some(wait_ms) => Err(AppError::TooManyRequests {
                 retry_after_s: u64::try_from((wait_ms + 999) / 1000).unwrap_or(1).max(1),
             }),
-            None => Ok(()),
+            None => Ok(Counted {
+                keys: keys.to_vec(),
+                window_starts: counts.iter().map(|c| c.window_start).collect(),
+            }),
         }
+    }
+
+    /// Takes back the count of an attempt that signed in: only failures count.
+    pub async fn succeeded(&self, store: &Store, counted: Counted) -> Result<(), AppError> {
+        store
+            .uncount_login_attempts(&counted.keys, &counted.window_starts)
+            .await?;
+        Ok(())
     }
 
     /// Forgets windows that have ended, so the table stays small.

@@ -1,13 +1,12 @@
 //! Password hashing (argon2id), its bound on memory, and the password policy.
 
-use std::sync::Arc;
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, mpsc};
 use std::time::Duration;
 
-use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{Output, ParamsString, PasswordHash, PasswordHasher, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use tokio::sync::Semaphore;
 
 use crate::config::Config;
@@ -70,22 +69,57 @@ pub fn policy_violation(password: &str, user_inputs: &[&str]) -> Option<String> 
     ))
 }
 
-/// Runs argon2 with a bound on how many hashes run at once: each takes about 19 MiB for
-/// its duration, so without one a flood of logins takes as much memory as it likes. A
-/// hash beyond the bound waits its turn, up to a limit, then the request gets 503.
+/// Runs argon2 on a fixed set of threads, one per hash that may run at once, each of
+/// which keeps its 19 MiB of working memory from one hash to the next. Both the bound and
+/// the reuse matter: without a bound a flood of logins takes as much memory as it likes,
+/// and with hashes on passing blocking threads the allocator keeps a freed buffer for
+/// every thread that ever hashed (a flood left the server hundreds of MB larger). A hash
+/// beyond the bound waits its turn, up to a limit, then the request gets 503.
 pub struct Hasher {
     permits: Arc<Semaphore>,
     wait: Duration,
+    /// Work for the hashing threads; they end when the hasher is dropped.
+    jobs: mpsc::Sender<Job>,
     /// Hashes running now, and the most that ever ran at once (for tests and metrics).
     in_flight: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
 }
 
+/// A hash to run, given its thread's working memory.
+type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
+
 impl Hasher {
     pub fn new(config: &Config) -> Self {
+        let threads = config.max_concurrent_hashes.max(1);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        for n in 0..threads {
+            let queue = queue.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("verdict-hash-{n}"))
+                .spawn(move || {
+                    let mut memory = Vec::new();
+                    loop {
+                        // One thread at a time waits on the queue; it lets go once it
+                        // has a job, so the next job goes to the next free thread.
+                        let job = match queue.lock() {
+                            Ok(queue) => queue.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(&mut memory),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(err) = spawned {
+                tracing::error!(%err, "cannot start a password hashing thread");
+            }
+        }
         Self {
-            permits: Arc::new(Semaphore::new(config.max_concurrent_hashes.max(1))),
+            permits: Arc::new(Semaphore::new(threads)),
             wait: config.hash_wait,
+            jobs,
             in_flight: Arc::default(),
             peak: Arc::default(),
         }
@@ -96,55 +130,119 @@ impl Hasher {
         self.peak.load(Ordering::SeqCst)
     }
 
-    /// Runs `work` on a blocking thread once a permit is free. The permit moves into the
-    /// thread, so a request that goes away mid-hash still holds it until the hash ends.
+    /// Runs `work` on a hashing thread once a permit is free; there are as many permits as
+    /// threads, so a thread is free too. The permit moves into the job, so a request that
+    /// goes away mid-hash still holds it until the hash ends.
     async fn run<T: Send + 'static>(
         &self,
-        work: impl FnOnce() -> T + Send + 'static,
+        work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
     ) -> Result<T, AppError> {
         let permit = tokio::time::timeout(self.wait, self.permits.clone().acquire_owned())
             .await
             .map_err(|_| AppError::Busy)?
             .map_err(AppError::internal)?;
         let (in_flight, peak) = (self.in_flight.clone(), self.peak.clone());
-        tokio::task::spawn_blocking(move || {
-            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            peak.fetch_max(now, Ordering::SeqCst);
-            let out = work();
-            in_flight.fetch_sub(1, Ordering::SeqCst);
-            drop(permit);
-            out
-        })
-        .await
-        .map_err(AppError::internal)
+        let (done, answer) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move |memory: &mut Vec<Block>| {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                let out = work(memory);
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                drop(permit);
+                let _ = done.send(out);
+            }))
+            .map_err(|_| AppError::internal("the password hashing threads have stopped"))?;
+        answer
+            .await
+            .map_err(|_| AppError::internal("a password hash did not finish"))
     }
 
-    /// Hashes with argon2id (the crate's default algorithm).
+    /// Hashes with argon2id and the crate's default parameters.
     pub async fn hash(&self, password: String) -> Result<String, AppError> {
-        self.run(move || {
-            let salt = SaltString::generate(&mut OsRng);
-            Argon2::default()
-                .hash_password(password.as_bytes(), &salt)
-                .map(|h| h.to_string())
-        })
-        .await?
-        .map_err(AppError::internal)
+        self.run(move |memory| hash_in(memory, password.as_bytes()))
+            .await?
+            .map_err(AppError::internal)
     }
 
     /// Checks a password against a stored hash. With no stored hash (unknown user) it
     /// still does the work of one check, so the answer takes as long either way.
     pub async fn verify(&self, stored: Option<String>, password: String) -> Result<bool, AppError> {
-        self.run(move || {
+        self.run(move |memory| {
             let known = stored.is_some();
-            let stored = stored.unwrap_or_else(|| DUMMY_HASH.clone());
-            let parsed = PasswordHash::new(&stored).map_err(AppError::internal)?;
-            let ok = Argon2::default()
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok();
+            let stored = stored.as_deref().unwrap_or(DUMMY_HASH.as_str());
+            let ok = verify_in(memory, stored, password.as_bytes())?;
             Ok(ok && known)
         })
         .await?
     }
+}
+
+/// `memory` grown to the blocks `params` need (it is never shrunk: the next hash
+/// takes as many), as the slice a hash works in.
+fn blocks<'m>(memory: &'m mut Vec<Block>, params: &Params) -> &'m mut [Block] {
+    let needed = params.block_count();
+    if memory.len() < needed {
+        memory.resize(needed, Block::default());
+    }
+    &mut memory[..needed]
+}
+
+/// An argon2id hash of `password` in PHC form, worked out in `memory`.
+fn hash_in(memory: &mut Vec<Block>, password: &[u8]) -> Result<String, String> {
+    let params = Params::default();
+    let salt = SaltString::generate(&mut OsRng);
+    let mut raw_salt = [0u8; 64];
+    let raw_salt = salt
+        .as_salt()
+        .decode_b64(&mut raw_salt)
+        .map_err(|e| e.to_string())?;
+    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    Argon2::new(Algorithm::Argon2id, Version::default(), params.clone())
+        .hash_password_into_with_memory(password, raw_salt, &mut out, blocks(memory, &params))
+        .map_err(|e| e.to_string())?;
+    let hash = PasswordHash {
+        algorithm: Algorithm::Argon2id.ident(),
+        version: Some(Version::default().into()),
+        params: ParamsString::try_from(&params).map_err(|e| e.to_string())?,
+        salt: Some(salt.as_salt()),
+        hash: Some(Output::new(&out).map_err(|e| e.to_string())?),
+    };
+    Ok(hash.to_string())
+}
+
+/// Whether `password` matches the PHC hash `stored`, worked out in `memory`; an error
+/// when `stored` is not a readable argon2 hash.
+fn verify_in(memory: &mut Vec<Block>, stored: &str, password: &[u8]) -> Result<bool, AppError> {
+    let parsed = PasswordHash::new(stored).map_err(AppError::internal)?;
+    let algorithm = Algorithm::try_from(parsed.algorithm).map_err(AppError::internal)?;
+    let version = parsed
+        .version
+        .map(Version::try_from)
+        .transpose()
+        .map_err(AppError::internal)?
+        .unwrap_or_default();
+    let params = Params::try_from(&parsed).map_err(AppError::internal)?;
+    let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
+        return Err(AppError::internal(
+            "a stored password hash lacks its salt or hash",
+        ));
+    };
+    let mut raw_salt = [0u8; 64];
+    let raw_salt = salt.decode_b64(&mut raw_salt).map_err(AppError::internal)?;
+    let mut out = vec![0u8; expected.len()];
+    let hashed = Argon2::new(algorithm, version, params.clone()).hash_password_into_with_memory(
+        password,
+        raw_salt,
+        &mut out,
+        blocks(memory, &params),
+    );
+    if hashed.is_err() {
+        // A password argon2 refuses (longer than it takes) matches nothing.
+        return Ok(false);
+    }
+    // `Output` compares in constant time.
+    Ok(Output::new(&out).is_ok_and(|out| out == expected))
 }
 
 /// An argon2id hash of a random secret nobody knows, made once with the same parameters
@@ -196,6 +294,35 @@ mod tests {
                 .await
                 .unwrap()
         );
+    }
+
+    #[tokio::test]
+    async fn hashes_agree_with_the_argon2_crates_own() {
+        use argon2::password_hash::PasswordVerifier;
+        let hasher = hasher();
+        let ours = hasher.hash("a long enough secret".into()).await.unwrap();
+        let parsed = PasswordHash::new(&ours).unwrap();
+        assert!(
+            Argon2::default()
+                .verify_password(b"a long enough secret", &parsed)
+                .is_ok()
+        );
+        let salt = SaltString::generate(&mut OsRng);
+        let theirs = Argon2::default()
+            .hash_password(b"another secret", &salt)
+            .unwrap()
+            .to_string();
+        assert!(
+            hasher
+                .verify(Some(theirs.clone()), "another secret".into())
+                .await
+                .unwrap()
+        );
+        assert!(!hasher.verify(Some(theirs), "another".into()).await.unwrap());
+        assert!(matches!(
+            hasher.verify(Some("not a hash".into()), "x".into()).await,
+            Err(AppError::Internal(_))
+        ));
     }
 
     #[tokio::test]

@@ -18,8 +18,21 @@ pub type DocumentErrors = BTreeMap<String, String>;
 /// The path of what is wrong with the document as a whole.
 pub const ROOT: &str = "document";
 
-/// The largest rubric document read, in bytes.
+/// The largest rubric document read, in bytes of its JSON written compactly, whichever
+/// way it comes (the API, the page's form, the command line, the built-in files).
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The most questions a rubric asks.
+pub const MAX_QUESTIONS: usize = 50;
+/// The most derived answers a rubric has.
+pub const MAX_DERIVED: usize = 20;
+/// The most warnings a rubric has.
+pub const MAX_WARNINGS: usize = 50;
+/// The most words or phrases one `mentions` lists, and the longest one: every submission
+/// looks for each of them in the explanations.
+pub const MAX_PHRASES: usize = 50;
+pub const MAX_PHRASE_CHARS: usize = 100;
+/// The longest help text (the rubric's, its out-of-scope help, each question's).
+pub const MAX_HELP_CHARS: usize = 4000;
 
 /// Answer keys that a rubric's own questions cannot take: they hold the sides, the
 /// batch's classifications and the timer.
@@ -27,24 +40,38 @@ const RESERVED: [&str; 4] = ["a", "b", "classifications", "time_spent_s"];
 
 /// Reads and checks a rubric document.
 pub fn parse(text: &str) -> Result<Rubric, DocumentErrors> {
-    if text.len() > MAX_DOCUMENT_BYTES {
-        let mut errors = DocumentErrors::new();
-        errors.insert(
-            ROOT.into(),
-            format!(
-                "the document is larger than {} KiB",
-                MAX_DOCUMENT_BYTES / 1024
-            ),
-        );
-        return Err(errors);
-    }
     let value: Value = serde_json::from_str(text)
         .map_err(|e| DocumentErrors::from([(ROOT.into(), format!("not valid JSON: {e}"))]))?;
     from_value(&value)
 }
 
-/// Checks a rubric document already read as JSON.
+/// Counts what is written to it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Checks a rubric document already read as JSON. Every path that takes a document
+/// comes here, so its size limit holds on all of them.
 pub fn from_value(value: &Value) -> Result<Rubric, DocumentErrors> {
+    let mut size = ByteCount(0);
+    if serde_json::to_writer(&mut size, value).is_err() || size.0 > MAX_DOCUMENT_BYTES {
+        return Err(DocumentErrors::from([(
+            ROOT.into(),
+            format!(
+                "the document is larger than {} KiB",
+                MAX_DOCUMENT_BYTES / 1024
+            ),
+        )]));
+    }
     let mut errors = DocumentErrors::new();
     match read::<Rubric>(value, "") {
         Ok(rubric) => {
@@ -260,6 +287,36 @@ fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors) {
     if parts.complete && rubric.questions.is_empty() {
         err("questions".into(), "must ask at least one question".into());
     }
+    for (field, over, why) in [
+        (
+            "questions",
+            rubric.questions.len() > MAX_QUESTIONS,
+            format!("must ask at most {MAX_QUESTIONS} questions"),
+        ),
+        (
+            "derived",
+            rubric.derived.len() > MAX_DERIVED,
+            format!("must have at most {MAX_DERIVED} derived answers"),
+        ),
+        (
+            "warnings",
+            rubric.warnings.len() > MAX_WARNINGS,
+            format!("must have at most {MAX_WARNINGS} warnings"),
+        ),
+    ] {
+        if over {
+            err(field.into(), why);
+        }
+    }
+    let long_help = format!("must be at most {MAX_HELP_CHARS} characters");
+    for (field, text) in [
+        ("help", &rubric.help),
+        ("out_of_scope_help", &rubric.out_of_scope_help),
+    ] {
+        if text.chars().count() > MAX_HELP_CHARS {
+            err(field.into(), long_help.clone());
+        }
+    }
     // Keys that share one object of the stored answers must differ.
     let mut top: BTreeMap<String, String> = BTreeMap::new();
     let mut each: BTreeMap<String, String> = BTreeMap::new();
@@ -273,6 +330,9 @@ fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors) {
         }
         if q.label.trim().is_empty() {
             err(format!("{at}.label"), "must not be empty".into());
+        }
+        if q.help.chars().count() > MAX_HELP_CHARS {
+            err(format!("{at}.help"), long_help.clone());
         }
         let map = if q.each_response { &mut each } else { &mut top };
         let mut keys = vec![q.key.clone()];
@@ -440,6 +500,16 @@ fn check_text_condition(matches: &Matches, at: &str, err: &mut impl FnMut(String
         Matches::Text(TextTest::Mentions(phrases)) => {
             if phrases.is_empty() || phrases.iter().any(|p| p.trim().is_empty()) {
                 err(at.into(), "mentions must list words, none empty".into());
+            } else if phrases.len() > MAX_PHRASES {
+                err(
+                    at.into(),
+                    format!("mentions must list at most {MAX_PHRASES} words or phrases"),
+                );
+            } else if phrases.iter().any(|p| p.chars().count() > MAX_PHRASE_CHARS) {
+                err(
+                    at.into(),
+                    format!("each word or phrase must be at most {MAX_PHRASE_CHARS} characters"),
+                );
             }
         }
         Matches::Text(TextTest::MoreWordsThan(_)) => {}

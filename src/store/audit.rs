@@ -19,6 +19,11 @@ pub struct AuditEntry {
     pub detail: Json<Value>,
 }
 
+/// Adds one entry: id, actor's account, actor's other name, action, target, detail, time.
+pub(super) const INSERT_ENTRY: &str =
+    "INSERT INTO audit_log (id, actor_id, actor_name, action, target, detail, at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
 impl super::Store {
     /// Records an action by an account (`actor`), or by someone named otherwise
     /// (`actor_name`, e.g. `cli`).
@@ -31,20 +36,17 @@ impl super::Store {
         detail: &Value,
     ) -> StoreResult<()> {
         write!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO audit_log (id, actor_id, actor_name, action, target, detail, at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(Uuid::now_v7())
-            .bind(actor)
-            .bind(actor_name)
-            .bind(action)
-            .bind(target)
-            .bind(Json(detail))
-            .bind(Utc::now())
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
+            sqlx::query(INSERT_ENTRY)
+                .bind(Uuid::now_v7())
+                .bind(actor)
+                .bind(actor_name)
+                .bind(action)
+                .bind(target)
+                .bind(Json(detail))
+                .bind(Utc::now())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
         })?;
         Ok(())
     }

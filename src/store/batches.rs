@@ -122,6 +122,18 @@ pub struct NewBatch {
     pub created_by: Option<Uuid>,
 }
 
+/// Who an upload is recorded as in the audit log: its entry is written in the
+/// transaction that adds the tasks, so the two are there together or not at all.
+#[derive(Debug, Clone)]
+pub struct UploadEntry {
+    /// The account that uploaded, if an account did.
+    pub actor_id: Option<Uuid>,
+    /// Who else did (`cli`).
+    pub actor_name: Option<&'static str>,
+    /// The size of the upload, in bytes.
+    pub bytes: usize,
+}
+
 impl NewBatch {
     /// Whether an upload asking for these settings may add tasks to `batch`: the same
     /// rubric, and the same overlap and randomisation where it names them.
@@ -356,6 +368,7 @@ impl super::Store {
         new: &NewBatch,
         seen: Option<Uuid>,
         tasks: impl Iterator<Item = NewTask>,
+        entry: Option<&UploadEntry>,
     ) -> StoreResult<Imported> {
         let now = Utc::now();
         let mut created = 0u64;
@@ -469,6 +482,22 @@ impl super::Store {
             if created > 0 && !batch_created {
                 sqlx::query("UPDATE batches SET updated_at = $2 WHERE id = $1")
                     .bind(batch.id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            if let Some(entry) = entry {
+                let detail = serde_json::json!({
+                    "batch_id": batch.id, "created": created, "unchanged": unchanged,
+                    "bytes": entry.bytes
+                });
+                sqlx::query(super::audit::INSERT_ENTRY)
+                    .bind(Uuid::now_v7())
+                    .bind(entry.actor_id)
+                    .bind(entry.actor_name)
+                    .bind("batch.upload")
+                    .bind(&batch.name)
+                    .bind(Json(detail))
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;

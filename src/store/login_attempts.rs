@@ -51,6 +51,28 @@ impl Store {
         Ok(counts)
     }
 
+    /// Takes back one attempt of each key, in its window that started at the matching
+    /// time of `window_starts` (a window that has ended since is left alone).
+    pub async fn uncount_login_attempts(
+        &self,
+        keys: &[String],
+        window_starts: &[i64],
+    ) -> StoreResult<()> {
+        transaction!(self, |tx| {
+            for (key, window_start) in keys.iter().zip(window_starts) {
+                sqlx::query(
+                    "UPDATE login_attempts SET attempts = attempts - 1
+                     WHERE key = $1 AND window_start = $2 AND attempts > 0",
+                )
+                .bind(key)
+                .bind(window_start)
+                .execute(&mut *tx)
+                .await?;
+            }
+        });
+        Ok(())
+    }
+
     /// Forgets windows that started at or before `expired_before`; returns how many.
     pub async fn prune_login_attempts(&self, expired_before: i64) -> StoreResult<u64> {
         let done = write!(self, |pool| {

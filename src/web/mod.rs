@@ -19,6 +19,7 @@ use crate::state::AppState;
 use crate::store::users::User;
 
 pub mod assets;
+pub mod client;
 pub mod headers;
 pub mod openapi;
 pub mod paging;
@@ -291,6 +292,7 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
         .is_some_and(|accept| accept.contains("application/json") && !accept.contains("text/html"));
     let is_api = req.uri().path().starts_with("/api/") || wants_json;
     let is_get = req.method() == axum::http::Method::GET;
+    let method = req.method().clone();
     let target = req
         .uri()
         .path_and_query()
@@ -301,7 +303,14 @@ pub async fn finish_errors(req: Request, next: Next) -> Response {
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let response = next.run(req).await;
+    let mut response = next.run(req).await;
+    if response.status() == StatusCode::METHOD_NOT_ALLOWED
+        && response.extensions().get::<ErrorInfo>().is_none()
+    {
+        // The router's own answer has no body: give it the app's error format (the
+        // router adds `Allow` to whatever comes back).
+        response = AppError::MethodNotAllowed(method.to_string()).into_response();
+    }
     let Some(info) = response.extensions().get::<ErrorInfo>().cloned() else {
         return response;
     };

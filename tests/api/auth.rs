@@ -1016,3 +1016,211 @@ async fn login_flood(app: &TestApp, n: usize) -> Vec<StatusCode> {
     }
     statuses
 }
+
+/// Issue 26: only failed sign-ins count toward the limits, so people signing in with
+/// the right password, however many from one address, never lock it.
+async fn only_failed_sign_ins_count_toward_the_limits(app: &TestApp) {
+    app.rater().await;
+    let limit = Config::default().login_per_account_and_address_per_min;
+    for attempt in 0..=2 * limit {
+        let response = app
+            .submit_login(&app.browser(), "rater", PASSWORD, "/")
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::SEE_OTHER,
+            "sign-in {attempt}"
+        );
+    }
+    let browser = app.browser();
+    for attempt in 1..=limit {
+        let response = app
+            .submit_login(&browser, "rater", "guess number x", "/")
+            .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{attempt}");
+    }
+    let limited = app
+        .submit_login(&browser, "rater", "guess number x", "/")
+        .await;
+    assert_eq!(
+        limited.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "failures still count"
+    );
+}
+db_test!(only_failed_sign_ins_count_toward_the_limits: TestApp);
+
+/// A browser that connects from `local` (a loopback address) and sends
+/// `X-Forwarded-For: forwarded` with every request, as a browser behind a proxy looks to
+/// verdict (the proxy being the test itself).
+fn forwarded_browser(local: &str, forwarded: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-forwarded-for", forwarded.parse().unwrap());
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(local.parse::<std::net::IpAddr>().unwrap())
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
+/// Issue 26: behind a trusted proxy every sign-in comes from the proxy's address, but
+/// the limits count each client at its own (the right-most forwarded address that is
+/// not a trusted proxy): a flood of failures from one client never stops another from
+/// signing in, and what a client forwards itself is not believed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_one_clients_flood_never_stops_another() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let config = Config {
+            trusted_proxies: verdict::web::client::parse_trusted_proxies("127.0.0.1").unwrap(),
+            ..Config::default()
+        };
+        let Some(app) = TestApp::with_config(backend, config).await else {
+            continue;
+        };
+        app.admin().await;
+        let limit = Config::default().login_per_address_per_min;
+        let stranger = forwarded_browser("127.0.0.1", "203.0.113.5");
+        for attempt in 1..=limit {
+            let response = app
+                .submit_login(
+                    &stranger,
+                    &format!("nobody{attempt}"),
+                    "guess number x",
+                    "/",
+                )
+                .await;
+            assert_eq!(
+                response.status(),
+                StatusCode::UNAUTHORIZED,
+                "{backend:?}: {attempt}"
+            );
+        }
+        let limited = app
+            .submit_login(&stranger, "nobody-else", "guess number x", "/")
+            .await;
+        assert_eq!(
+            limited.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "{backend:?}: the flooding client is limited"
+        );
+        // The stranger writing the admin's address in front changes nothing: the proxy
+        // appended the stranger's own.
+        let spoofed = forwarded_browser("127.0.0.1", "198.51.100.7, 203.0.113.5");
+        let response = app.submit_login(&spoofed, "admin", PASSWORD, "/").await;
+        assert_eq!(
+            response.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "{backend:?}: a forged address left of the proxy's is not believed"
+        );
+        let admin = forwarded_browser("127.0.0.1", "198.51.100.7");
+        let response = app.submit_login(&admin, "admin", PASSWORD, "/").await;
+        assert_eq!(
+            response.status(),
+            StatusCode::SEE_OTHER,
+            "{backend:?}: the admin signs in through the same proxy"
+        );
+        // A peer that is not a trusted proxy is the client, whatever it forwards.
+        for attempt in 1..=limit {
+            let forger = forwarded_browser("127.0.0.2", &format!("192.0.2.{attempt}"));
+            let response = app
+                .submit_login(&forger, &format!("nobody{attempt}"), "guess number x", "/")
+                .await;
+            assert_eq!(
+                response.status(),
+                StatusCode::UNAUTHORIZED,
+                "{backend:?}: {attempt}"
+            );
+        }
+        let forger = forwarded_browser("127.0.0.2", "192.0.2.200");
+        let response = app
+            .submit_login(&forger, "nobody-else", "guess number x", "/")
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "{backend:?}: an untrusted peer's X-Forwarded-For is ignored"
+        );
+        app.teardown().await;
+    }
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmRSS")
+}
+
+/// Issue 26: a flood of concurrent failed sign-ins (each from its own address, so no
+/// limit stops it) leaves the server's memory within 100 MB of where it was: passwords
+/// are hashed on a few fixed threads that reuse their buffers, so the allocator keeps no
+/// 19 MiB buffer per thread that ever hashed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_flood_leaves_memory_near_where_it_was() {
+    let db = crate::helpers::TestDb::setup(Backend::Sqlite)
+        .await
+        .expect("SQLite");
+    let (mut child, base) = crate::durability::serve_with(&db, &[]);
+    let page = reqwest::get(format!("{base}/login")).await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let before = resident_kib(child.id());
+    let mut statuses = Vec::new();
+    for round in 1..=4u8 {
+        let mut forms = Vec::new();
+        for client in 1..=60u8 {
+            let browser = reqwest::Client::builder()
+                .cookie_store(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .local_address(std::net::IpAddr::from([127, 1, round, client]))
+                .build()
+                .unwrap();
+            let page = browser
+                .get(format!("{base}/login"))
+                .go()
+                .await
+                .text()
+                .await
+                .unwrap();
+            forms.push((browser, csrf_token(&page)));
+        }
+        let posts: Vec<_> = forms
+            .into_iter()
+            .map(|(browser, token)| {
+                let url = format!("{base}/login");
+                tokio::spawn(async move {
+                    browser
+                        .post(url)
+                        .form(&[
+                            ("csrf_token", token.as_str()),
+                            ("username", "nobody"),
+                            ("password", "not the password"),
+                        ])
+                        .send()
+                        .await
+                        .expect("an answer")
+                        .status()
+                })
+            })
+            .collect();
+        for post in posts {
+            statuses.push(post.await.unwrap());
+        }
+    }
+    let after = resident_kib(child.id());
+    crate::durability::kill_9(&mut child);
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::UNAUTHORIZED),
+        "every attempt was checked: {statuses:?}"
+    );
+    let added_mib = after.saturating_sub(before) / 1024;
+    assert!(
+        added_mib < 100,
+        "the flood added {added_mib} MiB ({before} KiB before, {after} KiB after)"
+    );
+}

@@ -542,3 +542,105 @@ async fn rubric_commands_add_list_and_show_documents(db: &TestDb) {
     assert_eq!(entries[0].actor.as_deref(), Some("cli"));
 }
 db_test!(rubric_commands_add_list_and_show_documents: TestDb);
+
+/// Runs `sql` on the test database: a statement, or a query of one number (returned).
+async fn on_db(db: &TestDb, sql: &str) -> i64 {
+    let counts = sql.starts_with("SELECT");
+    match db.backend {
+        verdict::store::Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
+            let n = if counts {
+                sqlx::query_as::<_, (i64,)>(sql)
+                    .fetch_one(&pool)
+                    .await
+                    .expect(sql)
+                    .0
+            } else {
+                sqlx::query(sql).execute(&pool).await.expect(sql);
+                0
+            };
+            pool.close().await;
+            n
+        }
+        verdict::store::Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+            let n = if counts {
+                sqlx::query_as::<_, (i64,)>(sql)
+                    .fetch_one(&pool)
+                    .await
+                    .expect(sql)
+                    .0
+            } else {
+                sqlx::query(sql).execute(&pool).await.expect(sql);
+                0
+            };
+            pool.close().await;
+            n
+        }
+    }
+}
+
+/// Issue 26: `verdict import` writes its audit entry in the transaction that adds the
+/// tasks, so the tasks and the entry are both there or both absent, whenever the import
+/// stops. The database refusing the entry stands in for the process killed between the
+/// two: nothing of the import may be left.
+async fn an_import_and_its_audit_entry_are_one_transaction(db: &TestDb) {
+    let ok = verdict(db, &["migrate"], None);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    let (refuse, allow): (&[&str], &str) = match db.backend {
+        verdict::store::Backend::Sqlite => (
+            &[
+                "CREATE TRIGGER refuse_upload_entry BEFORE INSERT ON audit_log
+               WHEN NEW.action = 'batch.upload'
+               BEGIN SELECT RAISE(ABORT, 'audit log unavailable'); END",
+            ],
+            "DROP TRIGGER refuse_upload_entry",
+        ),
+        verdict::store::Backend::Postgres => (
+            &[
+                "CREATE FUNCTION refuse_upload_entry() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN RAISE EXCEPTION 'audit log unavailable'; END $$",
+                "CREATE TRIGGER refuse_upload_entry BEFORE INSERT ON audit_log FOR EACH ROW
+                 WHEN (NEW.action = 'batch.upload') EXECUTE FUNCTION refuse_upload_entry()",
+            ],
+            "DROP TRIGGER refuse_upload_entry ON audit_log",
+        ),
+    };
+    for sql in refuse {
+        on_db(db, sql).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tasks.jsonl");
+    std::fs::write(&file, crate::helpers::tasks_jsonl(30)).unwrap();
+    let import = || {
+        verdict(
+            db,
+            &["import", "--name", "audited", file.to_str().unwrap()],
+            None,
+        )
+    };
+    let tasks = "SELECT COUNT(*) FROM tasks";
+    let entries = "SELECT COUNT(*) FROM audit_log WHERE action = 'batch.upload'";
+
+    let refused = import();
+    assert!(
+        !refused.status.success(),
+        "the failed import says so: {}",
+        text(&refused.stdout)
+    );
+    assert_eq!(
+        (on_db(db, tasks).await, on_db(db, entries).await),
+        (0, 0),
+        "neither the tasks nor the entry"
+    );
+
+    on_db(db, allow).await;
+    let done = import();
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert_eq!(
+        (on_db(db, tasks).await, on_db(db, entries).await),
+        (30, 1),
+        "the tasks and their entry"
+    );
+}
+db_test!(an_import_and_its_audit_entry_are_one_transaction: TestDb);

@@ -117,3 +117,36 @@ async fn the_openapi_document_describes_parameters_errors_and_cookie_as_served(a
     assert_eq!(missing_type.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
 db_test!(the_openapi_document_describes_parameters_errors_and_cookie_as_served: TestApp);
+
+/// Issue 26: a method a route does not take answers 405 in the app's error format, as
+/// the README promises: JSON on the API, an error page on pages, with the methods it
+/// takes in `Allow`.
+async fn a_wrong_method_gets_405_in_the_error_format(app: &TestApp) {
+    let admin = app.admin().await;
+    let id = uuid::Uuid::new_v4();
+    let response = admin
+        .api
+        .delete(app.url(&format!("/api/v1/judges/{id}")))
+        .go()
+        .await;
+    let allow = response.headers().get("allow").cloned();
+    let body = json_with(response, StatusCode::METHOD_NOT_ALLOWED).await;
+    assert_eq!(allow.as_ref().map(|v| v.to_str().unwrap()), Some("PATCH"));
+    assert_eq!(body["error"], "this address does not take DELETE requests");
+
+    let page = app.browser().put(app.url("/login")).go().await;
+    assert_eq!(page.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert_eq!(page.headers()["allow"], "GET,HEAD,POST");
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("this address does not take PUT requests"),
+        "{html}"
+    );
+}
+db_test!(a_wrong_method_gets_405_in_the_error_format: TestApp);

@@ -1086,3 +1086,166 @@ async fn a_classification_offers_at_most_twenty_options(app: &TestApp) {
     assert_eq!(taken.status(), StatusCode::OK);
 }
 db_test!(a_classification_offers_at_most_twenty_options: TestApp);
+
+/// Issue 26: one size limit and caps hold on every path that takes a rubric document
+/// (the API, the page's form, the command line), each refusal naming its field, and
+/// nothing is stored: a warning of 350,000 `mentions` words (which made each submission
+/// take a minute and a half of CPU) is refused.
+async fn rubric_documents_are_held_to_their_limits_on_every_path(app: &TestApp) {
+    let admin = app.admin().await;
+    let target = "a.correct_explanation";
+    let warned = |phrases: Vec<String>| {
+        let mut doc = custom("bounded", "Which is clearer?");
+        doc["warnings"] = json!([{"id": "said-it", "message": "Said it?", "when": {target: {"mentions": phrases}}}]);
+        doc
+    };
+    let stored = "SELECT COUNT(*) FROM rubrics WHERE name = 'bounded'";
+
+    let flood = warned((0..350_000).map(|i| format!("w{i}")).collect());
+    let refused = json_with(
+        post_rubric(app, &admin, &flood).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(
+        refused["fields"]["document"], "the document is larger than 256 KiB",
+        "{}",
+        refused["error"]
+    );
+
+    let mut long_help = custom("bounded", "Which is clearer?");
+    long_help["help"] = json!("h".repeat(3 * 1024 * 1024));
+    let refused = json_with(
+        post_rubric(app, &admin, &long_help).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(
+        refused["fields"]["document"],
+        "the document is larger than 256 KiB"
+    );
+
+    let many_words = warned((0..51).map(|i| format!("word{i}")).collect());
+    let refused = json_with(
+        post_rubric(app, &admin, &many_words).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(
+        refused["fields"][format!("warnings[0].when.{target}")],
+        "mentions must list at most 50 words or phrases"
+    );
+    let long_phrase = warned(vec!["p".repeat(101)]);
+    let refused = json_with(
+        post_rubric(app, &admin, &long_phrase).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(
+        refused["fields"][format!("warnings[0].when.{target}")],
+        "each word or phrase must be at most 100 characters"
+    );
+
+    let mut many_questions = custom("bounded", "Which is clearer?");
+    let first = many_questions["questions"][0].clone();
+    let questions = many_questions["questions"].as_array_mut().unwrap();
+    for i in 0..50 {
+        let mut another = first.clone();
+        another["key"] = json!(format!("correct{i}"));
+        questions.push(another);
+    }
+    let mut help = custom("bounded", "Which is clearer?");
+    help["help"] = json!("h".repeat(4001));
+    help["questions"][1]["help"] = json!("h".repeat(4001));
+    for (doc, field, why) in [
+        (
+            &many_questions,
+            "questions",
+            "must ask at most 50 questions",
+        ),
+        (&help, "help", "must be at most 4000 characters"),
+        (
+            &help,
+            "questions[1].help",
+            "must be at most 4000 characters",
+        ),
+    ] {
+        let refused = json_with(
+            post_rubric(app, &admin, doc).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        assert_eq!(refused["fields"][field], why, "{refused}");
+    }
+
+    // The page's form and the command line take the same document and refuse it alike.
+    let browser = admin.browser_for(app).await;
+    let html = browser
+        .get(app.url("/admin/rubrics"))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    let token = crate::helpers::csrf_token(&html);
+    let page = browser
+        .post(app.url("/admin/rubrics"))
+        .form(&[("csrf_token", token), ("document", many_words.to_string())])
+        .go()
+        .await;
+    assert_eq!(page.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("mentions must list at most 50 words or phrases"),
+        "{html}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flood.json");
+    std::fs::write(&file, flood.to_string()).unwrap();
+    let cli = crate::cli::verdict(&app.db, &["rubric", "add", file.to_str().unwrap()], None);
+    assert!(!cli.status.success());
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert!(stderr.contains("larger than 256 KiB"), "{stderr}");
+    assert_eq!(app.count(stored).await, 0, "nothing was stored");
+
+    // A document at the caps is taken, and a submission against its warning is read
+    // for every phrase: the last one, at the end of the longest explanation, is found.
+    let phrases: Vec<String> = (0..50)
+        .map(|i| format!("{i:03} {}", "q".repeat(96)))
+        .collect();
+    let last = phrases[49].clone();
+    let at_caps = warned(phrases);
+    json_with(
+        post_rubric(app, &admin, &at_caps).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(
+            &admin,
+            "bounded",
+            &tasks_jsonl(1),
+            "&rubric=bounded&randomize=false",
+        )
+        .await;
+    let next = app.next(&rater, &batch).await.unwrap();
+    let filler = "It fails on an empty list and never returns. ".repeat(440);
+    let explanation = format!("{filler}{last}");
+    assert!(explanation.chars().count() <= 20_000);
+    let answers = json!({"a": {"correct": "no", "correct_explanation": explanation},
+                         "b": {"correct": "yes"}, "clearer": "b"});
+    let unconfirmed = json_with(
+        app.act(
+            &rater,
+            next["assignment_id"].as_str().unwrap(),
+            "submit",
+            &answers,
+        )
+        .await,
+        StatusCode::CONFLICT,
+    )
+    .await;
+    assert_eq!(unconfirmed["warnings"][0]["id"], "said-it", "{unconfirmed}");
+}
+db_test!(rubric_documents_are_held_to_their_limits_on_every_path: TestApp);
