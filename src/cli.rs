@@ -81,6 +81,8 @@ enum JudgeCommand {
         base_url: String,
         #[arg(long)]
         model: String,
+        /// The server's environment variable holding the key; its name must begin with
+        /// VERDICT_JUDGE_KEY_ (e.g. VERDICT_JUDGE_KEY_OPENAI).
         #[arg(long)]
         api_key_env: Option<String>,
         #[arg(long)]
@@ -96,6 +98,11 @@ enum JudgeCommand {
         concurrency: Option<u32>,
         #[arg(long)]
         requests_per_minute: Option<u32>,
+        /// The most of a reply read, in bytes (default 4 MiB); a longer one fails the call.
+        #[arg(long)]
+        max_reply_bytes: Option<u64>,
+        #[command(flatten)]
+        endpoints: JudgeEndpointArgs,
     },
     /// List the judges.
     List,
@@ -109,7 +116,35 @@ enum JudgeCommand {
         /// The judge's name.
         #[arg(long)]
         judge: String,
+        #[command(flatten)]
+        endpoints: JudgeEndpointArgs,
     },
+}
+
+/// Where judges may be sent, and how much of a reply they may be let send: for `serve`,
+/// and for the judge commands, which configure and call judges themselves.
+#[derive(Debug, Args)]
+struct JudgeEndpointArgs {
+    /// The only hosts judges may be sent to: names, addresses or CIDRs, comma-separated
+    /// (e.g. 127.0.0.1,10.0.0.0/8,llm.internal). Checked when a judge is configured and,
+    /// on the addresses a name resolves to, when it is called. Unset: any host, but
+    /// link-local and metadata addresses (169.254.0.0/16, fe80::/10), which never are.
+    #[arg(long, env = "VERDICT_JUDGE_ALLOW_HOSTS", value_delimiter = ',')]
+    judge_allow_hosts: Option<Vec<crate::judge::endpoint::AllowedHost>>,
+    /// The largest reply a judge may be set to read, in MiB (a judge reads 4 MiB unless
+    /// set otherwise, and never more than this).
+    #[arg(long, env = "VERDICT_JUDGE_MAX_REPLY_MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    judge_max_reply_mib: u64,
+}
+
+impl JudgeEndpointArgs {
+    fn policy(&self) -> crate::judge::endpoint::EndpointPolicy {
+        crate::judge::endpoint::EndpointPolicy {
+            allow_hosts: self.judge_allow_hosts.clone(),
+            max_reply_bytes: self.judge_max_reply_mib * 1024 * 1024,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -212,6 +247,8 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_JUDGE_LEASE_S", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(2..))]
     judge_lease_s: u64,
+    #[command(flatten)]
+    judge_endpoints: JudgeEndpointArgs,
     /// The vendored Pyodide package the in-browser code runner serves (installed by
     /// scripts/vendor-pyodide); without it Python blocks cannot be run, JavaScript can.
     #[arg(long, env = "VERDICT_PYODIDE_DIR", default_value = crate::config::DEFAULT_PYODIDE_DIR)]
@@ -429,6 +466,7 @@ async fn serve(store: Store, args: ServeArgs, database_url: &str) -> anyhow::Res
     };
     let config = Config {
         judge_lease: std::time::Duration::from_secs(args.judge_lease_s),
+        judge_endpoints: args.judge_endpoints.policy(),
         sealing_key: crate::credentials::sealed::SealingKey::from_env()
             .map_err(anyhow::Error::msg)?,
         max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
@@ -711,16 +749,19 @@ async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
             structured_output,
             concurrency,
             requests_per_minute,
+            max_reply_bytes,
+            endpoints,
         } => {
             let body = serde_json::json!({
                 "name": name, "base_url": base_url, "model": model, "api_key_env": api_key_env,
                 "temperature": temperature, "max_tokens": max_tokens, "seed": seed,
                 "structured_output": structured_output, "concurrency": concurrency,
-                "requests_per_minute": requests_per_minute,
+                "requests_per_minute": requests_per_minute, "max_reply_bytes": max_reply_bytes,
             });
-            let (_, settings) = crate::judges::read_settings(store, key.as_ref(), &body, None)
-                .await
-                .map_err(|e| describe(e.into()))?;
+            let (_, settings) =
+                crate::judges::read_settings(store, key.as_ref(), &endpoints.policy(), &body, None)
+                    .await
+                    .map_err(|e| describe(e.into()))?;
             let judge = store.create_judge(&name, &settings).await?;
             crate::audit::record_in(
                 store,
@@ -744,7 +785,11 @@ async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
                 );
             }
         }
-        JudgeCommand::Run { batch, judge } => {
+        JudgeCommand::Run {
+            batch,
+            judge,
+            endpoints,
+        } => {
             let batch = store
                 .batch_by_name(&batch)
                 .await?
@@ -774,6 +819,7 @@ async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
                 Config::default().judge_lease,
                 Config::default().judge_retry_delay,
                 key,
+                endpoints.policy(),
             );
             let done = store.run_counts(run.id).await?;
             let bar = indicatif::ProgressBar::new(u64::try_from(run.calls).unwrap_or(0));

@@ -41,6 +41,9 @@ pub struct Config {
     pub judge_lease: Duration,
     /// The first wait before a judge call is retried (it doubles each time, with jitter).
     pub judge_retry_delay: Duration,
+    /// Where judges may be sent (`--judge-allow-hosts`) and the largest reply limit a
+    /// judge may set (`--judge-max-reply-mib`).
+    pub judge_endpoints: crate::judge::endpoint::EndpointPolicy,
     /// Seals the API keys judges store (`VERDICT_SECRET_KEY`); none: keys come from
     /// environment variables only.
     pub sealing_key: Option<crate::credentials::sealed::SealingKey>,
@@ -80,6 +83,7 @@ impl Default for Config {
             max_heavy_reads: cores().div_ceil(2),
             judge_lease: Duration::from_secs(30),
             judge_retry_delay: Duration::from_secs(1),
+            judge_endpoints: Default::default(),
             sealing_key: None,
             export_fault_after_rows: None,
             pyodide_dir: std::path::PathBuf::from(DEFAULT_PYODIDE_DIR),

@@ -41,6 +41,7 @@ impl AppState {
             config.judge_lease,
             config.judge_retry_delay,
             config.sealing_key.clone(),
+            config.judge_endpoints.clone(),
         );
         Self(Arc::new(App {
             store,

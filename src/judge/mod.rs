@@ -8,6 +8,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub mod combine;
+pub mod endpoint;
 pub mod parse;
 pub mod template;
 
@@ -16,6 +17,11 @@ pub use parse::{FieldStatus, Fields, Parsed, parse};
 pub use template::{Format, Template};
 
 use crate::rubric::{Rubric, Subject};
+
+/// The only environment variables a judge's key may be read from: a judge names the
+/// variable, and its value goes to the judge's URL, so the server's own secrets
+/// (`VERDICT_SECRET_KEY`, `DATABASE_URL`) must be out of its reach.
+pub const KEY_ENV_PREFIX: &str = "VERDICT_JUDGE_KEY_";
 
 /// How a judge samples: what is sent with every request besides the prompt.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -38,6 +44,10 @@ pub struct Params {
     /// How long one request may take, in seconds (default 120).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u32>,
+    /// The most of a reply read, in bytes (default 4 MiB, at most the server's
+    /// `--judge-max-reply-mib`); a longer reply fails the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_bytes: Option<u64>,
 }
 
 /// What a run asks with, fixed when it starts, so a resumed run asks as it began.

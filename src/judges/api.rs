@@ -57,7 +57,14 @@ pub async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> AppResult<(StatusCode, Json<Created>)> {
     let store = state.store();
-    let (name, settings) = read_settings(store, state.judging().sealing_key(), &body, None).await?;
+    let (name, settings) = read_settings(
+        store,
+        state.judging().sealing_key(),
+        state.judging().policy(),
+        &body,
+        None,
+    )
+    .await?;
     let name = name.ok_or_else(|| AppError::field("name", "is required"))?;
     let judge = store
         .create_judge(&name, &settings)
@@ -111,8 +118,14 @@ pub async fn update(
 ) -> AppResult<Json<JudgeView>> {
     let store = state.store();
     let judge = store.judge(id).await?.ok_or(AppError::NotFound)?;
-    let (_, settings) =
-        read_settings(store, state.judging().sealing_key(), &body, Some(&judge)).await?;
+    let (_, settings) = read_settings(
+        store,
+        state.judging().sealing_key(),
+        state.judging().policy(),
+        &body,
+        Some(&judge),
+    )
+    .await?;
     let judge = store
         .update_judge(id, &settings)
         .await?
@@ -292,7 +305,12 @@ pub struct CallView {
     pub params: Value,
     pub raw_output: Option<String>,
     pub finish_reason: Option<String>,
+    /// Why the call failed: the endpoint's status and the cause.
     pub error: Option<String>,
+    /// The start of the endpoint's error reply (at most 200 characters); admins only,
+    /// since it may carry what the endpoint knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_body: Option<String>,
     /// Per answer path (as shown): parsed, missing, conflicting, truncated or
     /// `invalid: why`.
     #[schema(value_type = Object)]
@@ -314,7 +332,8 @@ pub struct CallsPage {
 }
 
 /// A run's calls with their raw output and what was read of it (admin, or a lead of
-/// the batch), in task order.
+/// the batch), in task order. The start of an endpoint's error reply is shown to admins
+/// only.
 #[utoipa::path(get, path = "/api/v1/judge-runs/{id}/calls", tag = "judges",
     params(("id" = Uuid, Path, description = "run id"), CallsQuery),
     responses((status = 200, body = CallsPage), (status = 403, body = ErrorBody),
@@ -326,6 +345,7 @@ pub async fn calls(
     ApiQuery(query): ApiQuery<CallsQuery>,
 ) -> AppResult<Json<CallsPage>> {
     let run = visible_run(&state, id, &lead).await?;
+    let admin = lead.role == crate::auth::Role::Admin;
     let offset = query.offset.unwrap_or(0);
     let limit = query.limit.unwrap_or(100);
     if offset < 0 {
@@ -353,6 +373,7 @@ pub async fn calls(
                 raw_output: c.raw_output,
                 finish_reason: c.finish_reason,
                 error: c.error,
+                error_body: c.error_body.filter(|_| admin),
                 fields: c.fields.0,
                 answers: c.answers.0,
                 prompt_tokens: c.prompt_tokens,

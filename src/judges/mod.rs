@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::credentials::sealed::{SECRET_ENV, SealingKey};
-use crate::judge::{Params, Plan, Template, template};
+use crate::judge::endpoint::{EndpointPolicy, MIN_MAX_REPLY_BYTES};
+use crate::judge::{KEY_ENV_PREFIX, Params, Plan, Template, template};
 use crate::lifecycle::RunStatus;
 use crate::services::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::Store;
@@ -151,6 +152,7 @@ const FIELDS: &[&str] = &[
     "max_tokens",
     "seed",
     "timeout_s",
+    "max_reply_bytes",
     "structured_output",
     "max_text_chars",
     "concurrency",
@@ -160,10 +162,13 @@ const FIELDS: &[&str] = &[
 
 /// Reads a judge's settings from a request body: all of them to create one (`current`
 /// none), or the ones given over `current` to change one. Returns the name given (if
-/// any) and the settings, or every bad field.
+/// any) and the settings, or every bad field. `"api_key": null` drops a stored key; a
+/// stored key does not follow a base URL to another scheme, host or port unless given
+/// again (or dropped) in the same request.
 pub async fn read_settings(
     store: &Store,
     key: Option<&SealingKey>,
+    policy: &EndpointPolicy,
     body: &Value,
     current: Option<&Judge>,
 ) -> ServiceResult<(Option<String>, JudgeSettings)> {
@@ -196,23 +201,33 @@ pub async fn read_settings(
     }
     let base_url = reader.text("base_url", 2000, creating);
     if let Some(url) = &base_url
-        && let Err(why) = check_base_url(url)
+        && let Err(why) = check_base_url(url, policy)
     {
         reader.errors.insert("base_url".into(), why);
     }
     let model = reader.text("model", 200, creating);
     let api_key_env = reader.text("api_key_env", 200, false);
     if let Some(var) = &api_key_env
-        && !var
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && let Some(why) = key_env_violation(var)
     {
-        reader.errors.insert(
-            "api_key_env".into(),
-            "must be an environment variable's name (A-Z, 0-9 and _)".into(),
-        );
+        reader.errors.insert("api_key_env".into(), why);
     }
     let api_key = reader.text("api_key", 4000, false);
+    let drop_key = body.get("api_key").is_some_and(Value::is_null);
+    if let (Some(judge), Some(url)) = (current, &base_url)
+        && judge.api_key_sealed.is_some()
+        && !body.contains_key("api_key")
+        && api_key_env.is_none()
+        && moves_elsewhere(&judge.base_url, url)
+    {
+        reader.errors.insert(
+            "api_key".into(),
+            "must be given again: the base URL moves to another scheme, host or port, and the \
+             stored key does not follow it there (give the key for the new endpoint, or null to \
+             drop it)"
+                .into(),
+        );
+    }
     if api_key.is_some() && api_key_env.is_some() {
         reader.errors.insert(
             "api_key".into(),
@@ -237,6 +252,11 @@ pub async fn read_settings(
     let max_tokens = reader.whole("max_tokens", 1, 1_000_000);
     let seed = reader.whole("seed", i64::MIN, i64::MAX);
     let timeout_s = reader.whole("timeout_s", 1, 3600);
+    let max_reply_bytes = reader.whole(
+        "max_reply_bytes",
+        MIN_MAX_REPLY_BYTES as i64,
+        i64::try_from(policy.max_reply_bytes).unwrap_or(i64::MAX),
+    );
     let max_text_chars = reader.whole("max_text_chars", 1, 20_000);
     let structured_output = reader.flag("structured_output");
     let concurrency = reader.whole("concurrency", 1, 64);
@@ -270,10 +290,16 @@ pub async fn read_settings(
         } else {
             old.timeout_s
         },
+        max_reply_bytes: if given("max_reply_bytes") {
+            max_reply_bytes.map(|n| n as u64)
+        } else {
+            old.max_reply_bytes
+        },
     };
     let (api_key_env, api_key_sealed) = match (api_key_env, sealed, current) {
         (Some(env), _, _) => (Some(env), None),
         (None, Some(sealed), _) => (None, Some(sealed)),
+        (None, None, Some(j)) if drop_key => (j.api_key_env.clone(), None),
         (None, None, Some(j)) => (j.api_key_env.clone(), j.api_key_sealed.clone()),
         (None, None, None) => (None, None),
     };
@@ -302,16 +328,45 @@ pub async fn read_settings(
     Ok((name, settings))
 }
 
+/// Why `var` may not hold a judge's key, or `None`.
+fn key_env_violation(var: &str) -> Option<String> {
+    let suffix = var.strip_prefix(KEY_ENV_PREFIX);
+    if !var
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        Some("must be an environment variable's name (A-Z, 0-9 and _)".into())
+    } else if suffix.is_none_or(str::is_empty) {
+        Some(format!(
+            "must begin with {KEY_ENV_PREFIX} and go on (e.g. {KEY_ENV_PREFIX}OPENAI): the \
+             server's other variables hold its own secrets"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Whether `to` points at another scheme, host or port than `from` (or either cannot be
+/// read, which counts as elsewhere).
+fn moves_elsewhere(from: &str, to: &str) -> bool {
+    match (reqwest::Url::parse(from), reqwest::Url::parse(to)) {
+        (Ok(a), Ok(b)) => {
+            a.scheme() != b.scheme()
+                || a.host_str() != b.host_str()
+                || a.port_or_known_default() != b.port_or_known_default()
+        }
+        _ => true,
+    }
+}
+
 /// A base URL in the usual form: `http(s)://host[:port][/path]`, `/chat/completions`
-/// being appended.
-fn check_base_url(url: &str) -> Result<(), String> {
+/// being appended, which the server's policy lets judges reach.
+fn check_base_url(url: &str, policy: &EndpointPolicy) -> Result<(), String> {
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("is not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err("must start with http:// or https://".into());
     }
-    if parsed.host().is_none() {
-        return Err("must name a host".into());
-    }
+    policy.check_url(&parsed)?;
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err("must have no query or fragment (e.g. http://127.0.0.1:8081/v1)".into());
     }

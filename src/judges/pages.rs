@@ -66,6 +66,8 @@ struct FormView {
     can_seal: bool,
     /// Changing a judge: its name stays, and empty key fields keep its key.
     editing: bool,
+    /// The judge changed has a key stored (the form offers to drop it).
+    key_stored: bool,
 }
 
 impl FormView {
@@ -151,6 +153,7 @@ fn field_label(field: &str) -> String {
         "max_tokens" => "Max tokens",
         "seed" => "Seed",
         "timeout_s" => "Time-out",
+        "max_reply_bytes" => "Longest reply",
         "structured_output" => "Structured output",
         "max_text_chars" => "Longest text",
         "concurrency" => "Concurrency",
@@ -175,6 +178,9 @@ struct JudgeForm {
     api_key_env: String,
     #[serde(default)]
     api_key: String,
+    /// Present (`on`) when the stored key is to be dropped.
+    #[serde(default)]
+    drop_api_key: Option<String>,
     #[serde(default)]
     temperature: String,
     #[serde(default)]
@@ -185,6 +191,8 @@ struct JudgeForm {
     timeout_s: String,
     #[serde(default)]
     max_text_chars: String,
+    #[serde(default)]
+    max_reply_bytes: String,
     /// Present (`on`) when ticked.
     #[serde(default)]
     structured_output: Option<String>,
@@ -222,6 +230,7 @@ impl JudgeForm {
             seed: text(p.seed.map(|n| n.to_string())),
             timeout_s: text(p.timeout_s.map(|n| n.to_string())),
             max_text_chars: text(p.max_text_chars.map(|n| n.to_string())),
+            max_reply_bytes: text(p.max_reply_bytes.map(|n| n.to_string())),
             structured_output: p.structured_output.then(|| "on".to_owned()),
             concurrency: judge.concurrency.to_string(),
             requests_per_minute: judge.requests_per_minute.to_string(),
@@ -252,12 +261,16 @@ impl JudgeForm {
             }
             body.insert(key.into(), json!(text));
         }
+        if editing && self.drop_api_key.is_some() && self.api_key.trim().is_empty() {
+            body.insert("api_key".into(), Value::Null);
+        }
         let numbers = [
             ("temperature", &self.temperature),
             ("max_tokens", &self.max_tokens),
             ("seed", &self.seed),
             ("timeout_s", &self.timeout_s),
             ("max_text_chars", &self.max_text_chars),
+            ("max_reply_bytes", &self.max_reply_bytes),
             ("concurrency", &self.concurrency),
             ("requests_per_minute", &self.requests_per_minute),
         ];
@@ -304,12 +317,19 @@ struct JudgesQuery {
     changed: Option<String>,
 }
 
-fn form_view(state: &AppState, form: JudgeForm, errors: FieldErrors, editing: bool) -> FormView {
+/// The judge form; `changing` is the judge it changes, if it does not add one.
+fn form_view(
+    state: &AppState,
+    form: JudgeForm,
+    errors: FieldErrors,
+    changing: Option<&JudgeView>,
+) -> FormView {
     FormView {
         form,
         errors,
         can_seal: state.judging().sealing_key().is_some(),
-        editing,
+        editing: changing.is_some(),
+        key_stored: changing.is_some_and(|j| j.api_key_stored),
     }
 }
 
@@ -324,7 +344,7 @@ async fn judges_page_with(
     Ok(JudgesPage {
         layout,
         judges: judges.into_iter().map(JudgeView::from).collect(),
-        f: form_view(state, form, errors, false),
+        f: form_view(state, form, errors, None),
         saved,
     })
 }
@@ -362,7 +382,14 @@ async fn create(
 ) -> AppResult<Response> {
     let store = state.store();
     let (body, mut errors) = form.body(false);
-    let checked = read_settings(store, state.judging().sealing_key(), &body, None).await;
+    let checked = read_settings(
+        store,
+        state.judging().sealing_key(),
+        state.judging().policy(),
+        &body,
+        None,
+    )
+    .await;
     let status = match checked {
         Ok((Some(name), settings)) if errors.is_empty() => {
             match store.create_judge(&name, &settings).await {
@@ -415,7 +442,12 @@ async fn edit_page(
     let judge = JudgeView::from(state.store().judge(id).await?.ok_or(AppError::NotFound)?);
     let page = JudgePage {
         layout: page_user.layout,
-        f: form_view(&state, JudgeForm::of(&judge), FieldErrors::new(), true),
+        f: form_view(
+            &state,
+            JudgeForm::of(&judge),
+            FieldErrors::new(),
+            Some(&judge),
+        ),
         judge,
     };
     Ok(render(&page)?.into_response())
@@ -438,6 +470,10 @@ fn changed_settings(before: &Judge, after: &JudgeSettings) -> Vec<&'static str> 
             old.structured_output != new.structured_output,
         ),
         ("max_text_chars", old.max_text_chars != new.max_text_chars),
+        (
+            "max_reply_bytes",
+            old.max_reply_bytes != new.max_reply_bytes,
+        ),
         ("concurrency", before.concurrency != after.concurrency),
         (
             "requests_per_minute",
@@ -464,7 +500,14 @@ async fn update(
     let store = state.store();
     let judge = store.judge(id).await?.ok_or(AppError::NotFound)?;
     let (body, mut errors) = form.body(true);
-    let checked = read_settings(store, state.judging().sealing_key(), &body, Some(&judge)).await;
+    let checked = read_settings(
+        store,
+        state.judging().sealing_key(),
+        state.judging().policy(),
+        &body,
+        Some(&judge),
+    )
+    .await;
     match checked {
         Ok((_, settings)) if errors.is_empty() => {
             let changed = changed_settings(&judge, &settings);
@@ -495,10 +538,11 @@ async fn update(
         api_key: String::new(),
         ..form
     };
+    let judge = JudgeView::from(judge);
     let page = JudgePage {
         layout: page_user.layout,
-        f: form_view(&state, form, errors, true),
-        judge: JudgeView::from(judge),
+        f: form_view(&state, form, errors, Some(&judge)),
+        judge,
     };
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
@@ -679,9 +723,15 @@ async fn calls_page(
     let summary = crate::batches::visible(&state, run.batch_id, &lead).await?;
     let rubric = store.batch_rubric(&summary.batch).await?;
     let offset = i64::from(query.offset.unwrap_or(0));
-    let (rows, total) = store
+    let (mut rows, total) = store
         .calls_of_run(run.id, query.status, offset, CALLS_SHOWN)
         .await?;
+    // What an endpoint sent with its error may carry what it knows: admins only read it.
+    if lead.role != crate::auth::Role::Admin {
+        for row in &mut rows {
+            row.call.error_body = None;
+        }
+    }
     let run = run_view(store, run).await?;
     let calls: Vec<CallItem> = rows
         .into_iter()
@@ -776,8 +826,8 @@ mod tests {
         assert_eq!(
             body,
             json!({"base_url": "", "model": "qwen", "temperature": null, "max_tokens": null,
-                   "seed": 7, "timeout_s": null, "max_text_chars": null, "concurrency": null,
-                   "requests_per_minute": null, "structured_output": false})
+                   "seed": 7, "timeout_s": null, "max_text_chars": null, "max_reply_bytes": null,
+                   "concurrency": null, "requests_per_minute": null, "structured_output": false})
         );
     }
 

@@ -7,6 +7,11 @@
 //! asks only what it does not have yet. Requests are bounded by the judge's concurrency
 //! and requests per minute, and retried with exponential backoff on 429, 5xx, time-outs
 //! and dropped connections, waiting as long as a `Retry-After` asks.
+//!
+//! What a judge's endpoint can send back is bounded: a reply is read up to the judge's
+//! limit and dropped beyond it, redirects are never followed, addresses are checked as
+//! they resolve ([`EndpointPolicy`]), and what is stored of an output or an error is
+//! capped.
 
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
@@ -24,6 +29,7 @@ use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult};
 use crate::credentials::sealed::SealingKey;
+use crate::judge::endpoint::{self, EndpointPolicy};
 use crate::judge::{self, Asked, Plan, TaskText, template};
 use crate::lifecycle::{CallStatus, RunStatus};
 use crate::rubric::Rubric;
@@ -50,6 +56,8 @@ struct Inner {
     retry_delay: Duration,
     /// Opens API keys stored sealed.
     key: Option<SealingKey>,
+    /// Where judges may be sent and how much of a reply is read.
+    policy: EndpointPolicy,
     /// Runs worked here, each with a flag that stops it.
     working: Mutex<HashMap<Uuid, Arc<AtomicBool>>>,
 }
@@ -60,6 +68,7 @@ impl Judging {
         lease: Duration,
         retry_delay: Duration,
         key: Option<SealingKey>,
+        policy: EndpointPolicy,
     ) -> Self {
         Self(Arc::new(Inner {
             store,
@@ -67,12 +76,17 @@ impl Judging {
             lease,
             retry_delay,
             key,
+            policy,
             working: Mutex::new(HashMap::new()),
         }))
     }
 
     pub fn sealing_key(&self) -> Option<&SealingKey> {
         self.0.key.as_ref()
+    }
+
+    pub fn policy(&self) -> &EndpointPolicy {
+        &self.0.policy
     }
 
     fn working(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<AtomicBool>>> {
@@ -186,7 +200,13 @@ impl Judging {
                 }
             })
         });
-        let asker = Arc::new(Asker::new(&judge, &plan, api_key, self.0.retry_delay)?);
+        let asker = Arc::new(Asker::new(
+            &judge,
+            &plan,
+            api_key,
+            self.0.retry_delay,
+            &self.0.policy,
+        )?);
         let permits = Arc::new(Semaphore::new(
             usize::try_from(judge.concurrency.max(1)).unwrap_or(1),
         ));
@@ -261,6 +281,13 @@ fn report(
 /// database; none for a local server that asks for none.
 pub fn api_key(judge: &Judge, key: Option<&SealingKey>) -> Result<Option<String>, String> {
     if let Some(name) = &judge.api_key_env {
+        // A judge stored before the rule held is not let read the server's own secrets.
+        if !name.starts_with(crate::judge::KEY_ENV_PREFIX) {
+            return Err(format!(
+                "its key variable {name} does not begin with {}: only those are sent to judges",
+                crate::judge::KEY_ENV_PREFIX
+            ));
+        }
         return std::env::var(name)
             .map(Some)
             .map_err(|_| format!("the server's environment has no {name}"));
@@ -282,6 +309,10 @@ pub fn api_key(judge: &Judge, key: Option<&SealingKey>) -> Result<Option<String>
 struct Asker {
     client: reqwest::Client,
     url: String,
+    /// Why the judge's URL may not be called under this server's policy, if so.
+    refused: Option<String>,
+    /// The most of a reply read.
+    reply_limit: u64,
     api_key: Option<String>,
     plan: Plan,
     retry_delay: Duration,
@@ -294,22 +325,77 @@ impl Asker {
         plan: &Plan,
         api_key: Option<String>,
         retry_delay: Duration,
+        policy: &EndpointPolicy,
     ) -> ServiceResult<Self> {
         let timeout = Duration::from_secs(u64::from(plan.params.timeout_s.unwrap_or(120)));
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(CheckedResolver(policy.clone())))
             .build()
             .map_err(|e| ServiceError::Internal(e.to_string()))?;
+        let url = chat_url(&judge.base_url);
+        let refused = match reqwest::Url::parse(&url) {
+            Ok(parsed) => policy.check_url(&parsed).err(),
+            Err(e) => Some(format!("is not a URL: {e}")),
+        };
         let rpm = NonZeroU32::new(u32::try_from(judge.requests_per_minute).unwrap_or(1).max(1))
             .unwrap_or(NonZeroU32::MIN);
         Ok(Self {
             client,
-            url: chat_url(&judge.base_url),
+            url,
+            refused,
+            reply_limit: policy.reply_limit(plan.params.max_reply_bytes),
             api_key,
             plan: plan.clone(),
             retry_delay,
             limiter: governor::RateLimiter::direct(governor::Quota::per_minute(rpm)),
+        })
+    }
+}
+
+/// Resolves a judge's host name, keeping only the addresses the policy lets a judge
+/// reach: a name cannot resolve its way around the checks made when it was configured.
+struct CheckedResolver(EndpointPolicy);
+
+/// A host name that resolved only to addresses a judge may not reach.
+#[derive(Debug)]
+struct RefusedAddress(String);
+
+impl std::fmt::Display for RefusedAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RefusedAddress {}
+
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.0.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let found: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut why = None;
+            let allowed: Vec<std::net::SocketAddr> = found
+                .into_iter()
+                .filter(|addr| match policy.check_addr(Some(&host), addr.ip()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        why.get_or_insert(e);
+                        false
+                    }
+                })
+                .collect();
+            if allowed.is_empty() {
+                let why = why.unwrap_or_else(|| "resolves to no address".into());
+                return Err(Box::new(RefusedAddress(format!("{host} {why}")))
+                    as Box<dyn std::error::Error + Send + Sync>);
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
+            Ok(addrs)
         })
     }
 }
@@ -322,17 +408,23 @@ pub fn chat_url(base_url: &str) -> String {
 /// Why one request did not give an output.
 #[derive(Debug)]
 enum Failure {
-    /// The endpoint answered with an error status.
+    /// The endpoint answered with an error status; `body` is the start of its reply.
     Status {
         code: u16,
         retry_after: Option<Duration>,
         body: String,
     },
+    /// The endpoint answered with a redirect, which is not followed.
+    Redirect(u16),
     TimedOut,
     /// The connection failed or dropped.
     Transport(String),
     /// A 2xx whose body is not a chat completion.
     BadBody(String),
+    /// The reply went on past the limit (in bytes) and was dropped.
+    TooLarge(u64),
+    /// The judge may not be sent where it points (the policy says why).
+    Refused(String),
 }
 
 impl Failure {
@@ -340,21 +432,96 @@ impl Failure {
         match self {
             Failure::Status { code, .. } => *code == 429 || *code >= 500,
             Failure::TimedOut | Failure::Transport(_) => true,
-            Failure::BadBody(_) => false,
+            Failure::BadBody(_)
+            | Failure::Redirect(_)
+            | Failure::TooLarge(_)
+            | Failure::Refused(_) => false,
         }
     }
 
+    /// The status and the cause, for whoever may read the run's calls.
     fn describe(&self) -> String {
         match self {
-            Failure::Status { code, body, .. } => {
-                let body: String = body.chars().take(500).collect();
-                format!("HTTP {code}: {body}")
+            Failure::Status { code, .. } => {
+                let reason = reqwest::StatusCode::from_u16(*code)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or("error");
+                format!("HTTP {code} {reason} from the endpoint")
             }
+            Failure::Redirect(code) => format!(
+                "HTTP {code}: the endpoint answered with a redirect, and redirects are not followed"
+            ),
             Failure::TimedOut => "timed out".into(),
             Failure::Transport(why) => format!("connection failed: {why}"),
             Failure::BadBody(why) => format!("not a chat completion: {why}"),
+            Failure::TooLarge(limit) => format!(
+                "the reply went on past {} (the judge's max_reply_bytes), so it was dropped",
+                endpoint::size_text(*limit)
+            ),
+            Failure::Refused(why) => format!("not sent: the base URL {why}"),
         }
     }
+
+    /// What the endpoint said with its error status, kept short: it may carry what the
+    /// endpoint knows (admins only read it).
+    fn detail(&self) -> Option<String> {
+        match self {
+            Failure::Status { body, .. } if !body.trim().is_empty() => Some(
+                body.trim()
+                    .chars()
+                    .take(endpoint::MAX_ERROR_BODY_CHARS)
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// A failure to get a reply's body, or to send the request.
+fn transport(e: &reqwest::Error) -> Failure {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(refused) = err.downcast_ref::<RefusedAddress>() {
+            return Failure::Refused(refused.0.clone());
+        }
+        source = err.source();
+    }
+    if e.is_timeout() {
+        Failure::TimedOut
+    } else {
+        Failure::Transport(e.to_string())
+    }
+}
+
+/// Reads a reply's body up to `limit` bytes; past that the reply (and its connection)
+/// is dropped and the call fails saying so.
+async fn read_limited(mut response: reqwest::Response, limit: u64) -> Result<Vec<u8>, Failure> {
+    if response.content_length().is_some_and(|n| n > limit) {
+        return Err(Failure::TooLarge(limit));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport(&e))? {
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(Failure::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The start of an error reply (enough for [`Failure::detail`]); the rest is not read.
+async fn read_start(mut response: reqwest::Response) -> String {
+    const ENOUGH: usize = 4 * endpoint::MAX_ERROR_BODY_CHARS;
+    let mut body = Vec::new();
+    while body.len() < ENOUGH {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(ENOUGH);
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// A `Retry-After` header: seconds, or an HTTP date.
@@ -415,35 +582,29 @@ fn request_body(asker: &Asker, rubric: &Rubric, prompt: &str) -> Value {
 }
 
 async fn post(asker: &Asker, body: &Value) -> Result<Output, Failure> {
+    if let Some(why) = &asker.refused {
+        return Err(Failure::Refused(why.clone()));
+    }
     let mut request = asker.client.post(&asker.url).json(body);
     if let Some(key) = &asker.api_key {
         request = request.bearer_auth(key);
     }
-    let response = request.send().await.map_err(|e| {
-        if e.is_timeout() {
-            Failure::TimedOut
-        } else {
-            Failure::Transport(e.to_string())
-        }
-    })?;
+    let response = request.send().await.map_err(|e| transport(&e))?;
     let status = response.status();
+    if status.is_redirection() {
+        return Err(Failure::Redirect(status.as_u16()));
+    }
     if !status.is_success() {
         let retry_after = retry_after(response.headers());
-        let body = response.text().await.unwrap_or_default();
         return Err(Failure::Status {
             code: status.as_u16(),
             retry_after,
-            body,
+            body: read_start(response).await,
         });
     }
-    let text = response.text().await.map_err(|e| {
-        if e.is_timeout() {
-            Failure::TimedOut
-        } else {
-            Failure::Transport(e.to_string())
-        }
-    })?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| Failure::BadBody(e.to_string()))?;
+    let bytes = read_limited(response, asker.reply_limit).await?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| Failure::BadBody(e.to_string()))?;
     let choice = &value["choices"][0];
     let content = choice["message"]["content"]
         .as_str()
@@ -520,6 +681,7 @@ async fn ask(
         raw_output: None,
         finish_reason: None,
         error: None,
+        error_body: None,
         fields: Json(Default::default()),
         answers: Json(Default::default()),
         prompt_tokens: None,
@@ -545,12 +707,18 @@ async fn ask(
             };
             call.fields = Json(parsed.fields);
             call.answers = Json(parsed.answers);
-            call.raw_output = Some(output.content);
+            call.raw_output = Some(endpoint::cap(output.content, endpoint::MAX_STORED_BYTES));
             call.finish_reason = output.finish_reason;
             call.prompt_tokens = output.prompt_tokens;
             call.completion_tokens = output.completion_tokens;
         }
-        Err(failure) => call.error = Some(failure.describe()),
+        Err(failure) => {
+            call.error = Some(endpoint::cap(
+                failure.describe(),
+                endpoint::MAX_STORED_BYTES,
+            ));
+            call.error_body = failure.detail();
+        }
     }
     Ok(call)
 }

@@ -97,6 +97,9 @@ pub struct Call {
     pub raw_output: Option<String>,
     pub finish_reason: Option<String>,
     pub error: Option<String>,
+    /// The start of an endpoint's error reply (admins only read it: it may carry what
+    /// the endpoint knows).
+    pub error_body: Option<String>,
     /// What became of each answer, by path as the judge was shown them.
     pub fields: Json<Fields>,
     /// What was read, in the orientation the judge was shown.
@@ -109,7 +112,7 @@ pub struct Call {
 }
 
 const CALL_COLUMNS: &str = "c.id, c.run_id, c.task_id, c.swapped, c.status, c.prompt_sha256, c.model, c.params, \
-     c.raw_output, c.finish_reason, c.error, c.fields, c.answers, c.prompt_tokens, c.completion_tokens, \
+     c.raw_output, c.finish_reason, c.error, c.error_body, c.fields, c.answers, c.prompt_tokens, c.completion_tokens, \
      c.latency_ms, c.attempts, c.created_at";
 
 /// A call with the task it asked about, for the calls list.
@@ -413,12 +416,13 @@ impl super::Store {
             sqlx::query(
                 "INSERT INTO judge_calls (id, run_id, task_id, swapped, status, prompt_sha256, model, params,
                      raw_output, finish_reason, error, fields, answers, prompt_tokens, completion_tokens,
-                     latency_ms, attempts, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                     latency_ms, attempts, created_at, error_body)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
                  ON CONFLICT (run_id, task_id, swapped) DO UPDATE SET
                      status = excluded.status, prompt_sha256 = excluded.prompt_sha256,
                      model = excluded.model, params = excluded.params, raw_output = excluded.raw_output,
                      finish_reason = excluded.finish_reason, error = excluded.error,
+                     error_body = excluded.error_body,
                      fields = excluded.fields, answers = excluded.answers,
                      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
                      latency_ms = excluded.latency_ms, attempts = judge_calls.attempts + excluded.attempts,
@@ -443,6 +447,7 @@ impl super::Store {
             .bind(call.latency_ms)
             .bind(call.attempts)
             .bind(call.created_at)
+            .bind(&call.error_body)
             .execute(pool)
             .await
             .map(|done| done.rows_affected())

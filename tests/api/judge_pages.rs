@@ -345,7 +345,7 @@ async fn an_admin_adds_a_judge_on_the_page_with_every_bad_field_named(app: &Test
         ("name", "paged"),
         ("base_url", "http://127.0.0.1:9/v1"),
         ("model", "qwen"),
-        ("api_key_env", "JUDGE_KEY"),
+        ("api_key_env", "VERDICT_JUDGE_KEY_PAGED"),
         ("temperature", "0"),
         ("seed", "7"),
         ("structured_output", "on"),
@@ -357,13 +357,13 @@ async fn an_admin_adds_a_judge_on_the_page_with_every_bad_field_named(app: &Test
     assert_eq!(location.as_deref(), Some("/admin/judges?added=paged"));
     let html = page_text(app, &browser, "/admin/judges?added=paged").await;
     assert!(html.contains("Judge paged was added."));
-    assert!(html.contains("key from $JUDGE_KEY"));
+    assert!(html.contains("key from $VERDICT_JUDGE_KEY_PAGED"));
     assert!(html.contains("temperature 0 · seed 7 · structured output"));
     let judges = admin.api.get(app.url("/api/v1/judges")).go().await;
     let judges = json_with(judges, StatusCode::OK).await;
     let stored = &judges[0];
     assert_eq!(stored["name"], "paged");
-    assert_eq!(stored["api_key_env"], "JUDGE_KEY");
+    assert_eq!(stored["api_key_env"], "VERDICT_JUDGE_KEY_PAGED");
     assert_eq!(stored["params"]["seed"], 7);
     assert_eq!(stored["params"]["structured_output"], true);
     assert_eq!(
@@ -392,7 +392,7 @@ async fn an_admin_adds_a_judge_on_the_page_with_every_bad_field_named(app: &Test
     let id = stored["id"].as_str().expect("judge id");
     let edit_path = format!("/admin/judges/{id}");
     let html = page_text(app, &browser, &edit_path).await;
-    assert!(html.contains("key from $JUDGE_KEY"));
+    assert!(html.contains("key from $VERDICT_JUDGE_KEY_PAGED"));
     for filled in [
         "name=\"model\" value=\"qwen\"",
         "name=\"temperature\" value=\"0\"",
@@ -450,7 +450,7 @@ async fn an_admin_adds_a_judge_on_the_page_with_every_bad_field_named(app: &Test
     );
     assert_eq!(judge["params"]["structured_output"], false);
     assert_eq!(
-        judge["api_key_env"], "JUDGE_KEY",
+        judge["api_key_env"], "VERDICT_JUDGE_KEY_PAGED",
         "an empty key field keeps the key"
     );
     assert_eq!(app.count(updates).await, 1);

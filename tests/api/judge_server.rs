@@ -1,9 +1,11 @@
 //! A scripted OpenAI-compatible chat completions server, for the judge faults a real
 //! model server cannot be made to produce on demand (429 with Retry-After, 500,
-//! time-outs, truncated output) and for outputs of an exact form. Each request is
-//! answered by a script given the request's body and its number (from 0), and kept with
-//! the moment it arrived.
+//! time-outs, truncated output), for the replies of a hostile endpoint (a body without
+//! end, a huge one, a redirect, an error reply carrying a secret), and for outputs of an
+//! exact form. Each request is answered by a script given the request's body and its
+//! number (from 0), and kept with the moment it arrived.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,7 +13,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{any, post};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -23,6 +25,12 @@ pub enum Reply {
     Status(u16, Option<&'static str>),
     /// Waits, then answers.
     After(Duration, Box<Reply>),
+    /// A 200 chat completion whose content never ends (streamed as fast as it is read).
+    Endless,
+    /// An error status whose reply is this text.
+    StatusBody(u16, String),
+    /// A redirect (302) to this URL.
+    Redirect(String),
 }
 
 impl Reply {
@@ -52,24 +60,30 @@ impl Seen {
 struct Shared {
     script: Script,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Requests to `/elsewhere`, where a [`Reply::Redirect`] may point.
+    followed: Arc<AtomicUsize>,
 }
 
 pub struct ScriptedJudge {
     /// The base URL to configure a judge with (`http://127.0.0.1:PORT/v1`).
     pub base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    followed: Arc<AtomicUsize>,
     _stop: oneshot::Sender<()>,
 }
 
 impl ScriptedJudge {
     pub async fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Self {
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let followed = Arc::new(AtomicUsize::new(0));
         let shared = Shared {
             script: Arc::new(script),
             seen: Arc::clone(&seen),
+            followed: Arc::clone(&followed),
         };
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(complete))
+            .route("/elsewhere", any(elsewhere))
             .with_state(shared);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -86,14 +100,38 @@ impl ScriptedJudge {
         Self {
             base_url: format!("http://{addr}/v1"),
             seen,
+            followed,
             _stop: tx,
         }
+    }
+
+    /// How many requests reached `/elsewhere` (a redirect followed).
+    pub fn followed(&self) -> usize {
+        self.followed.load(Ordering::SeqCst)
     }
 
     /// Every request so far, in the order they came.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().expect("log").clone()
     }
+}
+
+/// What a redirect leads to: a chat completion that would count, were it followed.
+async fn elsewhere(State(shared): State<Shared>) -> Response {
+    shared.followed.fetch_add(1, Ordering::SeqCst);
+    completion(0, &Value::Null, "score: 5\nFollowed a redirect.", "stop")
+}
+
+fn completion(n: usize, model: &Value, content: &str, finish_reason: &str) -> Response {
+    Json(json!({
+        "id": format!("chatcmpl-{n}"),
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": finish_reason,
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    }))
+    .into_response()
 }
 
 async fn complete(
@@ -134,15 +172,28 @@ async fn complete(
                 return response;
             }
             Reply::Content(content, finish_reason) => {
-                return Json(json!({
-                    "id": format!("chatcmpl-{n}"),
-                    "object": "chat.completion",
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": finish_reason,
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-                }))
-                .into_response();
+                return completion(n, &body["model"], &content, finish_reason);
+            }
+            Reply::Endless => {
+                let start = futures_util::stream::once(async {
+                    Ok::<_, std::convert::Infallible>(bytes::Bytes::from_static(
+                        br#"{"choices": [{"message": {"content": ""#,
+                    ))
+                });
+                let chunk = bytes::Bytes::from(vec![b'x'; 256 * 1024]);
+                let rest = futures_util::stream::repeat_with(move || Ok(chunk.clone()));
+                use futures_util::StreamExt;
+                return (
+                    [("content-type", "application/json")],
+                    axum::body::Body::from_stream(start.chain(rest)),
+                )
+                    .into_response();
+            }
+            Reply::StatusBody(code, text) => {
+                return (StatusCode::from_u16(code).expect("a status"), text).into_response();
+            }
+            Reply::Redirect(to) => {
+                return (StatusCode::FOUND, [("location", to)]).into_response();
             }
         }
     }

@@ -654,7 +654,7 @@ async fn judges_are_configured_with_every_bad_field_named(app: &TestApp) {
         &admin,
         "good",
         "http://127.0.0.1:9/v1",
-        json!({"api_key_env": "SOME_KEY", "templates": {"blackhat": template}}),
+        json!({"api_key_env": "VERDICT_JUDGE_KEY_SOME", "templates": {"blackhat": template}}),
     )
     .await;
     let taken = admin
@@ -667,7 +667,7 @@ async fn judges_are_configured_with_every_bad_field_named(app: &TestApp) {
     let list = admin.api.get(app.url("/api/v1/judges")).go().await;
     let list = json_with(list, StatusCode::OK).await;
     assert_eq!(list[0]["name"], "good");
-    assert_eq!(list[0]["api_key_env"], "SOME_KEY");
+    assert_eq!(list[0]["api_key_env"], "VERDICT_JUDGE_KEY_SOME");
     assert_eq!(list[0]["api_key_stored"], false);
     assert_eq!(list[0]["templates"]["blackhat"]["format"], "answers");
     let changed = admin
@@ -679,7 +679,10 @@ async fn judges_are_configured_with_every_bad_field_named(app: &TestApp) {
     let changed = json_with(changed, StatusCode::OK).await;
     assert_eq!(changed["concurrency"], 8);
     assert_eq!(changed["params"]["temperature"], 0.5);
-    assert_eq!(changed["api_key_env"], "SOME_KEY", "unchanged fields stay");
+    assert_eq!(
+        changed["api_key_env"], "VERDICT_JUDGE_KEY_SOME",
+        "unchanged fields stay"
+    );
     let renamed = admin
         .api
         .patch(app.url(&format!("/api/v1/judges/{id}")))
@@ -705,7 +708,7 @@ async fn judges_are_configured_with_every_bad_field_named(app: &TestApp) {
         no_key["fields"]["judge"]
             .as_str()
             .unwrap()
-            .contains("SOME_KEY"),
+            .contains("VERDICT_JUDGE_KEY_SOME"),
         "{no_key}"
     );
     let unknown = admin
