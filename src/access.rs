@@ -24,6 +24,25 @@ impl User {
 
 pub use crate::store::batches::batch_filter;
 
+/// Whether `user` is shown the external ids of the batch's tasks: leads and admins
+/// always, raters only where the batch says so. An external id can name a benchmark
+/// task a rater could look up, and ids that raters compare tell shared (gold) tasks
+/// apart; a rater otherwise knows each task by its number among their own.
+pub fn sees_external_ids(user: &User, raters_see_external_ids: bool) -> bool {
+    user.can_lead() || raters_see_external_ids
+}
+
+/// How a task is named to someone working on it: its external id where they may see it
+/// (`sees`, from [`sees_external_ids`]), else `Task N`, N counting their own tasks of
+/// the batch in the order they were handed out.
+pub fn task_name(sees: bool, external_id: &str, number: i64) -> String {
+    if sees {
+        external_id.to_owned()
+    } else {
+        format!("Task {number}")
+    }
+}
+
 /// Whether `user` may take and work on tasks of the batch: it is open, and opened to
 /// them (a lead or admin rates only where a rater could). Asked on every rater request,
 /// so it is answered from the access cache, which the request's sign-in has brought up

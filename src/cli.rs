@@ -198,6 +198,11 @@ struct ImportArgs {
     /// an existing batch, the batch must already show them so.
     #[arg(long)]
     no_randomize: bool,
+    /// Let raters of a new batch see each task's external id (by default they see
+    /// "Task 1", "Task 2", ... counting their own tasks); when adding to an existing
+    /// batch, the batch must already show them.
+    #[arg(long)]
+    raters_see_external_ids: bool,
     /// jsonl, json or csv (default: from the file name).
     #[arg(long)]
     format: Option<String>,
@@ -690,6 +695,7 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
         rubric: Some(args.rubric),
         overlap: args.overlap,
         randomize: args.no_randomize.then_some(false),
+        raters_see_external_ids: args.raters_see_external_ids.then_some(true),
     };
     let new = crate::batches::new_batch(store, &params, None)
         .await

@@ -165,6 +165,7 @@ async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Impor
         rubric: Some(batch.rubric.into()),
         overlap: Some(2),
         randomize: batch.randomize,
+        raters_see_external_ids: None,
     };
     let new = crate::batches::new_batch(state.store(), &params, None)
         .await

@@ -36,6 +36,7 @@ async fn home(page_user: PageUser, State(state): State<AppState>) -> AppResult<H
     let PageUser { user, layout } = page_user;
     let batches = state.store().visible_batches(user.id, user.role).await?;
     let returned = state.store().returned_ratings(user.id, 20).await?;
+    let returned = returned.into_iter().map(|r| r.shown_to(&user)).collect();
     let mut stranded = Vec::new();
     if user.can_lead() {
         for s in batches.iter().filter(|s| s.batch.state == "open") {

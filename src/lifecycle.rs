@@ -337,10 +337,41 @@ impl Decision {
     }
 }
 
-/// The exclusion rule of the metrics, in one place: only rated ratings that are
-/// submitted or accepted count.
+/// The part of the metrics' rule that reads a rating's lifecycle: only rated ratings
+/// that are submitted or accepted count. Whole, the rule is [`Standing::counts_in_metrics`].
 pub fn counts_in_metrics(outcome: Outcome, status: Status) -> bool {
     outcome == Outcome::Rated && status.counts()
+}
+
+/// Where a rating stands with its batch's metrics: everything the rule reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    /// A person's rating or an LLM judge's (measured apart).
+    pub kind: RaterKind,
+    /// A rating of a gold task (graded, never a figure of the batch).
+    pub gold: bool,
+    /// Held for review first: not a figure until a lead accepts it.
+    pub review_first: bool,
+    pub outcome: Outcome,
+    pub status: Status,
+}
+
+impl Standing {
+    /// Whether the rating is one of the batch's figures at all: a person's, not of a
+    /// gold task, and not held for review first unless accepted. The metrics count the
+    /// excluded ones among these (drafts, skips, ...) and leave the rest unmentioned.
+    pub fn in_figures(self) -> bool {
+        self.kind == RaterKind::Human
+            && !self.gold
+            && (!self.review_first || self.status == Status::Accepted)
+    }
+
+    /// The metrics' rule, in one place: whether the rating counts in its batch's
+    /// metrics. The export's `counts_in_metrics`, the per-task view, the disagreement
+    /// list and the review queue's disagreement filter all ask this.
+    pub fn counts_in_metrics(self) -> bool {
+        self.in_figures() && counts_in_metrics(self.outcome, self.status)
+    }
 }
 
 /// Why a rating is left out of the metrics, in this order of precedence: a draft, a
@@ -506,6 +537,43 @@ mod tests {
                 assert_eq!(exclusion(*o, *s).is_none(), counts, "{o} {s}");
             }
         }
+    }
+
+    #[test]
+    fn only_a_persons_rating_of_an_ordinary_task_not_held_counts() {
+        let rated = Standing {
+            kind: RaterKind::Human,
+            gold: false,
+            review_first: false,
+            outcome: Outcome::Rated,
+            status: Status::Submitted,
+        };
+        assert!(rated.counts_in_metrics());
+        let gold = Standing {
+            gold: true,
+            ..rated
+        };
+        assert!(!gold.counts_in_metrics() && !gold.in_figures());
+        let judge = Standing {
+            kind: RaterKind::Judge,
+            ..rated
+        };
+        assert!(!judge.counts_in_metrics());
+        let held = Standing {
+            review_first: true,
+            ..rated
+        };
+        assert!(!held.counts_in_metrics(), "held until a lead accepts it");
+        let accepted = Standing {
+            status: Status::Accepted,
+            ..held
+        };
+        assert!(accepted.counts_in_metrics());
+        let skipped = Standing {
+            outcome: Outcome::Skipped,
+            ..rated
+        };
+        assert!(skipped.in_figures() && !skipped.counts_in_metrics());
     }
 
     #[test]

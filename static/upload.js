@@ -23,6 +23,7 @@
       rubric: form.elements.rubric.value,
       overlap: form.elements.overlap.value,
       randomize: String(form.elements.randomize.checked),
+      raters_see_external_ids: String(form.elements.raters_see_external_ids.checked),
     });
     const request = new XMLHttpRequest();
     request.open("POST", `/api/v1/batches?${params}`);

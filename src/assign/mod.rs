@@ -37,6 +37,8 @@ pub fn page_router() -> Router<AppState> {
 /// response of a single-response rubric), no model names.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TaskView {
+    /// The task's external id; for a rater of a batch that does not show them, a
+    /// neutral name of the rater's own instead (`Task 17`: their 17th task of the batch).
     pub external_id: String,
     /// A string, or a list of `{role, content}` messages.
     pub prompt: Value,
@@ -87,6 +89,8 @@ pub struct Owned {
     pub assignment: Assignment,
     pub batch: Batch,
     pub rubric: Arc<Rubric>,
+    /// Whether its rater is shown the task's external id ([`crate::access::sees_external_ids`]).
+    pub sees_external_ids: bool,
 }
 
 pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> {
@@ -101,21 +105,25 @@ pub async fn owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Owned> 
 
 /// An assignment of `user`'s as [`owned`] gives it, with its task and the draft saved on
 /// it (answers in the orientation shown), all read in one query: what the form shows.
+/// The task's `external_id` is its name as `user` may see it
+/// ([`crate::access::task_name`]).
 pub async fn owned_form(
     state: &AppState,
     id: Uuid,
     user: &User,
 ) -> AppResult<(Owned, Task, Option<Draft>)> {
-    let (assignment, task, draft) = state
+    let form = state
         .store()
         .assignment_form(id)
         .await?
-        .ok_or(AppError::NotFound)?
-        .split();
+        .ok_or(AppError::NotFound)?;
+    let number = form.task_number();
+    let (assignment, mut task, draft) = form.split();
     if assignment.rater_id != user.id {
         return Err(AppError::NotFound);
     }
     let owned = owned_of(state, assignment, user).await?;
+    task.external_id = crate::access::task_name(owned.sees_external_ids, &task.external_id, number);
     let draft = draft.map(|mut d| {
         d.answers = rubric::orient(&owned.rubric, d.answers, owned.assignment.swapped);
         d
@@ -146,10 +154,12 @@ async fn owned_of(state: &AppState, assignment: Assignment, user: &User) -> AppR
             ));
         }
     }
+    let sees_external_ids = crate::access::sees_external_ids(user, batch.raters_see_external_ids);
     Ok(Owned {
         assignment,
         batch,
         rubric,
+        sees_external_ids,
     })
 }
 

@@ -396,7 +396,15 @@ async fn form_page(
             let rendered = crate::services::task::rendered(state.store(), &task).await?;
             (task, rendered)
         }
-        None => super::task_with_html(state, owned.assignment.task_id).await?,
+        None => {
+            let (mut task, rendered) =
+                super::task_with_html(state, owned.assignment.task_id).await?;
+            if !owned.sees_external_ids {
+                let number = state.store().task_number(owned.assignment.id).await?;
+                task.external_id = crate::access::task_name(false, &task.external_id, number);
+            }
+            (task, rendered)
+        }
     };
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(owned.assignment.swapped);

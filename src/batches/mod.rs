@@ -45,6 +45,9 @@ pub struct BatchView {
     pub overlap: i32,
     /// Show each assignment's A and B in a random order.
     pub randomize: bool,
+    /// Raters see each task's external id; otherwise each task is named to its rater by
+    /// its number among theirs (`Task 17`). Leads and admins always see them.
+    pub raters_see_external_ids: bool,
     /// Minutes an untouched assignment is held before it returns to the pool.
     pub lease_minutes: i32,
     /// Shortest explanation accepted, in characters.
@@ -95,6 +98,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         state: batch.state,
         overlap: batch.overlap,
         randomize: batch.randomize,
+        raters_see_external_ids: batch.raters_see_external_ids,
         lease_minutes: batch.lease_minutes,
         min_explanation_len: batch.min_explanation_len,
         classifications: batch.classifications.0,
@@ -151,6 +155,10 @@ pub struct UploadParams {
     /// Randomise A/B per assignment in a new batch (default true); for an existing batch,
     /// if given, it must be the batch's.
     pub randomize: Option<bool>,
+    /// Whether raters of a new batch see each task's external id (default false: each
+    /// task is named to its rater by its number among theirs, `Task 17`); for an
+    /// existing batch, if given, it must be the batch's.
+    pub raters_see_external_ids: Option<bool>,
 }
 
 /// An upload's settings, checked.
@@ -201,6 +209,7 @@ pub async fn new_batch(
             Subject::Single => Some(false),
             Subject::Pair => params.randomize,
         },
+        raters_see_external_ids: params.raters_see_external_ids,
         created_by: creator.map(|u| u.id),
     })
 }
@@ -318,6 +327,15 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> AppResult<()> {
     }
     if new.randomize.is_some_and(|r| r != batch.randomize) {
         differs("randomize", batch.randomize.to_string());
+    }
+    if new
+        .raters_see_external_ids
+        .is_some_and(|r| r != batch.raters_see_external_ids)
+    {
+        differs(
+            "raters_see_external_ids",
+            batch.raters_see_external_ids.to_string(),
+        );
     }
     Err(AppError::invalid(fields))
 }

@@ -26,6 +26,9 @@ pub struct SettingsRequest {
     #[schema(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,
     pub randomize: Option<bool>,
+    /// Whether raters see each task's external id; otherwise each task is named to its
+    /// rater by its number among theirs (`Task 17`). Leads and admins always see them.
+    pub raters_see_external_ids: Option<bool>,
     /// Minutes a task stays with its rater without activity (1 to 1440).
     #[schema(minimum = 1, maximum = 1440)]
     pub lease_minutes: Option<i32>,
@@ -56,6 +59,7 @@ impl From<Settings> for SettingsRequest {
             state: Some(s.state),
             overlap: Some(s.overlap),
             randomize: Some(s.randomize),
+            raters_see_external_ids: Some(s.raters_see_external_ids),
             lease_minutes: Some(s.lease_minutes),
             min_explanation_len: Some(s.min_explanation_len),
             classifications: Some(s.classifications),
@@ -72,6 +76,7 @@ pub struct Settings {
     pub state: String,
     pub overlap: i32,
     pub randomize: bool,
+    pub raters_see_external_ids: bool,
     pub lease_minutes: i32,
     pub min_explanation_len: i32,
     pub classifications: Vec<Classification>,
@@ -99,6 +104,7 @@ impl Settings {
             state: batch.state.clone(),
             overlap: batch.overlap,
             randomize: batch.randomize,
+            raters_see_external_ids: batch.raters_see_external_ids,
             lease_minutes: batch.lease_minutes,
             min_explanation_len: batch.min_explanation_len,
             classifications: batch.classifications.0.clone(),
@@ -113,6 +119,7 @@ impl Settings {
             json!(self.state),
             json!(self.overlap),
             json!(self.randomize),
+            json!(self.raters_see_external_ids),
             json!(self.lease_minutes),
             json!(self.min_explanation_len),
             json!(self.classifications),
@@ -161,10 +168,11 @@ impl Change {
 }
 
 /// Every setting's name in the API, in the order the settings page asks them.
-pub const SETTINGS: [&str; 8] = [
+pub const SETTINGS: [&str; 9] = [
     "state",
     "overlap",
     "randomize",
+    "raters_see_external_ids",
     "lease_minutes",
     "min_explanation_len",
     "classifications",
@@ -178,6 +186,7 @@ pub fn label(setting: &str) -> &'static str {
         "state" => "State",
         "overlap" => "Raters per task",
         "randomize" => "Random A/B order",
+        "raters_see_external_ids" => "Raters see external ids",
         "lease_minutes" => "Lease",
         "min_explanation_len" => "Shortest explanation",
         "classifications" => "Classification questions",
@@ -190,7 +199,9 @@ pub fn label(setting: &str) -> &'static str {
 /// A setting's value in words, as the confirmation and the audit log show it.
 pub fn describe(setting: &str, value: &Value) -> String {
     match (setting, value) {
-        ("randomize", Value::Bool(on)) => if *on { "on" } else { "off" }.into(),
+        ("randomize" | "raters_see_external_ids", Value::Bool(on)) => {
+            if *on { "on" } else { "off" }.into()
+        }
         ("lease_minutes", Value::Number(n)) => format!("{n} minutes"),
         ("min_explanation_len", Value::Number(n)) => format!("{n} characters"),
         ("raters", Value::Null) => "every rater".into(),
@@ -308,6 +319,9 @@ pub async fn preview(
         state: request.state.unwrap_or_else(|| before.state.clone()),
         overlap: request.overlap.unwrap_or(before.overlap),
         randomize: request.randomize.unwrap_or(before.randomize),
+        raters_see_external_ids: request
+            .raters_see_external_ids
+            .unwrap_or(before.raters_see_external_ids),
         lease_minutes: request.lease_minutes.unwrap_or(before.lease_minutes),
         min_explanation_len: request
             .min_explanation_len
@@ -368,6 +382,8 @@ pub async fn apply(
         state: changed("state").then(|| after.state.clone()),
         overlap: changed("overlap").then_some(after.overlap),
         randomize: changed("randomize").then_some(after.randomize),
+        raters_see_external_ids: changed("raters_see_external_ids")
+            .then_some(after.raters_see_external_ids),
         lease_minutes: changed("lease_minutes").then_some(after.lease_minutes),
         min_explanation_len: changed("min_explanation_len").then_some(after.min_explanation_len),
         classifications: changed("classifications").then(|| after.classifications.clone()),
@@ -490,6 +506,7 @@ mod tests {
             state: "open".into(),
             overlap: 2,
             randomize: true,
+            raters_see_external_ids: false,
             lease_minutes: 45,
             min_explanation_len: 20,
             classifications: vec![],

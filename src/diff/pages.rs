@@ -112,9 +112,14 @@ async fn assignment_diff(
     } else {
         (task.response_a, task.response_b)
     };
+    let number = if owned.sees_external_ids {
+        0
+    } else {
+        state.store().task_number(owned.assignment.id).await?
+    };
     let shown = Shown {
         batch_name: owned.batch.name,
-        external_id: task.external_id,
+        external_id: crate::access::task_name(owned.sees_external_ids, &task.external_id, number),
         note: "Response A and Response B as they are shown to you: A on the left, B on the right.",
         a,
         b,

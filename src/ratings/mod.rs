@@ -47,10 +47,11 @@ pub async fn history(
     query: &HistoryQuery,
 ) -> AppResult<(Page<HistoryRow>, i64)> {
     let (cursor, limit) = params(ListKind::History, query.cursor.as_deref(), query.limit)?;
-    let page = state
+    let mut page = state
         .store()
         .ratings_of_rater(user.id, cursor, limit)
         .await?;
+    page.items = page.items.into_iter().map(|r| r.shown_to(user)).collect();
     Ok((page, limit))
 }
 
@@ -61,6 +62,8 @@ pub struct HistoryItem {
     pub assignment_id: Uuid,
     pub batch_id: Uuid,
     pub batch: String,
+    /// The task's external id; for a rater of a batch that does not show them, a
+    /// neutral name of the rater's own instead (`Task 17`).
     pub external_id: String,
     pub outcome: Outcome,
     pub status: Status,

@@ -147,6 +147,7 @@ async fn page(
         ),
     };
     let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
+    let external_id = access.task_name(state.store(), &task.external_id).await?;
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(access.turn());
     let r = &access.rating;
@@ -154,7 +155,7 @@ async fn page(
         layout,
         rating_id: r.id,
         batch_name: access.batch.name.clone(),
-        external_id: task.external_id,
+        external_id,
         outcome: r.outcome,
         status: r.status,
         note: r.note.clone(),

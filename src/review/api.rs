@@ -226,7 +226,7 @@ pub async fn task(
     let ratings = ratings
         .into_iter()
         .map(|r| TaskRatingView {
-            counts_in_metrics: crate::lifecycle::counts_in_metrics(r.outcome, r.status),
+            counts_in_metrics: r.counts_in_metrics(),
             rating_id: r.rating_id,
             rater: r.rater,
             outcome: r.outcome,

@@ -15,7 +15,9 @@ use crate::rubric::{Answer, Answers, Favours, Role, Rubric, Slot};
 pub const RULE: &str = "A rating disagrees with the others when, for any preference or score \
      question, its answer is more than 1 point from the median of the other counted ratings \
      of the same task (for a scale or a score), or is not the option most of them chose (for \
-     options such as A / tie / B). Counted ratings are rated, submitted or accepted ones.";
+     options such as A / tie / B). Counted ratings are those the metrics count: rated, \
+     submitted or accepted, of an ordinary task (not gold), and not held for review first \
+     unless a lead accepted them.";
 
 /// How a task's spread is measured, as the disagreement page states it.
 pub const SPREAD_RULE: &str = "For each preference or score question, the spread is the \

@@ -310,10 +310,7 @@ pub async fn disagreements(
     let rubric = state.store().batch_rubric(&summary.batch).await?;
     let ratings = state.store().batch_ratings(batch_id).await?;
     let mut by_task: HashMap<&str, Vec<&Answers>> = HashMap::new();
-    for rating in ratings
-        .iter()
-        .filter(|r| lifecycle::counts_in_metrics(r.outcome, r.status))
-    {
+    for rating in ratings.iter().filter(|r| r.counts_in_metrics()) {
         by_task
             .entry(&rating.external_id)
             .or_default()

@@ -908,7 +908,7 @@ async fn task(
             rater: r.rater.clone(),
             outcome: r.outcome.label(),
             status: r.status,
-            counts: crate::lifecycle::counts_in_metrics(r.outcome, r.status),
+            counts: r.counts_in_metrics(),
             swapped: r.swapped,
         })
         .collect();

@@ -436,7 +436,7 @@ fn items(
 ) -> Vec<QueueItem> {
     let mut by_task: HashMap<Uuid, Vec<&Peer>> = HashMap::new();
     for peer in peers {
-        if crate::lifecycle::counts_in_metrics(peer.outcome, peer.status) {
+        if peer.counts_in_metrics() {
             by_task.entry(peer.task_id).or_default().push(peer);
         }
     }

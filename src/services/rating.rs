@@ -32,6 +32,9 @@ pub struct Access {
     pub batch: Batch,
     pub rubric: Arc<Rubric>,
     pub viewer: Viewer,
+    /// Whether the viewer is shown the task's external id
+    /// ([`crate::access::sees_external_ids`]).
+    pub sees_external_ids: bool,
 }
 
 /// The rating, if `user` may see it: its rater, or a lead of its batch, or an admin.
@@ -54,12 +57,14 @@ pub async fn access(store: &Store, id: Uuid, user: &User) -> ServiceResult<Acces
         .await?
         .ok_or(ServiceError::NotFound)?;
     let rubric = store.batch_rubric(&batch).await?;
+    let sees_external_ids = crate::access::sees_external_ids(user, batch.raters_see_external_ids);
     Ok(Access {
         rating,
         assignment,
         batch,
         rubric,
         viewer,
+        sees_external_ids,
     })
 }
 
@@ -83,6 +88,16 @@ impl Access {
     pub fn evidence(&self) -> Option<crate::evidence::Evidence> {
         let evidence = self.rating.evidence.as_ref()?;
         Some(evidence.0.clone().oriented(self.turn()))
+    }
+
+    /// The name of the rating's task (whose external id is `external_id`) as the viewer
+    /// may see it ([`crate::access::task_name`]).
+    pub async fn task_name(&self, store: &Store, external_id: &str) -> ServiceResult<String> {
+        if self.sees_external_ids {
+            return Ok(external_id.to_owned());
+        }
+        let number = store.task_number(self.assignment.id).await?;
+        Ok(crate::access::task_name(false, external_id, number))
     }
 
     /// Whether the rater may still change it.
@@ -116,6 +131,8 @@ pub struct RatingView {
     pub id: Uuid,
     pub assignment_id: Uuid,
     pub batch_id: Uuid,
+    /// The task's external id; for a rater of a batch that does not show them, a
+    /// neutral name of the rater's own instead (`Task 17`).
     pub external_id: String,
     pub outcome: Outcome,
     pub status: Status,
@@ -168,12 +185,13 @@ pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
     } else {
         None
     };
+    let external_id = access.task_name(store, &task.external_id).await?;
     let r = &access.rating;
     Ok(RatingView {
         id: r.id,
         assignment_id: r.assignment_id,
         batch_id: r.batch_id,
-        external_id: task.external_id,
+        external_id,
         outcome: r.outcome,
         status: r.status,
         answers: access.answers(),

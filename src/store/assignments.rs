@@ -30,6 +30,13 @@ pub struct Assignment {
 pub(crate) const ASSIGNMENT_COLUMNS: &str =
     "a.id, a.task_id, a.batch_id, a.rater_id, a.swapped, a.state, a.lease_expires_at, a.created_at";
 
+/// The number of assignment `a` among its rater's assignments of its batch, from 1 in
+/// the order they were handed out (a rater never has the same task twice): how a rater
+/// who is not shown external ids knows a task. It says nothing of the task itself.
+pub(crate) const TASK_NUMBER: &str = "(SELECT COUNT(*) FROM assignments n
+     WHERE n.rater_id = a.rater_id AND n.batch_id = a.batch_id
+       AND (n.created_at < a.created_at OR (n.created_at = a.created_at AND n.id <= a.id)))";
+
 /// A task's content, in its canonical orientation.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Task {
@@ -61,6 +68,8 @@ pub struct AssignmentForm {
     draft_answers: Option<Json<crate::rubric::Answers>>,
     draft_evidence: Option<Json<crate::evidence::Evidence>>,
     draft_time_spent_s: Option<i32>,
+    /// See [`TASK_NUMBER`].
+    task_number: i64,
 }
 
 /// The answers saved on an assignment, canonical, with the code runs and time spent.
@@ -72,6 +81,11 @@ pub struct Draft {
 }
 
 impl AssignmentForm {
+    /// The task's number among its rater's (see [`TASK_NUMBER`]).
+    pub fn task_number(&self) -> i64 {
+        self.task_number
+    }
+
     /// The assignment; its task, as [`Store::task`](super::Store::task) reads it; and
     /// its draft, if the rater has saved one.
     pub fn split(self) -> (Assignment, Task, Option<Draft>) {
@@ -217,7 +231,7 @@ impl super::Store {
             "SELECT {ASSIGNMENT_COLUMNS}, t.external_id, t.prompt, t.response_a, t.response_b,
                     t.model_a, t.model_b, t.metadata, t.rendered,
                     r.answers AS draft_answers, r.evidence AS draft_evidence,
-                    r.time_spent_s AS draft_time_spent_s
+                    r.time_spent_s AS draft_time_spent_s, {TASK_NUMBER} AS task_number
              FROM assignments a JOIN tasks t ON t.id = a.task_id
              LEFT JOIN ratings r ON r.assignment_id = a.id
              WHERE a.id = $1"
@@ -245,6 +259,19 @@ impl super::Store {
             .bind(batch_id)
             .fetch_optional(pool)
             .await)?)
+    }
+
+    /// The number of an assignment's task among its rater's tasks of the batch (see
+    /// [`TASK_NUMBER`]).
+    pub async fn task_number(&self, assignment_id: Uuid) -> StoreResult<i64> {
+        let sql = format!("SELECT {TASK_NUMBER} FROM assignments a WHERE a.id = $1");
+        let (number,): (i64,) = read!(self, |pool| {
+            sqlx::query_as(&sql)
+                .bind(assignment_id)
+                .fetch_one(pool)
+                .await
+        })?;
+        Ok(number)
     }
 
     pub async fn task(&self, id: Uuid) -> StoreResult<Option<Task>> {

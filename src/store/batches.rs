@@ -59,11 +59,14 @@ pub struct Batch {
     /// Whether the batch holds gold tasks, so that a rating in a batch without any is
     /// not checked against them.
     pub has_gold: bool,
+    /// Whether raters see its tasks' external ids; otherwise a neutral number of their
+    /// own (see [`crate::access::task_name`]). Leads and admins always see them.
+    pub raters_see_external_ids: bool,
 }
 
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
-     b.gold_rate, b.review_first_below, \
+     b.gold_rate, b.review_first_below, b.raters_see_external_ids, \
      EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
@@ -118,6 +121,9 @@ pub struct NewBatch {
     /// A/B randomisation; `None` asks for the default of a new batch (on) and accepts an
     /// existing batch's.
     pub randomize: Option<bool>,
+    /// Whether raters see external ids; `None` asks for the default of a new batch (off)
+    /// and accepts an existing batch's.
+    pub raters_see_external_ids: Option<bool>,
     /// The admin who uploaded it (`None` from the command line).
     pub created_by: Option<Uuid>,
 }
@@ -141,6 +147,9 @@ impl NewBatch {
         self.rubric == batch.rubric
             && self.overlap.is_none_or(|o| o == batch.overlap)
             && self.randomize.is_none_or(|r| r == batch.randomize)
+            && self
+                .raters_see_external_ids
+                .is_none_or(|r| r == batch.raters_see_external_ids)
     }
 }
 
@@ -160,6 +169,7 @@ pub struct BatchChanges {
     pub state: Option<String>,
     pub overlap: Option<i32>,
     pub randomize: Option<bool>,
+    pub raters_see_external_ids: Option<bool>,
     pub lease_minutes: Option<i32>,
     pub min_explanation_len: Option<i32>,
     pub classifications: Option<Vec<Classification>>,
@@ -170,12 +180,20 @@ pub struct BatchChanges {
 /// Rows a multi-row INSERT carries: 13 columns each, well under both backends' limits.
 const INSERT_CHUNK: usize = 500;
 
-/// The progress columns of a batch `b`. Each count is written so that it reads an
-/// index only (`tasks_pool`, `ratings_batch`, `gold_tasks_batch`): listing batches must
-/// stay quick however many ratings they hold. A task is done when it is full and nobody
-/// holds it open. Gold tasks and their ratings are not the batch's work and are taken
-/// out (reading only the gold tasks' own ratings).
-fn progress_sql(rater: &str) -> String {
+/// The progress columns of a batch `b` as a person of `role` sees them. Each count is
+/// written so that it reads an index only (`tasks_pool`, `ratings_batch`,
+/// `gold_tasks_batch`): listing batches must stay quick however many ratings they hold.
+/// A task is done when it is full and nobody holds it open.
+///
+/// For leads and admins, gold tasks and their ratings are not the batch's work and are
+/// taken out (reading only the gold tasks' own ratings). A rater is never to tell a
+/// gold task from another, so for them each count treats gold as ordinary work: every
+/// task and rating counts, and a gold task is done once it has as many finished
+/// ratings as the overlap asks for and nobody holds it open, as another task is.
+fn progress_sql(rater: &str, role: Role) -> String {
+    if role == Role::Rater {
+        return rater_progress_sql(rater);
+    }
     // The same count as the batch's own, over gold tasks only.
     let gold_ratings = |statuses: &str, outcome: &str, human: &str| {
         format!(
@@ -207,6 +225,33 @@ fn progress_sql(rater: &str) -> String {
         rated_gold = gold_ratings(FINISHED, "rated", " AND r.rater_kind = 'human'"),
         scope_gold = gold_ratings(&drafts_too, "out_of_scope", ""),
         skipped_gold = gold_ratings(&drafts_too, "skipped", ""),
+    )
+}
+
+/// [`progress_sql`] for a rater: gold tasks counted as the tasks they pass for.
+fn rater_progress_sql(rater: &str) -> String {
+    format!(
+        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id) AS tasks,
+         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE)
+           - (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id)
+           - (SELECT COUNT(DISTINCT a.task_id) FROM assignments a JOIN tasks t ON t.id = a.task_id
+              WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE
+                AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = a.task_id))
+           + (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id
+                AND (SELECT COUNT(*) FROM ratings r WHERE r.task_id = g.task_id
+                       AND r.status IN ('submitted', 'returned', 'accepted')
+                       AND r.outcome <> 'skipped' AND r.rater_kind = 'human') >= b.overlap
+                AND NOT EXISTS (SELECT 1 FROM assignments a
+                                WHERE a.task_id = g.task_id AND a.state = 'open')) AS tasks_done,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
+              AND r.status IN ({FINISHED}) AND r.outcome = 'rated' AND r.rater_kind = 'human') AS rated,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
+              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'out_of_scope') AS out_of_scope,
+         (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id
+              AND r.status IN ('draft', {FINISHED}) AND r.outcome = 'skipped') AS skipped,
+         (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open') AS in_progress,
+         (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.rater_id = {rater}
+              AND a.state IN ('done', 'skipped')) AS mine"
     )
 }
 
@@ -273,7 +318,7 @@ impl super::Store {
     ) -> StoreResult<Vec<BatchSummary>> {
         let sql = format!(
             "SELECT {BATCH_COLUMNS}, {} FROM batches b WHERE {} ORDER BY b.created_at DESC",
-            progress_sql("$1"),
+            progress_sql("$1", role),
             batch_filter(role)
         );
         Ok(read!(self, |pool| sqlx::query_as::<_, BatchSummary>(&sql)
@@ -291,7 +336,7 @@ impl super::Store {
     ) -> StoreResult<Option<BatchSummary>> {
         let sql = format!(
             "SELECT {BATCH_COLUMNS}, {} FROM batches b WHERE b.id = $2 AND {}",
-            progress_sql("$1"),
+            progress_sql("$1", role),
             batch_filter(role)
         );
         Ok(read!(self, |pool| {
@@ -386,8 +431,8 @@ impl super::Store {
             // Waits for a concurrent upload creating the same batch, then does nothing.
             let batch_created = sqlx::query(
                 "INSERT INTO batches (id, name, rubric, rubric_version, overlap, randomize, created_by,
-                                      created_at, updated_at)
-                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7)
+                                      created_at, updated_at, raters_see_external_ids)
+                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7, $9)
                  ON CONFLICT (name) DO NOTHING",
             )
             .bind(Uuid::now_v7())
@@ -398,6 +443,7 @@ impl super::Store {
             .bind(new.created_by)
             .bind(now)
             .bind(new.rubric_version)
+            .bind(new.raters_see_external_ids.unwrap_or(false))
             .execute(&mut *tx)
             .await?
             .rows_affected()
@@ -529,7 +575,8 @@ impl super::Store {
                     lease_minutes = COALESCE($5, lease_minutes),
                     min_explanation_len = COALESCE($6, min_explanation_len),
                     classifications = COALESCE($7, classifications),
-                    updated_at = $8
+                    updated_at = $8,
+                    raters_see_external_ids = COALESCE($9, raters_see_external_ids)
                  WHERE id = $1",
             )
             .bind(id)
@@ -540,6 +587,7 @@ impl super::Store {
             .bind(changes.min_explanation_len)
             .bind(changes.classifications.as_ref().map(Json))
             .bind(now)
+            .bind(changes.raters_see_external_ids)
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 1 {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT};
+use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT, TASK_NUMBER};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
 use crate::evidence::Evidence;
@@ -124,8 +124,23 @@ impl Finish {
 pub struct HistoryRow {
     #[sqlx(flatten)]
     pub rating: Rating,
+    /// The task's external id, until [`HistoryRow::shown_to`] names it as its rater may
+    /// see it.
     pub external_id: String,
     pub batch_name: String,
+    /// The task's number among its rater's tasks of the batch (see `TASK_NUMBER`).
+    task_number: i64,
+    raters_see_external_ids: bool,
+}
+
+impl HistoryRow {
+    /// The row with its task named as `viewer` (its rater) may see it
+    /// ([`crate::access::task_name`]).
+    pub fn shown_to(mut self, viewer: &crate::store::users::User) -> Self {
+        let sees = crate::access::sees_external_ids(viewer, self.raters_see_external_ids);
+        self.external_id = crate::access::task_name(sees, &self.external_id, self.task_number);
+        self
+    }
 }
 
 pub(crate) fn snapshot(rating: &Rating) -> Value {
@@ -182,8 +197,10 @@ impl super::Store {
         limit: i64,
     ) -> StoreResult<Page<HistoryRow>> {
         let sql = format!(
-            "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name
+            "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name,
+                    {TASK_NUMBER} AS task_number, b.raters_see_external_ids
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
+               JOIN assignments a ON a.id = r.assignment_id
              WHERE r.rater_id = $1
                AND ($2 IS NULL OR r.created_at < $2 OR (r.created_at = $2 AND r.id < $3))
              ORDER BY r.created_at DESC, r.id DESC LIMIT $4"
@@ -268,8 +285,10 @@ impl super::Store {
         limit: i64,
     ) -> StoreResult<Vec<HistoryRow>> {
         let sql = format!(
-            "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name
+            "SELECT {RATING_COLUMNS}, t.external_id, b.name AS batch_name,
+                    {TASK_NUMBER} AS task_number, b.raters_see_external_ids
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
+               JOIN assignments a ON a.id = r.assignment_id
              WHERE r.rater_id = $1 AND r.status = $2
              ORDER BY r.updated_at, r.id LIMIT $3"
         );

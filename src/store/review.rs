@@ -14,7 +14,7 @@ use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{Backend, PoolRef, StoreResult, read, scan, transaction};
 use crate::evidence::Evidence;
 use crate::gold::Grade;
-use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Status};
+use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Standing, Status};
 use crate::metrics::RatingFacts;
 use crate::rubric::Answers;
 
@@ -80,6 +80,9 @@ impl QueueFilter {
 pub struct Peer {
     pub task_id: Uuid,
     pub rating_id: Uuid,
+    pub rater_kind: RaterKind,
+    pub gold: bool,
+    pub review_first: bool,
     pub outcome: Outcome,
     pub status: Status,
     pub answers: Json<Answers>,
@@ -90,6 +93,9 @@ pub struct Peer {
 pub struct TaskRating {
     pub rating_id: Uuid,
     pub rater: String,
+    pub rater_kind: RaterKind,
+    pub gold: bool,
+    pub review_first: bool,
     pub outcome: Outcome,
     pub status: Status,
     pub swapped: bool,
@@ -110,6 +116,9 @@ pub struct ReviewNote<'a> {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct BatchRating {
     pub external_id: String,
+    pub rater_kind: RaterKind,
+    pub gold: bool,
+    pub review_first: bool,
     pub outcome: Outcome,
     pub status: Status,
     /// Canonical orientation.
@@ -152,16 +161,30 @@ pub struct ExportRow {
     pub review_first: bool,
 }
 
-impl ExportRow {
-    /// Whether it counts in the batch's (human) metrics: a judge's never does, nor a
-    /// rating of a gold task, nor one held for review first until it is accepted.
-    pub fn counts_in_metrics(&self) -> bool {
-        self.rater_kind == RaterKind::Human
-            && !self.gold
-            && (!self.review_first || self.status == Status::Accepted)
-            && crate::lifecycle::counts_in_metrics(self.outcome, self.status)
-    }
+/// Where each kind of row stands with the metrics, for [`Standing::counts_in_metrics`]:
+/// the one rule every view of a rating applies.
+macro_rules! standing {
+    ($($row:ty),*) => {$(
+        impl $row {
+            pub fn standing(&self) -> Standing {
+                Standing {
+                    kind: self.rater_kind,
+                    gold: self.gold,
+                    review_first: self.review_first,
+                    outcome: self.outcome,
+                    status: self.status,
+                }
+            }
+
+            /// Whether it counts in the batch's metrics ([`Standing::counts_in_metrics`]).
+            pub fn counts_in_metrics(&self) -> bool {
+                self.standing().counts_in_metrics()
+            }
+        }
+    )*};
 }
+
+standing!(ExportRow, Peer, TaskRating, BatchRating);
 
 /// Which ratings an export holds (drafts never).
 #[derive(Debug, Clone, Default)]
@@ -221,7 +244,8 @@ impl super::Store {
         filter: &QueueFilter,
     ) -> StoreResult<Vec<Peer>> {
         let sql = format!(
-            "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
+            "SELECT p.task_id, p.id AS rating_id, p.rater_kind, p.gold, p.review_first, p.outcome,
+                    p.status, p.answers FROM ratings p
              WHERE p.status <> $8 AND p.rater_kind = 'human' AND p.task_id IN (SELECT r.task_id {})",
             queue_from(role, filter)
         );
@@ -298,7 +322,8 @@ impl super::Store {
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "SELECT p.task_id, p.id AS rating_id, p.outcome, p.status, p.answers FROM ratings p
+            "SELECT p.task_id, p.id AS rating_id, p.rater_kind, p.gold, p.review_first, p.outcome,
+                    p.status, p.answers FROM ratings p
              WHERE p.status <> $1 AND p.rater_kind = 'human' AND p.task_id IN ({list})"
         );
         Ok(read!(self, |pool| {
@@ -400,8 +425,8 @@ impl super::Store {
     pub async fn task_ratings(&self, task_id: Uuid) -> StoreResult<Vec<TaskRating>> {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, TaskRating>(
-                "SELECT r.id AS rating_id, u.username AS rater, r.outcome, r.status, a.swapped, r.answers,
-                        r.note, r.time_spent_s
+                "SELECT r.id AS rating_id, u.username AS rater, r.rater_kind, r.gold, r.review_first,
+                        r.outcome, r.status, a.swapped, r.answers, r.note, r.time_spent_s
                  FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                  WHERE r.task_id = $1 AND r.status <> $2 AND r.rater_kind = 'human' ORDER BY u.username",
             )
@@ -416,7 +441,7 @@ impl super::Store {
     pub async fn batch_ratings(&self, batch_id: Uuid) -> StoreResult<Vec<BatchRating>> {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, BatchRating>(
-                "SELECT t.external_id, r.outcome, r.status, r.answers
+                "SELECT t.external_id, r.rater_kind, r.gold, r.review_first, r.outcome, r.status, r.answers
                  FROM ratings r JOIN tasks t ON t.id = r.task_id
                  WHERE r.batch_id = $1 AND r.status <> $2 AND r.rater_kind = 'human'
                  ORDER BY t.external_id, r.id",
@@ -481,6 +506,8 @@ impl super::Store {
     ) -> StoreResult<()> {
         // The orientation, models, lengths and gold flag are the copies kept on the
         // rating (migration 0011): no lookup of each rating's assignment or task.
+        // `counted` is `Standing::in_figures` as the database reads it; the accumulator
+        // applies the rest of `Standing::counts_in_metrics` to each row.
         let counted = "r.rater_kind = 'human' AND r.gold = FALSE
                        AND (r.review_first = FALSE OR r.status = 'accepted')";
         let select = "SELECT r.id, r.task_id, u.username AS rater, r.outcome, r.status,

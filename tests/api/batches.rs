@@ -460,7 +460,12 @@ async fn a_large_upload_is_stored_whole_and_in_order(app: &TestApp) {
     let rater = app.rater().await;
     // More tasks than one multi-row insert carries, so several chunks are written.
     let batch = app
-        .batch(&admin, "large", &tasks_jsonl(1234), "&randomize=false")
+        .batch(
+            &admin,
+            "large",
+            &tasks_jsonl(1234),
+            "&randomize=false&raters_see_external_ids=true",
+        )
         .await;
     assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 1234);
     assert_eq!(

@@ -182,7 +182,7 @@ async fn each_bias_figure_matches_the_hand_computed_one(app: &TestApp) {
             &admin,
             "leaning",
             &tasks(),
-            "&rubric=pairwise-aspects&overlap=3&randomize=false",
+            "&rubric=pairwise-aspects&overlap=3&randomize=false&raters_see_external_ids=true",
         )
         .await;
     assert_eq!(rate(app, &ana_p, &batch, ana).await, 12);
@@ -373,7 +373,12 @@ async fn a_scale_and_answers_of_each_response_are_read_as_shown(app: &TestApp) {
     let admin = app.admin().await;
     let eve = app.persona("eve", verdict::auth::Role::Rater).await;
     let batch = app
-        .batch(&admin, "sameness", &blackhat_tasks(), "&randomize=false")
+        .batch(
+            &admin,
+            "sameness",
+            &blackhat_tasks(),
+            "&randomize=false&raters_see_external_ids=true",
+        )
         .await;
     // Eve sends the same answers as shown on every task: A (the first shown) runs, B
     // does not, A better (2). t2 and t4 are shown swapped.

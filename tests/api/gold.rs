@@ -99,7 +99,14 @@ async fn gold_is_graded_by_each_tolerance_and_kept_out_of_the_pool_and_the_metri
         app.persona("bo", verdict::auth::Role::Rater).await,
     );
     let file = gold_task("g1") + &tasks_jsonl(2);
-    let batch = app.batch(&admin, "gold", &file, "&randomize=false").await;
+    let batch = app
+        .batch(
+            &admin,
+            "gold",
+            &file,
+            "&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
     let settings = get(app, &lead, &format!("/api/v1/batches/{batch}/gold")).await;
     assert_eq!(
         settings,
@@ -259,7 +266,12 @@ async fn a_rater_below_the_threshold_has_new_ratings_reviewed_first(app: &TestAp
     );
     let file = gold_task("g1") + &gold_task("g2") + &gold_task("g3") + &tasks_jsonl(4);
     let batch = app
-        .batch(&admin, "held", &file, "&randomize=false&overlap=2")
+        .batch(
+            &admin,
+            "held",
+            &file,
+            "&randomize=false&overlap=2&raters_see_external_ids=true",
+        )
         .await;
     let set = set_gold(
         app,
@@ -516,4 +528,473 @@ async fn the_batch_page_shows_gold_per_rater_and_sets_the_gold_settings(app: &Te
     );
     assert!(row.contains("0 of 3"), "no expected answer right: {row}");
     assert!(row.contains("aria-label=\"wrong\""), "{row}");
+}
+
+/// Each count by name.
+type Counts = Vec<(&'static str, i64)>;
+
+/// Every count a rater can read of a batch: its progress and "mine" in the API (alone
+/// and in the list, which must agree), and "N of M done" and "Yours" on the queue page.
+async fn rater_counts(
+    app: &TestApp,
+    rater: &Persona,
+    browser: &reqwest::Client,
+    batch: &str,
+) -> Counts {
+    let one = get(app, rater, &format!("/api/v1/batches/{batch}")).await;
+    let list = get(app, rater, "/api/v1/batches").await;
+    let listed = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == batch)
+        .expect("the batch is listed");
+    assert_eq!(
+        (&listed["progress"], &listed["mine"]),
+        (&one["progress"], &one["mine"])
+    );
+    let mut counts: Counts = [
+        "tasks",
+        "tasks_done",
+        "rated",
+        "out_of_scope",
+        "skipped",
+        "in_progress",
+    ]
+    .into_iter()
+    .map(|k| (k, one["progress"][k].as_i64().unwrap()))
+    .collect();
+    counts.push(("mine", one["mine"].as_i64().unwrap()));
+    let page = page_text(app, browser, "/").await;
+    let done = page
+        .split("<span class=\"progress-text\">")
+        .nth(1)
+        .and_then(|rest| rest.split(" done").next())
+        .expect("N of M done");
+    let (n, m) = done.split_once(" of ").unwrap();
+    counts.push(("page: done", n.parse().unwrap()));
+    counts.push(("page: tasks", m.parse().unwrap()));
+    let yours = page
+        .split("data-label=\"Yours\" class=\"num\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("Yours");
+    counts.push(("page: yours", yours.parse().unwrap()));
+    counts
+}
+
+/// How each count moved between two readings.
+fn moved(
+    before: &[(&'static str, i64)],
+    after: &[(&'static str, i64)],
+) -> Vec<(&'static str, i64)> {
+    before
+        .iter()
+        .zip(after)
+        .map(|((name, b), (_, a))| (*name, a - b))
+        .collect()
+}
+
+db_test!(a_rater_cannot_tell_gold_from_other_tasks_by_any_count: TestApp);
+async fn a_rater_cannot_tell_gold_from_other_tasks_by_any_count(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let file = gold_task("g1") + &gold_task("g2") + &gold_task("g3") + &tasks_jsonl(4);
+    let batch = app.batch(&admin, "tell", &file, "&randomize=false").await;
+    // At rate 1 the rater gets the three gold tasks first, then the pool's four.
+    let set = set_gold(app, &lead, &batch, json!({"gold_rate": 1.0})).await;
+    assert_eq!(set.status(), StatusCode::OK);
+    let browser = rater.browser_for(app).await;
+    // (gold, what was done) -> how every count moved when the task was taken, and when
+    // it was finished.
+    let mut seen: Vec<(bool, &str, Counts, Counts)> = Vec::new();
+    for i in 0..7 {
+        let before = rater_counts(app, &rater, &browser, &batch).await;
+        let next = app.next(&rater, &batch).await.expect("a task");
+        let taken = rater_counts(app, &rater, &browser, &batch).await;
+        let id = next["assignment_id"].as_str().unwrap();
+        // One gold task and one other are skipped, the rest rated.
+        let (action, response) = if i == 1 || i == 4 {
+            let body = json!({"reason": "unfamiliar"});
+            ("skip", app.act(&rater, id, "skip", &body).await)
+        } else {
+            (
+                "submit",
+                app.act(&rater, id, "submit", &complete_answers()).await,
+            )
+        };
+        let done = json_with(response, StatusCode::OK).await;
+        let finished = rater_counts(app, &rater, &browser, &batch).await;
+        let rating = get(
+            app,
+            &lead,
+            &format!("/api/v1/ratings/{}", done["rating_id"].as_str().unwrap()),
+        )
+        .await;
+        let gold = rating["external_id"].as_str().unwrap().starts_with('g');
+        seen.push((
+            gold,
+            action,
+            moved(&before, &taken),
+            moved(&taken, &finished),
+        ));
+    }
+    let golds = seen.iter().filter(|(gold, ..)| *gold).count();
+    assert_eq!(golds, 3, "three gold tasks and four others were served");
+    for action in ["submit", "skip"] {
+        let of = |gold: bool| -> Vec<_> {
+            seen.iter()
+                .filter(|(g, a, ..)| *g == gold && *a == action)
+                .map(|(_, _, taken, finished)| (taken.clone(), finished.clone()))
+                .collect()
+        };
+        let (gold, other) = (of(true), of(false));
+        assert!(!gold.is_empty() && !other.is_empty());
+        for moves in gold.iter().chain(&other) {
+            assert_eq!(
+                moves, &other[0],
+                "on {action}, every count moves alike for gold and other tasks"
+            );
+        }
+    }
+    // A rating moves what an ordinary one does: one more rated, one more done.
+    let rated = &seen.iter().find(|(_, a, ..)| *a == "submit").unwrap().3;
+    for (name, by) in [
+        ("rated", 1),
+        ("tasks_done", 1),
+        ("mine", 1),
+        ("page: done", 1),
+    ] {
+        assert!(rated.contains(&(name, by)), "{name}: {rated:?}");
+    }
+    // The lead still sees the batch's own work, gold left out.
+    let progress = get(app, &lead, &format!("/api/v1/batches/{batch}")).await;
+    assert_eq!(progress["progress"]["tasks"], 4);
+    assert_eq!(progress["progress"]["rated"], 3);
+}
+
+/// External ids that name where a task came from, which a rater could look up.
+const SECRET_IDS: [&str; 3] = ["HumanEval-12", "MBPP-7", "gold-secret"];
+
+db_test!(raters_see_no_external_id_unless_the_batch_shows_them: TestApp);
+async fn raters_see_no_external_id_unless_the_batch_shows_them(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let file = gold_task("gold-secret")
+        + &tasks_jsonl(2)
+            .replace("\"t1\"", "\"HumanEval-12\"")
+            .replace("\"t2\"", "\"MBPP-7\"");
+    let batch = app.batch(&admin, "hidden", &file, "").await;
+    let set = set_gold(app, &lead, &batch, json!({"gold_rate": 1.0})).await;
+    assert_eq!(set.status(), StatusCode::OK);
+    let browser = rater.browser_for(app).await;
+    // Everything the rater loads, to search for the ids at the end.
+    let mut loaded: Vec<(String, String)> = Vec::new();
+    let batch_view = get(app, &rater, &format!("/api/v1/batches/{batch}")).await;
+    assert_eq!(
+        batch_view["raters_see_external_ids"], false,
+        "off by default"
+    );
+    loaded.push(("batch".into(), batch_view.to_string()));
+    let mut ratings = Vec::new();
+    for number in 1..=3 {
+        let next = app.next(&rater, &batch).await.expect("a task");
+        assert_eq!(next["task"]["external_id"], format!("Task {number}"));
+        let id = next["assignment_id"].as_str().unwrap().to_owned();
+        loaded.push((format!("next {number}"), next.to_string()));
+        let form = page_text(app, &browser, &format!("/assignments/{id}")).await;
+        assert!(form.contains(&format!("task Task {number}")), "{form}");
+        let token = csrf_token(&form);
+        loaded.push((format!("form {number}"), form));
+        let diff = page_text(app, &browser, &format!("/assignments/{id}/diff")).await;
+        loaded.push((format!("diff {number}"), diff));
+        // A refused submission shows the form again.
+        let refused = browser
+            .post(app.url(&format!("/assignments/{id}/submit")))
+            .form(&[("csrf_token", token.as_str()), ("sxs", "9")])
+            .go()
+            .await;
+        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        loaded.push((format!("refused {number}"), refused.text().await.unwrap()));
+        let done = json_with(
+            app.act(&rater, &id, "submit", &complete_answers()).await,
+            StatusCode::OK,
+        )
+        .await;
+        ratings.push(done["rating_id"].as_str().unwrap().to_owned());
+    }
+    // The lead returns one; the rater's queue lists it.
+    let returned = lead
+        .api
+        .post(app.url(&format!("/api/v1/ratings/{}/review", ratings[1])))
+        .json(&json!({"decision": "return", "version": 1, "comment": "Say more about B."}))
+        .go()
+        .await;
+    assert_eq!(returned.status(), StatusCode::OK);
+    for (number, id) in ratings.iter().enumerate() {
+        let own = get(app, &rater, &format!("/api/v1/ratings/{id}")).await;
+        assert_eq!(own["external_id"], format!("Task {}", number + 1));
+        loaded.push((format!("rating {id}"), own.to_string()));
+        let page = page_text(app, &browser, &format!("/ratings/{id}")).await;
+        loaded.push((format!("rating page {id}"), page));
+    }
+    let history = get(app, &rater, "/api/v1/ratings").await;
+    let names: Vec<&str> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["external_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Task 3", "Task 2", "Task 1"], "newest first");
+    loaded.push(("history".into(), history.to_string()));
+    loaded.push((
+        "history page".into(),
+        page_text(app, &browser, "/ratings").await,
+    ));
+    let home = page_text(app, &browser, "/").await;
+    assert!(home.contains("hidden · task Task 2"), "{home}");
+    loaded.push(("home".into(), home));
+    for (what, text) in &loaded {
+        for secret in SECRET_IDS {
+            assert!(!text.contains(secret), "{what} shows {secret}: {text}");
+        }
+    }
+    // Leads always see them.
+    let lead_view = get(app, &lead, &format!("/api/v1/ratings/{}", ratings[0])).await;
+    assert_eq!(lead_view["external_id"], "gold-secret");
+
+    // Bad values are named and change nothing.
+    let patch = |body: Value| {
+        admin
+            .api
+            .patch(app.url(&format!("/api/v1/batches/{batch}")))
+            .json(&body)
+            .go()
+    };
+    let refused = json_with(
+        patch(json!({"raters_see_external_ids": "yes"})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(
+        refused.to_string().contains("raters_see_external_ids"),
+        "{refused}"
+    );
+    let upload = |query: &str| {
+        admin
+            .api
+            .post(app.url(&format!("/api/v1/batches?name=hidden{query}")))
+            .header("content-type", "application/x-ndjson")
+            .body(tasks_jsonl_from(3, 1))
+            .go()
+    };
+    // A query that does not parse is a 400 naming the parameter, as for `randomize`.
+    let refused = json_with(
+        upload("&raters_see_external_ids=maybe").await,
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    assert!(
+        refused.to_string().contains("raters_see_external_ids"),
+        "{refused}"
+    );
+    let refused = json_with(
+        upload("&raters_see_external_ids=true").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(
+        refused["fields"]["raters_see_external_ids"]
+            .as_str()
+            .unwrap()
+            .contains("has raters_see_external_ids false"),
+        "an upload does not change the batch's setting: {refused}"
+    );
+    let own = get(app, &rater, &format!("/api/v1/ratings/{}", ratings[0])).await;
+    assert_eq!(own["external_id"], "Task 1", "nothing changed");
+
+    // Turned on in the settings, raters see the ids.
+    let on = json_with(
+        patch(json!({"raters_see_external_ids": true})).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(on["raters_see_external_ids"], true);
+    let own = get(app, &rater, &format!("/api/v1/ratings/{}", ratings[0])).await;
+    assert_eq!(own["external_id"], "gold-secret");
+    let page = page_text(app, &browser, "/ratings").await;
+    assert!(
+        page.contains("HumanEval-12") && page.contains("MBPP-7"),
+        "{page}"
+    );
+
+    // And on the settings page: off again, after the confirmation.
+    let admin_browser = admin.browser_for(app).await;
+    let settings = page_text(app, &admin_browser, &format!("/admin/batches/{batch}")).await;
+    let mut form = crate::settings_page::form_of(&settings);
+    assert!(
+        form.iter().any(|(n, _)| n == "raters_see_external_ids"),
+        "ticked"
+    );
+    form.retain(|(n, _)| n != "raters_see_external_ids");
+    let confirm = admin_browser
+        .post(app.url(&format!("/admin/batches/{batch}")))
+        .form(&form)
+        .go()
+        .await;
+    let html = confirm.text().await.unwrap();
+    assert!(
+        html.contains("<th scope=\"row\">Raters see external ids</th><td>on</td><td>off</td>"),
+        "{html}"
+    );
+    let confirmed = crate::settings_page::fields_of(&html, "/confirm\"");
+    let applied = admin_browser
+        .post(app.url(&format!("/admin/batches/{batch}/confirm")))
+        .form(&confirmed)
+        .go()
+        .await;
+    assert_eq!(applied.status(), StatusCode::SEE_OTHER);
+    let own = get(app, &rater, &format!("/api/v1/ratings/{}", ratings[0])).await;
+    assert_eq!(own["external_id"], "Task 1");
+
+    // A batch uploaded showing them shows them from the start.
+    let shown = app
+        .batch(
+            &admin,
+            "shown",
+            &tasks_jsonl(1),
+            "&raters_see_external_ids=true",
+        )
+        .await;
+    let next = app.next(&rater, &shown).await.expect("a task");
+    assert_eq!(next["task"]["external_id"], "t1");
+}
+
+db_test!(every_view_counts_a_rating_as_the_metrics_do: TestApp);
+async fn every_view_counts_a_rating_as_the_metrics_do(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let (weak, strong) = (
+        app.persona("weak", verdict::auth::Role::Rater).await,
+        app.persona("strong", verdict::auth::Role::Rater).await,
+    );
+    let file = gold_task("g1") + &gold_task("g2") + &gold_task("g3") + &tasks_jsonl(2);
+    let batch = app
+        .batch(&admin, "views", &file, "&randomize=false&overlap=2")
+        .await;
+    let set = set_gold(
+        app,
+        &lead,
+        &batch,
+        json!({"gold_rate": 1.0, "review_first_below": 0.5}),
+    )
+    .await;
+    assert_eq!(set.status(), StatusCode::OK);
+    let mut right = complete_answers();
+    right["sxs"] = json!(2);
+    // The gold tasks, far apart (the weak rater misses two of three), then t1: the weak
+    // rater's rating of it is held for review first, and far from the strong one's.
+    for answers in [wrong_answers(), right.clone(), wrong_answers()] {
+        rate_next(app, &weak, &batch, &answers).await;
+        rate_next(app, &strong, &batch, &right).await;
+    }
+    let mut far = complete_answers();
+    far["sxs"] = json!(7);
+    far["sxs_explanation"] = json!("B is far better: it is short and does what was asked.");
+    let (_, held) = rate_next(app, &weak, &batch, &far).await;
+    let (_, counted) = rate_next(app, &strong, &batch, &right).await;
+    let view = get(app, &lead, &format!("/api/v1/ratings/{held}")).await;
+    assert_eq!(
+        (view["review_first"].clone(), view["external_id"].clone()),
+        (json!(true), json!("t1"))
+    );
+
+    let metrics = get(app, &lead, &format!("/api/v1/batches/{batch}/metrics")).await;
+    assert_eq!(
+        metrics["counts"]["included"], 1,
+        "only the strong rater's t1"
+    );
+    // The disagreement list: no gold task, and t1 has one counted rating.
+    let listed = get(
+        app,
+        &lead,
+        &format!("/api/v1/batches/{batch}/disagreements"),
+    )
+    .await;
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
+    let browser = lead.browser_for(app).await;
+    let page = page_text(app, &browser, &format!("/batches/{batch}/disagreements")).await;
+    for task in ["g1", "g2", "g3", "t1"] {
+        assert!(
+            !page.contains(&format!("/tasks/{task}\"")),
+            "{task}: {page}"
+        );
+    }
+    // The per-task view and its page say what the export says, rating by rating.
+    let exported = crate::judges::export_rows(app, &lead, &batch).await;
+    assert_eq!(exported.len(), 8);
+    for task in ["g1", "g2", "g3", "t1"] {
+        let view = get(app, &lead, &format!("/api/v1/batches/{batch}/tasks/{task}")).await;
+        for rating in view["ratings"].as_array().unwrap() {
+            let row = exported
+                .iter()
+                .find(|r| r["rating_id"] == rating["rating_id"])
+                .expect("exported");
+            assert_eq!(
+                rating["counts_in_metrics"], row["counts_in_metrics"],
+                "{task}: {rating}"
+            );
+            let counts = rating["rating_id"] == counted.as_str();
+            assert_eq!(rating["counts_in_metrics"], counts, "{task}: {rating}");
+        }
+    }
+    // The queue's "disagrees with others" compares with counted ratings only: gold
+    // ratings have none, the strong t1 rating none either (the weak one is held), and
+    // the held one is far from the strong one.
+    let queue = get(
+        app,
+        &lead,
+        &format!("/api/v1/review?batch={batch}&disagrees=true"),
+    )
+    .await;
+    let disagreeing: Vec<&str> = queue["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["rating_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(disagreeing, [held.as_str()], "{queue}");
+
+    // Accepted, the held rating counts everywhere.
+    let accepted = lead
+        .api
+        .post(app.url(&format!("/api/v1/ratings/{held}/review")))
+        .json(&json!({"decision": "accept", "version": 1}))
+        .go()
+        .await;
+    assert_eq!(accepted.status(), StatusCode::OK);
+    let listed = get(
+        app,
+        &lead,
+        &format!("/api/v1/batches/{batch}/disagreements"),
+    )
+    .await;
+    let tasks: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["external_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks, ["t1"]);
+    let view = get(app, &lead, &format!("/api/v1/batches/{batch}/tasks/t1")).await;
+    assert!(
+        view["ratings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["counts_in_metrics"] == true),
+        "{view}"
+    );
 }

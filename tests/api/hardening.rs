@@ -199,7 +199,12 @@ async fn a_returned_out_of_scope_rating_can_be_fixed(app: &TestApp) {
     let lead = app.lead().await;
     let rater = app.rater().await;
     let batch = app
-        .batch(&admin, "scope", &tasks_jsonl(2), "&randomize=false")
+        .batch(
+            &admin,
+            "scope",
+            &tasks_jsonl(2),
+            "&randomize=false&raters_see_external_ids=true",
+        )
         .await;
     let mark = async |assignment: &str| {
         let marked = app

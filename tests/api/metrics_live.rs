@@ -228,7 +228,12 @@ async fn metrics_follow_every_change_and_equal_a_fresh_count(app: &TestApp) {
     };
     let file = gold_task("g1") + &gold_task("g2") + &gold_task("g3") + &model_tasks(1, 6);
     let batch = app
-        .batch(&admin, "live", &file, "&overlap=3&randomize=false")
+        .batch(
+            &admin,
+            "live",
+            &file,
+            "&overlap=3&randomize=false&raters_see_external_ids=true",
+        )
         .await;
     let other = app.sibling().await;
     let check = |after: &'static str| live_equals_fresh(app, &lead, &batch, after);
@@ -557,7 +562,7 @@ async fn a_rating_made_on_another_instance_shows_at_once(app: &TestApp) {
             &admin,
             "seen",
             &model_tasks(1, 2),
-            "&overlap=2&randomize=false",
+            "&overlap=2&randomize=false&raters_see_external_ids=true",
         )
         .await;
     let other = app.sibling().await;
@@ -643,7 +648,7 @@ async fn rate_the_fixture(
             admin,
             rubric,
             &fixture_tasks(rubric),
-            &format!("&rubric={rubric}&overlap=4&randomize=false"),
+            &format!("&rubric={rubric}&overlap=4&randomize=false&raters_see_external_ids=true"),
         )
         .await;
     let planned: HashMap<(String, String), Value> = case["ratings"]

@@ -16,7 +16,12 @@ async fn next_returns_the_open_assignment_until_it_is_finished(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
     let batch = app
-        .batch(&admin, "b", &tasks_jsonl(2), "&randomize=false")
+        .batch(
+            &admin,
+            "b",
+            &tasks_jsonl(2),
+            "&randomize=false&raters_see_external_ids=true",
+        )
         .await;
     let first = app.next(&rater, &batch).await.unwrap();
     assert_eq!(first["task"]["external_id"], "t1");
@@ -215,7 +220,14 @@ async fn a_skipped_task_is_never_offered_to_that_rater_again(app: &TestApp) {
     let admin = app.admin().await;
     let first = app.rater().await;
     let second = app.persona("second", verdict::auth::Role::Rater).await;
-    let batch = app.batch(&admin, "skips", &tasks_jsonl(2), "").await;
+    let batch = app
+        .batch(
+            &admin,
+            "skips",
+            &tasks_jsonl(2),
+            "&raters_see_external_ids=true",
+        )
+        .await;
     let t1 = app.next(&first, &batch).await.unwrap();
     assert_eq!(t1["task"]["external_id"], "t1");
     let bad = app
@@ -535,7 +547,14 @@ async fn an_expired_lease_returns_the_task_to_the_pool(app: &TestApp) {
     let idle = app.rater().await;
     let busy = app.persona("busy", verdict::auth::Role::Rater).await;
     let keen = app.persona("keen", verdict::auth::Role::Rater).await;
-    let batch = app.batch(&admin, "leases", &tasks_jsonl(2), "").await;
+    let batch = app
+        .batch(
+            &admin,
+            "leases",
+            &tasks_jsonl(2),
+            "&raters_see_external_ids=true",
+        )
+        .await;
     let abandoned = app.next(&idle, &batch).await.unwrap();
     let drafted = app.next(&busy, &batch).await.unwrap();
     app.act(&busy, &assignment_id(&drafted), "draft", &json!({"sxs": 3}))

@@ -86,11 +86,16 @@ async fn scene(app: &TestApp) -> Scene {
             &admin,
             "first",
             &tasks_jsonl(2),
-            "&overlap=3&randomize=false",
+            "&overlap=3&randomize=false&raters_see_external_ids=true",
         )
         .await;
     let second = app
-        .batch(&admin, "second", &tasks_jsonl(1), "&randomize=false")
+        .batch(
+            &admin,
+            "second",
+            &tasks_jsonl(1),
+            "&randomize=false&raters_see_external_ids=true",
+        )
         .await;
     let (r1, r2, r3) = (
         rater(app, "r1").await,
@@ -650,7 +655,7 @@ async fn the_disagreement_view_puts_the_widest_spread_first(app: &TestApp) {
             &admin,
             "spread",
             &tasks_jsonl(3),
-            "&overlap=3&randomize=false",
+            "&overlap=3&randomize=false&raters_see_external_ids=true",
         )
         .await;
     // t1: 2, 2, 2 (agreed); t2: 1, 7, 4 (spread 6); t3: 3, 5, 4 (spread 2).
@@ -732,7 +737,7 @@ async fn the_disagreement_view_puts_the_widest_spread_first(app: &TestApp) {
             &admin,
             "aspects",
             &tasks_jsonl(2),
-            "&rubric=pairwise-aspects&overlap=2&randomize=false",
+            "&rubric=pairwise-aspects&overlap=2&randomize=false&raters_see_external_ids=true",
         )
         .await;
     for (i, helpful) in ["a", "b"].into_iter().enumerate() {
@@ -796,7 +801,14 @@ async fn a_swapped_rating_reads_as_the_rater_saw_it_until_asked_otherwise(app: &
     let admin = app.admin().await;
     let lead = app.lead().await;
     let who = rater(app, "r1").await;
-    let batch = app.batch(&admin, "turned", &tasks_jsonl(30), "").await;
+    let batch = app
+        .batch(
+            &admin,
+            "turned",
+            &tasks_jsonl(30),
+            "&raters_see_external_ids=true",
+        )
+        .await;
     // Take tasks until one is shown swapped (B, "Use `...`", first).
     let (assignment, swapped_task) = loop {
         let next = app

@@ -300,7 +300,7 @@ async fn progress_has_its_denominator_and_stranded_tasks_are_flagged(app: &TestA
             &admin,
             "stranded",
             &tasks_jsonl(3),
-            "&overlap=2&randomize=false",
+            "&overlap=2&randomize=false&raters_see_external_ids=true",
         )
         .await;
     let lead_browser = lead.browser_for(app).await;
