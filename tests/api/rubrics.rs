@@ -72,7 +72,7 @@ async fn six_aspects_are_stored_for_the_canonical_side_and_exported_so(app: &Tes
             &admin,
             "aspects",
             &tasks_jsonl(tasks),
-            "&rubric=pairwise-aspects",
+            "&rubric=pairwise-aspects&raters_see_external_ids=true",
         )
         .await;
     let mut swapped_ids = std::collections::BTreeSet::new();
