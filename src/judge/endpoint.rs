@@ -236,9 +236,9 @@ pub fn cap(text: String, max: usize) -> String {
 
 /// A size in words: `4 MiB`, `12 KiB`, `900 bytes`.
 pub fn size_text(bytes: u64) -> String {
-    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
+    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
         format!("{} MiB", bytes / (1024 * 1024))
-    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
+    } else if bytes >= 1024 && bytes % 1024 == 0 {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} bytes")
