@@ -55,7 +55,8 @@ test("a rater opens a task, then its diff, in both layouts", async () => {
   assert.match(form, /^\/assignments\/[0-9a-f-]+$/);
 
   await page.goto(`${env.server.base}${form}/diff`);
-  assert.equal(await page.title(), "A vs B · d1 · verdict");
+  // The rater knows the task by its number among theirs, not by its external id (d1).
+  assert.equal(await page.title(), "A vs B · Task 1 · verdict");
   // Side by side: A's line on the left, B's replacing it on the right, changed words marked.
   const changed = page.locator("table.diff-side tbody tr", { has: page.locator("del", { hasText: "alpha_value" }) });
   assert.equal(await changed.count(), 1);

@@ -71,6 +71,25 @@ async function stored(page, lead, batch, externalId) {
   return { asShown, canonical, batchId: item.batch_id };
 }
 
+// The tests below find each task the rater rated by its external id, which raters see
+// only where a batch shows it (the demo's batches do not): the admin turns it on.
+test("an admin shows raters the external ids of the demo's batches", async () => {
+  const admin = await signedIn("admin");
+  await admin.goto(`${env.server.base}/admin/batches`);
+  const csrf = await admin.getAttribute('input[name="csrf_token"]', "value");
+  const batches = await (await admin.request.get(`${env.server.base}/api/v1/batches`)).json();
+  for (const name of [BLACKHAT, ADDITIVE, ASPECTS]) {
+    const batch = batches.find((b) => b.name === name);
+    assert.ok(batch, `${name} is a demo batch`);
+    const res = await admin.request.patch(`${env.server.base}/api/v1/batches/${batch.id}`, {
+      headers: { "x-csrf-token": csrf },
+      data: { raters_see_external_ids: true },
+    });
+    assert.equal(res.status(), 200, await res.text());
+    assert.equal((await res.json()).raters_see_external_ids, true);
+  }
+});
+
 /** The task's external id, from the form's heading ("Batch · task ID"). */
 async function externalIdOf(page) {
   const heading = await page.textContent("h1 .muted");

@@ -149,7 +149,7 @@ async function makeBatch(base) {
   await login(admin, base, "admin");
   const csrf = await admin.getAttribute('input[name="csrf_token"]', "value");
   const body = [task(base, "run-1"), task(base, "run-2")].map((t) => JSON.stringify(t)).join("\n");
-  const made = await admin.request.post(`${base}/api/v1/batches?name=runner&rubric=blackhat&randomize=false`, {
+  const made = await admin.request.post(`${base}/api/v1/batches?name=runner&rubric=blackhat&randomize=false&raters_see_external_ids=true`, {
     headers: { "x-csrf-token": csrf, "content-type": "application/x-ndjson" },
     data: body,
   });

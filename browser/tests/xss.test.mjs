@@ -436,7 +436,9 @@ test("payloads go in through the API, the upload page, CSV and the forms", async
       response_a: doc(all), response_b: doc(all), model_a: models[1], model_b: models[2], metadata: meta(5) },
     { external_id: `k3 ${eids[2]}`, prompt: `Compare these: ${all.filter((p) => p.id !== "cd12").map((p) => p.tagged).join(" ")}`, response_a: all.map((p) => p.tagged).join(" "), response_b: doc(all), model_a: models[2], model_b: models[0], metadata: meta(10) },
   ].map((t) => ({ ...t, external_id: [...t.external_id].slice(0, 200).join("").trim() }));
-  const made = await ok(api.admin("POST", `/api/v1/batches?${new URLSearchParams({ name: kitchenName, overlap: "2" })}`,
+  // Raters are shown the external ids (they are not by default), so the payloads in them
+  // reach the rater's pages too.
+  const made = await ok(api.admin("POST", `/api/v1/batches?${new URLSearchParams({ name: kitchenName, overlap: "2", raters_see_external_ids: "true" })}`,
     kitchen.map((t) => JSON.stringify(t)).join("\n") + "\n", "application/x-ndjson"), 201);
   S.kitchen = { id: made.id, name: kitchenName, tasks: kitchen, models: models.slice(0, 3) };
 
