@@ -192,7 +192,8 @@ async function main() {
     }
 
     // First Python run from a cold cache (Pyodide downloaded and started), a second run on
-    // the same page, and a first run on a new page with Pyodide in the browser's cache.
+    // the same page (in a fresh worker of its own, as every run), and a first run on a new
+    // page with Pyodide in the browser's cache.
     const cold = [];
     const second = [];
     const cached = [];
@@ -233,7 +234,7 @@ Nothing of the runner is fetched until Run is pressed: 0 requests to \`/runner/\
 | Python run (\`print\` of a small function) | median of ${FIRST_RUNS} | runs |
 |---|---|---|
 | first run, empty cache (worker and Pyodide fetched, ${mib(pyodideBytes)} transferred, compressed; started) | ${secs(median(cold))} | ${cold.map(secs).join(", ")} |
-| second run on the same page (Pyodide already started) | ${ms(median(second))} | ${second.map(ms).join(", ")} |
+| second run on the same page (each run has a fresh worker, which starts Pyodide again from the browser's cache) | ${ms(median(second))} | ${second.map(ms).join(", ")} |
 | first run on a new page, Pyodide in the browser's cache (\`immutable\`) | ${secs(median(cached))} | ${cached.map(secs).join(", ")} |
 `;
     writeSection(`${ROOT}BENCHMARKS.md`, "runner", content);
