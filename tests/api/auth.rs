@@ -10,7 +10,7 @@ use verdict::store::Backend;
 
 use crate::helpers::{
     Fixture, Go, PASSWORD, TestApp, bearer, complete_answers, csrf_token, db_test, json_with,
-    tasks_jsonl,
+    resident_kib, tasks_jsonl,
 };
 
 async fn anonymous_api_calls_get_401_json(app: &TestApp) {
@@ -1144,17 +1144,6 @@ async fn behind_a_trusted_proxy_one_clients_flood_never_stops_another() {
         );
         app.teardown().await;
     }
-}
-
-/// The resident memory of process `pid`, in KiB.
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .expect("VmRSS")
 }
 
 /// Issue 26: a flood of concurrent failed sign-ins (each from its own address, so no

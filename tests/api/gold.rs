@@ -78,6 +78,17 @@ async fn rate_next(
     (external, done["rating_id"].as_str().unwrap().to_owned())
 }
 
+/// The ids of the ratings the review queue lists for `query`, in its order.
+async fn queued(app: &TestApp, lead: &Persona, query: &str) -> Vec<String> {
+    let queue = get(app, lead, &format!("/api/v1/review?{query}")).await;
+    queue["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["rating_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 async fn get(app: &TestApp, who: &Persona, path: &str) -> Value {
     json_with(who.api.get(app.url(path)).go().await, StatusCode::OK).await
 }
@@ -333,18 +344,7 @@ async fn a_rater_below_the_threshold_has_new_ratings_reviewed_first(app: &TestAp
             (json!("weak"), json!(true))
         ]
     );
-    let queue = get(
-        app,
-        &lead,
-        &format!("/api/v1/review?batch={batch}&review_first=true"),
-    )
-    .await;
-    let queued: Vec<&str> = queue["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["rating_id"].as_str().unwrap())
-        .collect();
+    let queued = queued(app, &lead, &format!("batch={batch}&review_first=true")).await;
     assert_eq!(queued, [held.as_str()], "the queue finds the held rating");
     let accepted = lead
         .api
@@ -953,19 +953,8 @@ async fn every_view_counts_a_rating_as_the_metrics_do(app: &TestApp) {
     // The queue's "disagrees with others" compares with counted ratings only: gold
     // ratings have none, the strong t1 rating none either (the weak one is held), and
     // the held one is far from the strong one.
-    let queue = get(
-        app,
-        &lead,
-        &format!("/api/v1/review?batch={batch}&disagrees=true"),
-    )
-    .await;
-    let disagreeing: Vec<&str> = queue["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["rating_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(disagreeing, [held.as_str()], "{queue}");
+    let disagreeing = queued(app, &lead, &format!("batch={batch}&disagrees=true")).await;
+    assert_eq!(disagreeing, [held.as_str()]);
 
     // Accepted, the held rating counts everywhere.
     let accepted = lead

@@ -350,6 +350,17 @@ impl Persona {
 }
 
 /// A client that authenticates every request with a bearer token.
+/// The resident memory of process `pid` (a server the test started), in KiB.
+pub fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmRSS")
+}
+
 pub fn bearer(token: &str) -> Client {
     let mut headers = HeaderMap::new();
     headers.insert(

@@ -15,7 +15,9 @@ use verdict::credentials::sealed::SealingKey;
 use verdict::judge::endpoint::EndpointPolicy;
 use verdict::store::Backend;
 
-use crate::helpers::{Fixture, Go, Persona, TestApp, TestDb, csrf_token, db_test, json_with};
+use crate::helpers::{
+    Fixture, Go, Persona, TestApp, TestDb, csrf_token, db_test, json_with, resident_kib,
+};
 use crate::judge_server::{Reply, ScriptedJudge};
 use crate::judges::{add_judge, calls, start_run, wait_for};
 
@@ -116,17 +118,6 @@ async fn refused(response: reqwest::Response, field: &str) -> String {
         .to_owned()
 }
 
-/// The resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .expect("VmRSS")
-}
-
 async fn an_endless_reply_is_cut_at_the_limit_and_memory_stays_flat(db: &TestDb) {
     use crate::durability::{account, kill_9, serve_with, upload_batch};
     /// Growth that fails the test (and stops the server before it takes the machine).
@@ -152,7 +143,7 @@ async fn an_endless_reply_is_cut_at_the_limit_and_memory_stays_flat(db: &TestDb)
         .await
         .expect("judge");
     assert_eq!(judge.status(), StatusCode::CREATED);
-    let before = rss_kib(pid);
+    let before = resident_kib(pid);
     let started = admin
         .post(format!("{base}/api/v1/batches/{batch}/judge-runs"))
         .json(&json!({"judge": "endless"}))
@@ -167,7 +158,7 @@ async fn an_endless_reply_is_cut_at_the_limit_and_memory_stays_flat(db: &TestDb)
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let mut peak = before;
     let view = loop {
-        let rss = rss_kib(pid);
+        let rss = resident_kib(pid);
         peak = peak.max(rss);
         if rss > before + MAX_GROWTH_KIB {
             kill_9(&mut server);
