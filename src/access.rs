@@ -43,6 +43,19 @@ pub fn task_name(sees: bool, external_id: &str, number: i64) -> String {
     }
 }
 
+/// How a page heads a task named by [`task_name`]: "task d1" for an external id, and a
+/// neutral name ("Task 3") as it is, so it never reads "task Task 3".
+pub fn task_heading(name: &str) -> String {
+    let neutral = name
+        .strip_prefix("Task ")
+        .is_some_and(|n| n.parse::<u64>().is_ok());
+    if neutral {
+        name.to_owned()
+    } else {
+        format!("task {name}")
+    }
+}
+
 /// Whether `user` may take and work on tasks of the batch: it is open, and opened to
 /// them (a lead or admin rates only where a rater could). Asked on every rater request,
 /// so it is answered from the access cache, which the request's sign-in has brought up

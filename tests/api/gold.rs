@@ -705,10 +705,14 @@ async fn raters_see_no_external_id_unless_the_batch_shows_them(app: &TestApp) {
         let id = next["assignment_id"].as_str().unwrap().to_owned();
         loaded.push((format!("next {number}"), next.to_string()));
         let form = page_text(app, &browser, &format!("/assignments/{id}")).await;
-        assert!(form.contains(&format!("task Task {number}")), "{form}");
+        assert!(
+            form.contains(&format!("· Task {number}</span>")) && !form.contains("task Task"),
+            "the form is headed with the task's neutral name: {form}"
+        );
         let token = csrf_token(&form);
         loaded.push((format!("form {number}"), form));
         let diff = page_text(app, &browser, &format!("/assignments/{id}/diff")).await;
+        assert!(diff.contains(&format!(", Task {number}</span>")), "{diff}");
         loaded.push((format!("diff {number}"), diff));
         // A refused submission shows the form again.
         let refused = browser
@@ -738,6 +742,10 @@ async fn raters_see_no_external_id_unless_the_batch_shows_them(app: &TestApp) {
         assert_eq!(own["external_id"], format!("Task {}", number + 1));
         loaded.push((format!("rating {id}"), own.to_string()));
         let page = page_text(app, &browser, &format!("/ratings/{id}")).await;
+        assert!(
+            page.contains(&format!("· Task {}</span>", number + 1)),
+            "{page}"
+        );
         loaded.push((format!("rating page {id}"), page));
     }
     let history = get(app, &rater, "/api/v1/ratings").await;
@@ -754,7 +762,7 @@ async fn raters_see_no_external_id_unless_the_batch_shows_them(app: &TestApp) {
         page_text(app, &browser, "/ratings").await,
     ));
     let home = page_text(app, &browser, "/").await;
-    assert!(home.contains("hidden · task Task 2"), "{home}");
+    assert!(home.contains("hidden · Task 2</a>"), "{home}");
     loaded.push(("home".into(), home));
     for (what, text) in &loaded {
         for secret in SECRET_IDS {
