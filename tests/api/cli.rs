@@ -543,43 +543,6 @@ async fn rubric_commands_add_list_and_show_documents(db: &TestDb) {
 }
 db_test!(rubric_commands_add_list_and_show_documents: TestDb);
 
-/// Runs `sql` on the test database: a statement, or a query of one number (returned).
-async fn on_db(db: &TestDb, sql: &str) -> i64 {
-    let counts = sql.starts_with("SELECT");
-    match db.backend {
-        verdict::store::Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
-            let n = if counts {
-                sqlx::query_as::<_, (i64,)>(sql)
-                    .fetch_one(&pool)
-                    .await
-                    .expect(sql)
-                    .0
-            } else {
-                sqlx::query(sql).execute(&pool).await.expect(sql);
-                0
-            };
-            pool.close().await;
-            n
-        }
-        verdict::store::Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
-            let n = if counts {
-                sqlx::query_as::<_, (i64,)>(sql)
-                    .fetch_one(&pool)
-                    .await
-                    .expect(sql)
-                    .0
-            } else {
-                sqlx::query(sql).execute(&pool).await.expect(sql);
-                0
-            };
-            pool.close().await;
-            n
-        }
-    }
-}
-
 /// Issue 26: `verdict import` writes its audit entry in the transaction that adds the
 /// tasks, so the tasks and the entry are both there or both absent, whenever the import
 /// stops. The database refusing the entry stands in for the process killed between the
@@ -607,7 +570,7 @@ async fn an_import_and_its_audit_entry_are_one_transaction(db: &TestDb) {
         ),
     };
     for sql in refuse {
-        on_db(db, sql).await;
+        db.execute(sql).await;
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tasks.jsonl");
@@ -629,16 +592,16 @@ async fn an_import_and_its_audit_entry_are_one_transaction(db: &TestDb) {
         text(&refused.stdout)
     );
     assert_eq!(
-        (on_db(db, tasks).await, on_db(db, entries).await),
+        (db.count(tasks).await, db.count(entries).await),
         (0, 0),
         "neither the tasks nor the entry"
     );
 
-    on_db(db, allow).await;
+    db.execute(allow).await;
     let done = import();
     assert!(done.status.success(), "{}", text(&done.stderr));
     assert_eq!(
-        (on_db(db, tasks).await, on_db(db, entries).await),
+        (db.count(tasks).await, db.count(entries).await),
         (30, 1),
         "the tasks and their entry"
     );

@@ -87,6 +87,40 @@ impl TestDb {
         store.migrate().await.expect("migrate");
         store
     }
+
+    /// Runs one statement on the database.
+    pub async fn execute(&self, sql: &str) {
+        match self.backend {
+            Backend::Sqlite => {
+                let pool = sqlx::SqlitePool::connect(&self.url).await.expect("connect");
+                sqlx::query(sql).execute(&pool).await.expect(sql);
+                pool.close().await;
+            }
+            Backend::Postgres => {
+                let pool = sqlx::PgPool::connect(&self.url).await.expect("connect");
+                sqlx::query(sql).execute(&pool).await.expect(sql);
+                pool.close().await;
+            }
+        }
+    }
+
+    /// One number from the database.
+    pub async fn count(&self, sql: &str) -> i64 {
+        match self.backend {
+            Backend::Sqlite => {
+                let pool = sqlx::SqlitePool::connect(&self.url).await.expect("connect");
+                let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect(sql);
+                pool.close().await;
+                n
+            }
+            Backend::Postgres => {
+                let pool = sqlx::PgPool::connect(&self.url).await.expect("connect");
+                let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect(sql);
+                pool.close().await;
+                n
+            }
+        }
+    }
 }
 
 impl Fixture for TestDb {
@@ -530,40 +564,12 @@ impl TestApp {
 
     /// Runs one statement on the app's database (for setting up what time would do).
     pub async fn execute(&self, sql: &str) {
-        match self.db.backend {
-            Backend::Sqlite => {
-                let pool = sqlx::SqlitePool::connect(&self.db.url)
-                    .await
-                    .expect("connect");
-                sqlx::query(sql).execute(&pool).await.expect(sql);
-                pool.close().await;
-            }
-            Backend::Postgres => {
-                let pool = sqlx::PgPool::connect(&self.db.url).await.expect("connect");
-                sqlx::query(sql).execute(&pool).await.expect(sql);
-                pool.close().await;
-            }
-        }
+        self.db.execute(sql).await;
     }
 
     /// One number from the app's database.
     pub async fn count(&self, sql: &str) -> i64 {
-        match self.db.backend {
-            Backend::Sqlite => {
-                let pool = sqlx::SqlitePool::connect(&self.db.url)
-                    .await
-                    .expect("connect");
-                let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect(sql);
-                pool.close().await;
-                n
-            }
-            Backend::Postgres => {
-                let pool = sqlx::PgPool::connect(&self.db.url).await.expect("connect");
-                let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect(sql);
-                pool.close().await;
-                n
-            }
-        }
+        self.db.count(sql).await
     }
 
     /// Stops an instance and closes its connections (a sibling's end; a fixture's
