@@ -6,9 +6,9 @@
 
 use uuid::Uuid;
 
-use crate::role::Role;
 use crate::store::users::User;
 use crate::store::{Store, StoreResult};
+use verdict_core::role::Role;
 
 impl User {
     /// Leads and admins: review, metrics, exports, the per-task view, releasing tasks.

@@ -670,7 +670,7 @@ async fn rubric(store: &Store, cmd: RubricCommand) -> anyhow::Result<()> {
             };
             println!(
                 "{}",
-                serde_json::to_string_pretty(&crate::rubric::document::to_value(&rubric))?
+                serde_json::to_string_pretty(&verdict_core::rubric::document::to_value(&rubric))?
             );
         }
     }
@@ -678,7 +678,7 @@ async fn rubric(store: &Store, cmd: RubricCommand) -> anyhow::Result<()> {
 }
 
 async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
-    use crate::import::Format;
+    use verdict_core::import::Format;
     let format = match args.format.as_deref() {
         Some("jsonl" | "ndjson") => Format::Jsonl,
         Some("json") => Format::JsonArray,
@@ -741,7 +741,7 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
 
 /// An application error as command-line text, with every bad field or record.
 async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
-    use crate::lifecycle::RunStatus;
+    use verdict_core::lifecycle::RunStatus;
     let key = crate::credentials::sealed::SealingKey::from_env().map_err(anyhow::Error::msg)?;
     match cmd {
         JudgeCommand::Add {
@@ -840,9 +840,9 @@ async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
             let progress = |call: &crate::store::judges::Call| {
                 let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
                 match call.status {
-                    crate::lifecycle::CallStatus::Answered => c.0 += 1,
-                    crate::lifecycle::CallStatus::Unparsed => c.1 += 1,
-                    crate::lifecycle::CallStatus::Failed => c.2 += 1,
+                    verdict_core::lifecycle::CallStatus::Answered => c.0 += 1,
+                    verdict_core::lifecycle::CallStatus::Unparsed => c.1 += 1,
+                    verdict_core::lifecycle::CallStatus::Failed => c.2 += 1,
                 }
                 bar.set_message(format!(
                     "{} answered, {} unparsed, {} failed",

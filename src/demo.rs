@@ -6,11 +6,11 @@ use tokio::net::TcpListener;
 
 use crate::auth::Role;
 use crate::batches::{SettingsRequest, UploadParams};
-use crate::import::Format;
-use crate::rubric::Classification;
 use crate::store::batches::Imported;
 use crate::users::NewUser;
 use crate::{AppState, Config, Store};
+use verdict_core::import::Format;
+use verdict_core::rubric::Classification;
 
 /// Twelve coding prompts with two answers each, written for verdict: the blackhat batch
 /// and the six-aspect batch.

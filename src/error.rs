@@ -12,11 +12,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::lifecycle::Refusal;
 use crate::services::ServiceError;
 use crate::store::StoreError;
+use verdict_core::lifecycle::Refusal;
 
-pub use crate::fields::FieldErrors;
+pub use verdict_core::fields::FieldErrors;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -59,7 +59,7 @@ pub enum AppError {
     #[error("{count} of the records are invalid; nothing was stored")]
     BadRecords {
         count: u64,
-        errors: Vec<crate::import::RecordError>,
+        errors: Vec<verdict_core::import::RecordError>,
     },
     #[error("too many attempts; try again in {retry_after_s} s")]
     TooManyRequests { retry_after_s: u64 },
@@ -143,7 +143,7 @@ pub struct ErrorBody {
     pub fields: FieldErrors,
     /// Bad records of an upload, by line (the first 100).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<crate::import::RecordError>,
+    pub errors: Vec<verdict_core::import::RecordError>,
     /// How many records were bad in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_count: Option<u64>,

@@ -300,7 +300,7 @@ pub async fn run(
         // Migrating installed the built-in rubrics (no one created them); they are
         // replaced by the source's.
         let rows = if *table == "rubrics" {
-            let built_in = i64::try_from(crate::rubric::built_in().len()).unwrap_or(0);
+            let built_in = i64::try_from(verdict_core::rubric::built_in().len()).unwrap_or(0);
             let added = dest.count("rubrics WHERE created_by IS NOT NULL").await?;
             added + (dest.count("rubrics").await? - built_in).max(0)
         } else {

@@ -13,12 +13,12 @@ use uuid::Uuid;
 use super::{TaskView, owned};
 use crate::auth::{CurrentUser, RequireLead};
 use crate::error::{AppResult, ErrorBody};
-use crate::rubric::{Classification, Rubric};
 use crate::state::AppState;
 use crate::store::ratings::Rating;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
+use verdict_core::rubric::{Classification, Rubric};
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()
@@ -83,9 +83,9 @@ pub async fn next(
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct RatingRef {
     pub rating_id: Uuid,
-    pub outcome: crate::lifecycle::Outcome,
+    pub outcome: verdict_core::lifecycle::Outcome,
     /// `draft` or `submitted`.
-    pub status: crate::lifecycle::Status,
+    pub status: verdict_core::lifecycle::Status,
     pub version: i32,
 }
 

@@ -12,8 +12,6 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
-use crate::evidence;
-use crate::rubric::{self, Answers, Mode, Rubric};
 use crate::services::ServiceError;
 use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
@@ -21,6 +19,8 @@ use crate::store::assignments::{Assignment, Draft, Task};
 use crate::store::batches::Batch;
 use crate::store::ratings::{Extras, Finish, Rating};
 use crate::store::users::User;
+use verdict_core::evidence;
+use verdict_core::rubric::{self, Answers, Mode, Rubric};
 
 pub mod api;
 pub mod pages;

@@ -13,12 +13,12 @@ use uuid::Uuid;
 use super::{Owned, owned};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
-use crate::evidence::Evidence;
-use crate::rubric::{self, Answers, Classification, Rubric, Side};
 use crate::state::AppState;
 use crate::store::assignments::{Draft, Task};
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
+use verdict_core::evidence::Evidence;
+use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -419,7 +419,7 @@ async fn form_page(
         .get("evidence")
         .and_then(|given| {
             let single = owned.rubric.subject == rubric::Subject::Single;
-            crate::evidence::parse(given, single).ok()
+            verdict_core::evidence::parse(given, single).ok()
         })
         .unwrap_or_default();
     form.annotate(&Default::default(), Some(&evidence));

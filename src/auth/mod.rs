@@ -14,7 +14,7 @@ use crate::store::users::User;
 pub mod csrf;
 pub use crate::credentials::{limits, password, tokens};
 
-pub use crate::role::Role;
+pub use verdict_core::role::Role;
 
 /// Session key: when the session signed in (unix seconds), for the absolute lifetime.
 pub const LOGIN_AT_KEY: &str = "login_at";

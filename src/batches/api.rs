@@ -11,11 +11,11 @@ use super::{BatchView, SettingsRequest, UploadParams, view, visible};
 use crate::auth::{CurrentUser, RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::gold::{GoldRequest, GoldSettings};
-use crate::import::Format;
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
+use verdict_core::import::Format;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()

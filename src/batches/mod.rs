@@ -5,12 +5,12 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::import;
-use crate::rubric::{Classification, Subject};
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchSummary, Imported, NewBatch, Progress};
 use crate::store::users::User;
+use verdict_core::import;
+use verdict_core::rubric::{Classification, Subject};
 
 pub mod api;
 pub mod pages;

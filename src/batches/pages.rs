@@ -20,9 +20,9 @@ use super::{BatchView, SettingsRequest, view, visible};
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::rubric::{Classification, MAX_OPTIONS};
 use crate::state::AppState;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use verdict_core::rubric::{Classification, MAX_OPTIONS};
 
 pub fn router() -> Router<AppState> {
     Router::new()

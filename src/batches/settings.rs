@@ -11,10 +11,10 @@ use uuid::Uuid;
 use super::{MAX_LEASE_MINUTES, MAX_MIN_EXPLANATION, MAX_OVERLAP};
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::rubric::Classification;
 use crate::state::AppState;
 use crate::store::batches::{Batch, BatchChanges};
 use crate::store::users::User;
+use verdict_core::rubric::Classification;
 
 /// Settings as a PATCH body.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -452,12 +452,12 @@ fn check_questions(questions: &[Classification], fields: &mut FieldErrors) {
                 format!("{at}.options"),
                 "must be a list of distinct, non-empty options".into(),
             );
-        } else if q.options.len() > crate::rubric::MAX_OPTIONS {
+        } else if q.options.len() > verdict_core::rubric::MAX_OPTIONS {
             fields.insert(
                 format!("{at}.options"),
                 format!(
                     "must be at most {} options (each has a key on the form)",
-                    crate::rubric::MAX_OPTIONS
+                    verdict_core::rubric::MAX_OPTIONS
                 ),
             );
         }

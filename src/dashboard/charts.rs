@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::metrics::PositionBias;
 use crate::metrics::agreement::Agreement;
 use crate::metrics::stats::Estimate;
-use crate::rubric::Favours;
+use verdict_core::rubric::Favours;
 
 const PALETTE: [&str; 8] = [
     "#2357c6", "#5b8def", "#9bb4e8", "#f3d27a", "#e8a15a", "#c9563c", "#8e44ad", "#7f8c8d",

@@ -22,12 +22,12 @@ use crate::metrics::judges::{JudgeField, JudgeMetrics, Lean};
 use crate::metrics::live::Folded;
 use crate::metrics::stats::Estimate;
 use crate::metrics::{Accumulator, Metrics, PreferenceSummary, ScoreSummary};
-use crate::rubric::{Answer, Role, Rubric};
 use crate::state::AppState;
 use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
+use verdict_core::rubric::{Answer, Role, Rubric};
 
 pub mod charts;
 
@@ -665,14 +665,14 @@ impl BatchPage {
     fn any_running(&self) -> bool {
         self.runs
             .iter()
-            .any(|r| r.status == crate::lifecycle::RunStatus::Running)
+            .any(|r| r.status == verdict_core::lifecycle::RunStatus::Running)
     }
 
     /// Whether a run can be resumed from the page: a paused one, or a finished one with
     /// calls that failed (resuming asks them again).
     fn resumable(&self, run: &RunView) -> bool {
         run.status.can_resume()
-            && (run.status == crate::lifecycle::RunStatus::Paused || run.failed > 0)
+            && (run.status == verdict_core::lifecycle::RunStatus::Paused || run.failed > 0)
     }
 
     /// What is wrong with the start form, each line naming its field in words (a refused
@@ -834,7 +834,7 @@ async fn build(
     } else {
         (0, Vec::new())
     };
-    let scale_of = |q: &crate::rubric::Question| match (&q.answer, &q.metrics) {
+    let scale_of = |q: &verdict_core::rubric::Question| match (&q.answer, &q.metrics) {
         (Answer::Scale { min, max, .. }, Some(Role::Preference { midpoint, .. })) => {
             Some((*min, *max, *midpoint))
         }
@@ -932,11 +932,11 @@ async fn build(
         export_raters: batch_raters(&batch, &metrics),
         export,
         export_errors,
-        outcomes: crate::lifecycle::Outcome::ALL
+        outcomes: verdict_core::lifecycle::Outcome::ALL
             .iter()
             .map(|o| (o.as_str(), o.label()))
             .collect(),
-        statuses: crate::lifecycle::Status::FINISHED_NAMES,
+        statuses: verdict_core::lifecycle::Status::FINISHED_NAMES,
         held,
         held_shown: HELD_SHOWN,
         stranded,

@@ -14,9 +14,9 @@ use uuid::Uuid;
 use super::{Section, View, compare};
 use crate::auth::RequireLead;
 use crate::error::{AppError, AppResult};
-use crate::rubric::Subject;
 use crate::state::AppState;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use verdict_core::rubric::Subject;
 
 pub fn router() -> Router<AppState> {
     Router::new()

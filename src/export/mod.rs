@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::evidence::Evidence;
-use crate::lifecycle::{Outcome, Status};
-use crate::rubric::Rubric;
-use crate::rubric::Side;
 use crate::state::AppState;
 use crate::store::review::{ExportFilter, ExportRow};
+use verdict_core::evidence::Evidence;
+use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::rubric::Rubric;
+use verdict_core::rubric::Side;
 
 pub mod api;
 
@@ -103,7 +103,7 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
             None
         }),
     };
-    let mut refuse = |unknown: crate::lifecycle::UnknownName| {
+    let mut refuse = |unknown: verdict_core::lifecycle::UnknownName| {
         let (name, v) = (unknown.what, &unknown.given);
         let allowed = unknown.allowed.join(", ");
         fields.insert(name.into(), format!("unknown {name} {v:?}: use {allowed}"));
@@ -300,7 +300,7 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
 /// below, which is alphabetical, as they came out when it was built as a JSON map.
 #[derive(Serialize)]
 pub struct JsonRecord<'a> {
-    answers: &'a crate::rubric::Answers,
+    answers: &'a verdict_core::rubric::Answers,
     batch: &'a str,
     counts_in_metrics: bool,
     created_at: DateTime<Utc>,
@@ -313,7 +313,7 @@ pub struct JsonRecord<'a> {
     note: Option<&'a str>,
     outcome: Outcome,
     rater: &'a str,
-    rater_kind: crate::lifecycle::RaterKind,
+    rater_kind: verdict_core::lifecycle::RaterKind,
     rating_id: uuid::Uuid,
     review_comment: Option<&'a str>,
     review_field_comments: &'a std::collections::BTreeMap<String, String>,
@@ -498,7 +498,7 @@ mod tests {
             submitted_at: Some(Utc::now()),
             reviewed_at: None,
             review_comment: None,
-            rater_kind: crate::lifecycle::RaterKind::Human,
+            rater_kind: verdict_core::lifecycle::RaterKind::Human,
             confirmed_warnings: sqlx::types::Json(vec!["w1".into()]),
             evidence: None,
             review_fields: sqlx::types::Json(Default::default()),
@@ -506,7 +506,7 @@ mod tests {
             gold_grade: None,
             review_first: false,
         };
-        let rubric = crate::rubric::by_name("blackhat").unwrap();
+        let rubric = verdict_core::rubric::by_name("blackhat").unwrap();
         let record = json_record(rubric, 1, &row);
         let written = serde_json::to_string(&record).unwrap();
         let as_map = serde_json::to_string(&serde_json::to_value(&record).unwrap()).unwrap();
@@ -526,7 +526,7 @@ mod tests {
 
     #[test]
     fn columns_cover_every_answer_of_the_rubric() {
-        let columns = columns(crate::rubric::by_name("blackhat").unwrap());
+        let columns = columns(verdict_core::rubric::by_name("blackhat").unwrap());
         for c in [
             "rating_id",
             "counts_in_metrics",

@@ -12,14 +12,14 @@ use super::{JudgeView, RunAction, RunView, launch, move_run, read_settings, run_
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::judge::Fields;
-use crate::lifecycle::{CallStatus, RunStatus};
-use crate::rubric::Answers;
 use crate::state::AppState;
 use crate::store::judges::Run;
 use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
+use verdict_core::lifecycle::{CallStatus, RunStatus};
+use verdict_core::rubric::Answers;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()

@@ -13,11 +13,11 @@ use uuid::Uuid;
 use crate::credentials::sealed::{SECRET_ENV, SealingKey};
 use crate::judge::endpoint::{EndpointPolicy, MIN_MAX_REPLY_BYTES};
 use crate::judge::{KEY_ENV_PREFIX, Params, Plan, Template, template};
-use crate::lifecycle::RunStatus;
 use crate::services::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::Store;
 use crate::store::batches::Batch;
 use crate::store::judges::{Judge, JudgeSettings, Run, RunCounts};
+use verdict_core::lifecycle::RunStatus;
 
 pub mod api;
 pub mod pages;
@@ -566,7 +566,7 @@ pub async fn start_run(
         .await
         .map_err(|e| match e {
             crate::store::StoreError::Duplicate(_) => {
-                ServiceError::Refused(crate::lifecycle::Refusal::Closed(
+                ServiceError::Refused(verdict_core::lifecycle::Refusal::Closed(
                     "this judge already has an open run over this batch: resume or cancel it"
                         .into(),
                 ))
@@ -669,7 +669,7 @@ pub async fn move_run(
     let to = action.to();
     if !action.allows(run.status) || !store.set_run_status(id, &from, to).await? {
         let now = store.run(id).await?.map_or(run.status, |r| r.status);
-        return Err(crate::lifecycle::Refusal::Closed(
+        return Err(verdict_core::lifecycle::Refusal::Closed(
             format!("the run is {now}: it cannot be {}d now", action.verb()).into(),
         )
         .into());

@@ -18,7 +18,6 @@ use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::dashboard::{RunForm, labelled_in_order};
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::lifecycle::CallStatus;
 use crate::services::ServiceError;
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -26,6 +25,7 @@ use crate::store::judges::{CallRow, Judge, JudgeSettings};
 use crate::store::users::User;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use verdict_core::lifecycle::CallStatus;
 
 pub fn router() -> Router<AppState> {
     Router::new()

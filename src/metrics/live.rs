@@ -11,8 +11,8 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use super::Accumulator;
-use crate::rubric::Classification;
 use crate::store::review::RatingsMark;
+use verdict_core::rubric::Classification;
 
 /// How many batches an instance keeps folded. A batch of a million ratings takes about
 /// 350 MiB (see BENCHMARKS.md); the least recently asked for goes first.

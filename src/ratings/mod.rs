@@ -7,9 +7,6 @@ use uuid::Uuid;
 
 use crate::assign::{checked, confirm};
 use crate::error::{AppError, AppResult};
-use crate::evidence::Evidence;
-use crate::lifecycle::{self, Outcome, Status};
-use crate::rubric::{self, Answers, Mode};
 use crate::services::finish::{over, scope_explanation, skip_of};
 use crate::services::rating::{Access, Viewer, turn_paths};
 use crate::state::AppState;
@@ -17,6 +14,9 @@ use crate::store::page::{ListKind, Page};
 use crate::store::ratings::{Extras, Finish, HistoryRow, Rating};
 use crate::store::users::User;
 use crate::web::paging::params;
+use verdict_core::evidence::Evidence;
+use verdict_core::lifecycle::{self, Outcome, Status};
+use verdict_core::rubric::{self, Answers, Mode};
 
 pub mod api;
 pub mod pages;

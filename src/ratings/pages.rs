@@ -14,8 +14,6 @@ use super::HistoryQuery;
 use crate::assign::pages::{FormView, confirmed_of, form_view};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
-use crate::lifecycle::{Outcome, Status};
-use crate::rubric::Answers;
 use crate::services::rating::{Access, Viewer, access};
 use crate::services::task;
 use crate::state::AppState;
@@ -23,6 +21,8 @@ use crate::store::page::ListKind;
 use crate::store::ratings::HistoryRow;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::rubric::Answers;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -179,7 +179,7 @@ async fn page(
         explanation_error: ["explanation", "outcome", "reason", "note"]
             .iter()
             .find_map(|key| errors.get(*key).map(|why| format!("{key} {why}"))),
-        skip_reasons: crate::rubric::SKIP_REASONS,
+        skip_reasons: verdict_core::rubric::SKIP_REASONS,
         prompt_html,
         a_html,
         b_html,
@@ -268,14 +268,14 @@ async fn revise(
         Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}?sent=1")).into_response()),
         Err(AppError::Validation { fields, .. }) => {
             let mut answers = input.as_object().cloned().unwrap_or_default();
-            let time = crate::rubric::take_time_spent(&mut answers).unwrap_or(0);
+            let time = verdict_core::rubric::take_time_spent(&mut answers).unwrap_or(0);
             let shown = Shown::Refused(answers, fields, time);
             let page = page(&state, &access, page_user.layout, shown, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
         Err(AppError::Unconfirmed(warnings)) => {
             let mut answers = input.as_object().cloned().unwrap_or_default();
-            let time = crate::rubric::take_time_spent(&mut answers).unwrap_or(0);
+            let time = verdict_core::rubric::take_time_spent(&mut answers).unwrap_or(0);
             let shown = Shown::Refused(answers, FieldErrors::new(), time);
             let mut page = page(&state, &access, page_user.layout, shown, None).await?;
             page.warnings = warnings;

@@ -142,7 +142,7 @@ pub struct JudgeOnTaskView {
     pub complete: bool,
     /// What was read, canonical orientation.
     #[schema(value_type = Object)]
-    pub answers: crate::rubric::Answers,
+    pub answers: verdict_core::rubric::Answers,
     /// Per answer path: parsed, or why not (missing, conflicting, truncated,
     /// inconsistent, `invalid: why`).
     #[schema(value_type = Object)]
@@ -155,7 +155,7 @@ pub struct JudgeOnTaskView {
 pub struct JudgeCallView {
     /// B was shown as "Response A".
     pub swapped: bool,
-    pub status: crate::lifecycle::CallStatus,
+    pub status: verdict_core::lifecycle::CallStatus,
     pub raw_output: Option<String>,
     pub finish_reason: Option<String>,
     pub error: Option<String>,
@@ -169,14 +169,14 @@ pub struct JudgeCallView {
 pub struct TaskRatingView {
     pub rating_id: Uuid,
     pub rater: String,
-    pub outcome: crate::lifecycle::Outcome,
-    pub status: crate::lifecycle::Status,
+    pub outcome: verdict_core::lifecycle::Outcome,
+    pub status: verdict_core::lifecycle::Status,
     /// Whether it counts in the batch's metrics.
     pub counts_in_metrics: bool,
     /// Whether the rater was shown B first (the answers are turned back already).
     pub swapped: bool,
     #[schema(value_type = Object)]
-    pub answers: crate::rubric::Answers,
+    pub answers: verdict_core::rubric::Answers,
     /// The skip note, or why the task is out of scope.
     pub note: Option<String>,
     pub time_spent_s: i32,

@@ -7,9 +7,9 @@ use uuid::Uuid;
 use super::queue::{FilterText, filters, matching};
 use super::{Decision, decide, reviewable};
 use crate::error::{AppError, AppResult};
-use crate::lifecycle;
 use crate::state::AppState;
 use crate::store::users::User;
+use verdict_core::lifecycle;
 
 /// A rating the lead saw in the queue, with the version they saw.
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::metrics::stats::median;
-use crate::rubric::{Answer, Answers, Favours, Role, Rubric, Slot};
+use verdict_core::rubric::{Answer, Answers, Favours, Role, Rubric, Slot};
 
 /// The rule the queue's "disagrees with others" filter applies, as the page states it.
 pub const RULE: &str = "A rating disagrees with the others when, for any preference or score \
@@ -236,7 +236,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::rubric::by_name;
+    use verdict_core::rubric::by_name;
 
     fn set(value: Value) -> Answers {
         value.as_object().unwrap().clone()
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(shown[0].answer, "A better");
         let additive = by_name("additive-5").unwrap();
         assert_eq!(preview(additive, &set(json!({"score": 3})))[0].answer, "3");
-        let plain = crate::rubric::document::parse(
+        let plain = verdict_core::rubric::document::parse(
             r#"{"name": "plain", "title": "Plain", "subject": "single", "questions": [
                 {"key": "note", "label": "Note", "answer": {"type": "text"}, "required": false},
                 {"key": "tone", "label": "Tone", "answer": {"type": "choice", "options": [

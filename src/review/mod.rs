@@ -10,14 +10,14 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
-use crate::lifecycle;
-use crate::rubric::{Answers, Rubric};
 use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
 use crate::store::ratings::Rating;
 use crate::store::review::{ReviewNote, TaskRating};
 use crate::store::users::User;
+use verdict_core::lifecycle;
+use verdict_core::rubric::{Answers, Rubric};
 
 pub mod api;
 mod bulk;
@@ -68,7 +68,7 @@ pub const MAX_FIELD_COMMENT_CHARS: usize = 2000;
 pub fn commentable(access: &Access) -> Vec<Commentable> {
     let mut paths = Vec::new();
     for slot in access.rubric.slots() {
-        if matches!(slot, crate::rubric::Slot::Asked { .. }) {
+        if matches!(slot, verdict_core::rubric::Slot::Asked { .. }) {
             paths.push(Commentable {
                 path: slot.path(),
                 side: slot.side().map(|s| s.key()),

@@ -18,16 +18,16 @@ use super::{
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
-use crate::evidence::Evidence;
-use crate::lifecycle::{Outcome, Status};
-use crate::rubric::Side;
-use crate::rubric::{Answers, Slot, Subject, orient};
 use crate::services::rating::Access;
 use crate::services::task;
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use verdict_core::evidence::Evidence;
+use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::rubric::Side;
+use verdict_core::rubric::{Answers, Slot, Subject, orient};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -682,7 +682,7 @@ async fn review_page(
         queue_href: href("/review", carry, &[]),
         other_view_href: href(&path, carry, &[("view", other)]),
         pair,
-        can_decide: crate::lifecycle::can_review(r.outcome, r.status),
+        can_decide: verdict_core::lifecycle::can_review(r.outcome, r.status),
         confirmed_warnings: r
             .confirmed_warnings
             .0
@@ -847,7 +847,7 @@ struct JudgeColumn {
 }
 
 impl JudgeColumn {
-    fn new(rubric: &crate::rubric::Rubric, judge: super::JudgeOnTask) -> Self {
+    fn new(rubric: &verdict_core::rubric::Rubric, judge: super::JudgeOnTask) -> Self {
         let rows = rubric
             .slots()
             .iter()

@@ -12,13 +12,13 @@ use uuid::Uuid;
 
 use super::disagreement::{self, Preview};
 use crate::error::{AppError, AppResult};
-use crate::lifecycle::{Outcome, Status};
-use crate::rubric::{Answers, Rubric, Slot};
 use crate::state::AppState;
 use crate::store::page::{Cursor, ListKind, Page};
 use crate::store::review::{Peer, QueueFilter, QueueRow, WarningFilter};
 use crate::store::users::User;
 use crate::web::paging::params;
+use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::rubric::{Answers, Rubric, Slot};
 
 /// Which part of the review queue to read, a page at a time (the page `/review` and
 /// `GET /api/v1/review` take the same parameters). Every filter is optional; a bad
@@ -338,7 +338,7 @@ pub async fn filters(state: &AppState, lead: &User, text: FilterText<'_>) -> App
                         }
                     })
                 }
-                None => (crate::rubric::document::check_name(&id).is_err()).then(|| {
+                None => (verdict_core::rubric::document::check_name(&id).is_err()).then(|| {
                     "must be a warning's id (lower-case letters, digits and dashes) or any".into()
                 }),
             };
@@ -577,12 +577,14 @@ pub async fn next_after(
             .items
             .iter()
             .chain(first.items.iter())
-            .find(|r| r.rating_id != current && crate::lifecycle::can_review(r.outcome, r.status))
+            .find(|r| {
+                r.rating_id != current && verdict_core::lifecycle::can_review(r.outcome, r.status)
+            })
             .map(|r| r.rating_id));
     }
     let items = matching(state, lead, filters).await?;
     let waiting = |item: &&QueueItem| {
-        item.rating_id != current && crate::lifecycle::can_review(item.outcome, item.status)
+        item.rating_id != current && verdict_core::lifecycle::can_review(item.outcome, item.status)
     };
     let after = items
         .iter()

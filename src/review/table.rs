@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::disagreement;
 use super::queue::value_text;
-use crate::rubric::{Answers, Classification, Rubric, Slot};
+use verdict_core::rubric::{Answers, Classification, Rubric, Slot};
 
 /// A question's answer as shown to a lead: the option's label and the explanation.
 pub struct Cell {
@@ -156,7 +156,7 @@ mod tests {
     use serde_json::json;
 
     use super::rows;
-    use crate::rubric::{Answers, Classification, by_name};
+    use verdict_core::rubric::{Answers, Classification, by_name};
 
     fn set(value: serde_json::Value) -> Answers {
         value.as_object().unwrap().clone()

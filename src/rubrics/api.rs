@@ -27,10 +27,10 @@ const VERSION_HEADER: &str = "x-rubric-version";
 
 /// The document itself, as JSON, with its version in a header: the form `POST` takes, so
 /// a document read back, renamed and posted makes a new rubric.
-fn document(version: i32, rubric: &crate::rubric::Rubric) -> Response {
+fn document(version: i32, rubric: &verdict_core::rubric::Rubric) -> Response {
     (
         [(VERSION_HEADER, version.to_string())],
-        Json(crate::rubric::document::to_value(rubric)),
+        Json(verdict_core::rubric::document::to_value(rubric)),
     )
         .into_response()
 }

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
-use crate::rubric::{self, Rubric, Subject, document};
 use crate::store::Store;
 use crate::store::rubrics::Added;
+use verdict_core::rubric::{self, Rubric, Subject, document};
 
 pub mod api;
 pub mod pages;

@@ -5,9 +5,9 @@
 use serde_json::Value;
 
 use super::{FieldErrors, ServiceError, ServiceResult};
-use crate::rubric::{self, Answers};
 use crate::store::batches::Batch;
 use crate::store::ratings::Finish;
+use verdict_core::rubric::{self, Answers};
 
 /// The longest note or out-of-scope explanation.
 pub const MAX_NOTE_CHARS: usize = 5000;

@@ -31,10 +31,10 @@ use super::{ServiceError, ServiceResult};
 use crate::credentials::sealed::SealingKey;
 use crate::judge::endpoint::{self, EndpointPolicy};
 use crate::judge::{self, Asked, Plan, TaskText, template};
-use crate::lifecycle::{CallStatus, RunStatus};
-use crate::rubric::Rubric;
 use crate::store::Store;
 use crate::store::judges::{Call, Judge, Run, call_params};
+use verdict_core::lifecycle::{CallStatus, RunStatus};
+use verdict_core::rubric::Rubric;
 
 /// The most a `Retry-After` is waited for; a longer one fails the call (resume later).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);

@@ -6,9 +6,9 @@
 //!
 //! [`Store`]: crate::store::Store
 
-pub use crate::fields::FieldErrors;
-use crate::lifecycle::Refusal;
 use crate::store::StoreError;
+pub use verdict_core::fields::FieldErrors;
+use verdict_core::lifecycle::Refusal;
 
 pub mod finish;
 pub mod judging;

@@ -8,13 +8,13 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult};
-use crate::lifecycle::{self, Outcome, Status};
-use crate::rubric::{self, Answers, Rubric};
 use crate::store::Store;
 use crate::store::assignments::Assignment;
 use crate::store::batches::Batch;
 use crate::store::ratings::Rating;
 use crate::store::users::User;
+use verdict_core::lifecycle::{self, Outcome, Status};
+use verdict_core::rubric::{self, Answers, Rubric};
 
 /// Who is looking at a rating, which decides the orientation they get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ impl Access {
     }
 
     /// The code the rater ran, in the viewer's orientation.
-    pub fn evidence(&self) -> Option<crate::evidence::Evidence> {
+    pub fn evidence(&self) -> Option<verdict_core::evidence::Evidence> {
         let evidence = self.rating.evidence.as_ref()?;
         Some(evidence.0.clone().oriented(self.turn()))
     }
@@ -154,7 +154,7 @@ pub struct RatingView {
     pub confirmed_warnings: Vec<String>,
     /// Code the rater ran in the browser (oriented as the answers are).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<crate::evidence::Evidence>,
+    pub evidence: Option<verdict_core::evidence::Evidence>,
     /// Leads only: whether the rater saw B first, and who the rater is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swapped: Option<bool>,

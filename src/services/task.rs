@@ -49,9 +49,9 @@ pub async fn rendered(store: &Store, task: &Task) -> ServiceResult<Rendered> {
         task.response_b.clone(),
     );
     let rendered = tokio::task::spawn_blocking(move || Rendered {
-        prompt: crate::render::prompt(&prompt),
-        response_a: crate::render::markdown(&a),
-        response_b: crate::render::markdown(&b),
+        prompt: verdict_core::render::prompt(&prompt),
+        response_a: verdict_core::render::markdown(&a),
+        response_b: verdict_core::render::markdown(&b),
     })
     .await
     .map_err(|e| ServiceError::Internal(e.to_string()))?;

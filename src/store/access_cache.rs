@@ -26,7 +26,7 @@ use uuid::Uuid;
 use super::batches::Batch;
 use super::users::User;
 use super::{Store, StoreResult, read};
-use crate::role::Role;
+use verdict_core::role::Role;
 
 /// How many entries of each kind the cache holds before it starts over.
 const MAX_ENTRIES: usize = 100_000;

@@ -65,8 +65,8 @@ pub struct AssignmentForm {
     model_b: Option<String>,
     metadata: Json<Map<String, Value>>,
     rendered: Option<Json<Value>>,
-    draft_answers: Option<Json<crate::rubric::Answers>>,
-    draft_evidence: Option<Json<crate::evidence::Evidence>>,
+    draft_answers: Option<Json<verdict_core::rubric::Answers>>,
+    draft_evidence: Option<Json<verdict_core::evidence::Evidence>>,
     draft_time_spent_s: Option<i32>,
     /// See [`TASK_NUMBER`].
     task_number: i64,
@@ -75,8 +75,8 @@ pub struct AssignmentForm {
 /// The answers saved on an assignment, canonical, with the code runs and time spent.
 #[derive(Debug, Clone)]
 pub struct Draft {
-    pub answers: crate::rubric::Answers,
-    pub evidence: Option<crate::evidence::Evidence>,
+    pub answers: verdict_core::rubric::Answers,
+    pub evidence: Option<verdict_core::evidence::Evidence>,
     pub time_spent_s: i32,
 }
 

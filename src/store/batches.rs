@@ -9,9 +9,9 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{StoreError, StoreResult, read, transaction, write};
-use crate::import::NewTask;
-use crate::role::Role;
-use crate::rubric::Classification;
+use verdict_core::import::NewTask;
+use verdict_core::role::Role;
+use verdict_core::rubric::Classification;
 
 /// The SQL condition (on a batch `b`, with the user's id as `$1`) for the batches a
 /// person of `role` may see as that role: as a rater the open ones opened to them (or to
@@ -114,7 +114,7 @@ pub struct NewBatch {
     /// The rubric's version a new batch pins (its newest when the upload was checked).
     pub rubric_version: i32,
     /// What its tasks hold: two responses or one.
-    pub subject: crate::rubric::Subject,
+    pub subject: verdict_core::rubric::Subject,
     /// Raters per task; `None` asks for the default of a new batch (1) and accepts an
     /// existing batch's.
     pub overlap: Option<i32>,

@@ -6,7 +6,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{StoreResult, read, write};
-use crate::gold::{Expected, Grade};
+use verdict_core::gold::{Expected, Grade};
 
 /// A graded rating of a gold task, as the batch's figures read it.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -10,10 +10,10 @@ use uuid::Uuid;
 
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{StoreError, StoreResult, on_unique, read, transaction, write};
-use crate::judge::{Fields, Params, Plan, Template};
-use crate::lifecycle::{CallStatus, Outcome, RaterKind, RunStatus, Status};
-use crate::metrics::judges::JudgeCall;
-use crate::rubric::Answers;
+use verdict_core::judge::{Fields, Params, Plan, Template};
+use verdict_core::lifecycle::{CallStatus, Outcome, RaterKind, RunStatus, Status};
+use verdict_core::metrics::judges::JudgeCall;
+use verdict_core::rubric::Answers;
 
 /// A judge as stored. The sealed key never leaves the store's callers that make calls.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -57,6 +57,7 @@ pub struct Run {
     pub id: Uuid,
     pub judge_id: Uuid,
     pub batch_id: Uuid,
+    #[sqlx(try_from = "String")]
     pub status: RunStatus,
     pub plan: Json<Plan>,
     pub tasks: i32,
@@ -90,6 +91,7 @@ pub struct Call {
     pub task_id: Uuid,
     /// B was shown as "A".
     pub swapped: bool,
+    #[sqlx(try_from = "String")]
     pub status: CallStatus,
     pub prompt_sha256: String,
     pub model: String,
@@ -148,7 +150,7 @@ impl super::Store {
             )
             .bind(user_id)
             .bind(format!("judge:{name}"))
-            .bind(RaterKind::Judge)
+            .bind(RaterKind::Judge.as_str())
             .bind(now)
             .execute(&mut *tx)
             .await
@@ -256,7 +258,7 @@ impl super::Store {
             .bind(id)
             .bind(judge_id)
             .bind(batch_id)
-            .bind(RunStatus::Running)
+            .bind(RunStatus::Running.as_str())
             .bind(Json(plan))
             .bind(tasks)
             .bind(calls)
@@ -313,7 +315,7 @@ impl super::Store {
         let changed = write!(self, |pool| {
             sqlx::query(&sql)
                 .bind(id)
-                .bind(to)
+                .bind(to.as_str())
                 .bind(now)
                 .bind(finished)
                 .execute(pool)
@@ -344,7 +346,7 @@ impl super::Store {
             .bind(worker)
             .bind(now)
             .bind(stale)
-            .bind(RunStatus::Running)
+            .bind(RunStatus::Running.as_str())
             .execute(pool)
             .await
             .map(|done| done.rows_affected())
@@ -360,7 +362,7 @@ impl super::Store {
                 "SELECT id FROM judge_runs
                  WHERE status = $1 AND (worker IS NULL OR heartbeat_at IS NULL OR heartbeat_at < $2)",
             )
-            .bind(RunStatus::Running)
+            .bind(RunStatus::Running.as_str())
             .bind(stale)
             .fetch_all(pool)
             .await
@@ -392,8 +394,8 @@ impl super::Store {
                 "SELECT task_id, swapped FROM judge_calls WHERE run_id = $1 AND status IN ($2, $3)",
             )
             .bind(run_id)
-            .bind(CallStatus::Answered)
-            .bind(CallStatus::Unparsed)
+            .bind(CallStatus::Answered.as_str())
+            .bind(CallStatus::Unparsed.as_str())
             .fetch_all(pool)
             .await
         })?)
@@ -433,7 +435,7 @@ impl super::Store {
             .bind(call.run_id)
             .bind(call.task_id)
             .bind(call.swapped)
-            .bind(call.status)
+            .bind(call.status.as_str())
             .bind(&call.prompt_sha256)
             .bind(&call.model)
             .bind(&call.params)
@@ -587,10 +589,10 @@ impl super::Store {
                     .bind(task_id)
                     .bind(batch_id)
                     .bind(judge_user)
-                    .bind(Outcome::Rated)
-                    .bind(Status::Submitted)
+                    .bind(Outcome::Rated.as_str())
+                    .bind(Status::Submitted.as_str())
                     .bind(Json(answers))
-                    .bind(RaterKind::Judge)
+                    .bind(RaterKind::Judge.as_str())
                     .bind(now)
                     .fetch_one(&mut *tx)
                     .await?;
@@ -634,8 +636,8 @@ impl super::Store {
     /// The calls of each judge's latest run over a batch, with the responses' lengths,
     /// for the batch's metrics.
     pub async fn judge_call_facts(&self, batch_id: Uuid) -> StoreResult<Vec<JudgeCall>> {
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, JudgeCall>(
+        let rows = read!(self, |pool| {
+            sqlx::query_as::<_, JudgeCallRow>(
                 "SELECT j.name AS judge, c.task_id, c.swapped, c.status, c.fields, c.answers,
                         CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
                         CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
@@ -651,7 +653,37 @@ impl super::Store {
             .bind(batch_id)
             .fetch_all(pool)
             .await
-        })?)
+        })?;
+        Ok(rows.into_iter().map(JudgeCall::from).collect())
+    }
+}
+
+/// A [`JudgeCall`] as the database hands it over (the core's type knows no database).
+#[derive(sqlx::FromRow)]
+struct JudgeCallRow {
+    judge: String,
+    task_id: Uuid,
+    swapped: bool,
+    #[sqlx(try_from = "String")]
+    status: CallStatus,
+    fields: Json<Fields>,
+    answers: Json<Answers>,
+    len_a: i64,
+    len_b: i64,
+}
+
+impl From<JudgeCallRow> for JudgeCall {
+    fn from(row: JudgeCallRow) -> Self {
+        JudgeCall {
+            judge: row.judge,
+            task_id: row.task_id,
+            swapped: row.swapped,
+            status: row.status,
+            fields: row.fields.0,
+            answers: row.answers.0,
+            len_a: row.len_a,
+            len_b: row.len_b,
+        }
     }
 }
 

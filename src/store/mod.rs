@@ -65,7 +65,7 @@ pub struct Store {
     auth: Arc<access_cache::AccessCache>,
 }
 
-type RubricCache = HashMap<(String, i32), Arc<crate::rubric::Rubric>>;
+type RubricCache = HashMap<(String, i32), Arc<verdict_core::rubric::Rubric>>;
 
 /// Errors from the data layer that callers branch on.
 #[derive(Debug, thiserror::Error)]

@@ -11,10 +11,10 @@ use uuid::Uuid;
 use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT, TASK_NUMBER};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
-use crate::evidence::Evidence;
-use crate::gold::Grade;
-use crate::lifecycle::{self, Outcome, Refusal, Status};
-use crate::rubric::Answers;
+use verdict_core::evidence::Evidence;
+use verdict_core::gold::Grade;
+use verdict_core::lifecycle::{self, Outcome, Refusal, Status};
+use verdict_core::rubric::Answers;
 
 /// A rating as stored: answers in the task's canonical orientation.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -24,7 +24,9 @@ pub struct Rating {
     pub task_id: Uuid,
     pub batch_id: Uuid,
     pub rater_id: Uuid,
+    #[sqlx(try_from = "String")]
     pub outcome: Outcome,
+    #[sqlx(try_from = "String")]
     pub status: Status,
     pub answers: Json<Answers>,
     pub skip_reason: Option<String>,
@@ -246,8 +248,8 @@ impl super::Store {
             .bind(rating_id)
             .bind(Json(draft))
             .bind(time_spent_s)
-            .bind(Status::Submitted)
-            .bind(Status::Returned)
+            .bind(Status::Submitted.as_str())
+            .bind(Status::Returned.as_str())
             .execute(pool)
             .await
             .map(|done| done.rows_affected())
@@ -271,7 +273,7 @@ impl super::Store {
         let (count,): (i64,) = read!(self, |pool| {
             sqlx::query_as("SELECT COUNT(*) FROM ratings WHERE rater_id = $1 AND status = $2")
                 .bind(rater_id)
-                .bind(Status::Returned)
+                .bind(Status::Returned.as_str())
                 .fetch_one(pool)
                 .await
         })?;
@@ -295,7 +297,7 @@ impl super::Store {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, HistoryRow>(&sql)
                 .bind(rater_id)
-                .bind(Status::Returned)
+                .bind(Status::Returned.as_str())
                 .bind(limit)
                 .fetch_all(pool)
                 .await
@@ -440,13 +442,13 @@ impl super::Store {
                 .bind(assignment.task_id)
                 .bind(assignment.batch_id)
                 .bind(assignment.rater_id)
-                .bind(outcome)
+                .bind(outcome.as_str())
                 .bind(Json(&answers))
                 .bind(&skip_reason)
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
-                .bind(Status::Submitted)
+                .bind(Status::Submitted.as_str())
                 .bind(Json(&extras.confirmed_warnings))
                 .bind(evidence)
                 .bind(evidence_given)
@@ -518,13 +520,13 @@ impl super::Store {
                      WHERE id = $1",
                 )
                 .bind(rating_id)
-                .bind(finish.outcome())
+                .bind(finish.outcome().as_str())
                 .bind(Json(&answers))
                 .bind(&skip_reason)
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
-                .bind(Status::Submitted)
+                .bind(Status::Submitted.as_str())
                 .bind(Json(&extras.confirmed_warnings))
                 .bind(evidence)
                 .bind(evidence_given)
@@ -606,8 +608,8 @@ macro_rules! upsert_draft {
         .bind(Json($answers))
         .bind($time)
         .bind($now)
-        .bind($crate::lifecycle::Outcome::Rated)
-        .bind($crate::lifecycle::Status::Draft)
+        .bind(::verdict_core::lifecycle::Outcome::Rated.as_str())
+        .bind(::verdict_core::lifecycle::Status::Draft.as_str())
         .bind(&evidence)
         .bind(evidence_given)
         .execute($tx)

@@ -12,11 +12,11 @@ use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{Backend, PoolRef, StoreResult, read, scan, transaction};
-use crate::evidence::Evidence;
-use crate::gold::Grade;
-use crate::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Standing, Status};
-use crate::metrics::RatingFacts;
-use crate::rubric::Answers;
+use verdict_core::evidence::Evidence;
+use verdict_core::gold::Grade;
+use verdict_core::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Standing, Status};
+use verdict_core::metrics::RatingFacts;
+use verdict_core::rubric::Answers;
 
 /// A rating in the review queue, with what the queue's filters and summaries read.
 /// How far a reader of a batch's ratings got (see [`Store::ratings_mark`]). A number the
@@ -32,7 +32,9 @@ pub struct QueueRow {
     pub task_id: Uuid,
     pub external_id: String,
     pub rater: String,
+    #[sqlx(try_from = "String")]
     pub outcome: Outcome,
+    #[sqlx(try_from = "String")]
     pub status: Status,
     pub submitted_at: Option<DateTime<Utc>>,
     pub version: i32,
@@ -80,10 +82,13 @@ impl QueueFilter {
 pub struct Peer {
     pub task_id: Uuid,
     pub rating_id: Uuid,
+    #[sqlx(try_from = "String")]
     pub rater_kind: RaterKind,
     pub gold: bool,
     pub review_first: bool,
+    #[sqlx(try_from = "String")]
     pub outcome: Outcome,
+    #[sqlx(try_from = "String")]
     pub status: Status,
     pub answers: Json<Answers>,
 }
@@ -93,10 +98,13 @@ pub struct Peer {
 pub struct TaskRating {
     pub rating_id: Uuid,
     pub rater: String,
+    #[sqlx(try_from = "String")]
     pub rater_kind: RaterKind,
     pub gold: bool,
     pub review_first: bool,
+    #[sqlx(try_from = "String")]
     pub outcome: Outcome,
+    #[sqlx(try_from = "String")]
     pub status: Status,
     pub swapped: bool,
     pub answers: Json<Answers>,
@@ -116,10 +124,13 @@ pub struct ReviewNote<'a> {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct BatchRating {
     pub external_id: String,
+    #[sqlx(try_from = "String")]
     pub rater_kind: RaterKind,
     pub gold: bool,
     pub review_first: bool,
+    #[sqlx(try_from = "String")]
     pub outcome: Outcome,
+    #[sqlx(try_from = "String")]
     pub status: Status,
     /// Canonical orientation.
     pub answers: Json<Answers>,
@@ -132,7 +143,9 @@ pub struct ExportRow {
     pub batch: String,
     pub external_id: String,
     pub rater: String,
+    #[sqlx(try_from = "String")]
     pub outcome: Outcome,
+    #[sqlx(try_from = "String")]
     pub status: Status,
     pub swapped: bool,
     pub model_a: Option<String>,
@@ -147,6 +160,7 @@ pub struct ExportRow {
     pub reviewed_at: Option<DateTime<Utc>>,
     pub review_comment: Option<String>,
     /// A person's rating, or an LLM judge's.
+    #[sqlx(try_from = "String")]
     pub rater_kind: RaterKind,
     /// The rubric's warnings the rater confirmed.
     pub confirmed_warnings: Json<Vec<String>>,
@@ -203,10 +217,10 @@ macro_rules! bind_queue {
         $query
             .bind($lead)
             .bind($filter.batch)
-            .bind($filter.status)
-            .bind(Outcome::Skipped)
+            .bind($filter.status.as_str())
+            .bind(Outcome::Skipped.as_str())
             .bind($filter.rater.as_deref())
-            .bind($filter.outcome)
+            .bind($filter.outcome.map(|name| name.as_str()))
             .bind($filter.warning_pattern())
     };
 }
@@ -218,7 +232,7 @@ impl super::Store {
     pub async fn review_queue(
         &self,
         lead: Uuid,
-        role: crate::role::Role,
+        role: verdict_core::role::Role,
         filter: &QueueFilter,
     ) -> StoreResult<Vec<QueueRow>> {
         let sql = format!(
@@ -240,7 +254,7 @@ impl super::Store {
     pub async fn review_queue_peers(
         &self,
         lead: Uuid,
-        role: crate::role::Role,
+        role: verdict_core::role::Role,
         filter: &QueueFilter,
     ) -> StoreResult<Vec<Peer>> {
         let sql = format!(
@@ -251,7 +265,7 @@ impl super::Store {
         );
         Ok(read!(self, |pool| {
             bind_queue!(sqlx::query_as::<_, Peer>(&sql), lead, filter)
-                .bind(Status::Draft)
+                .bind(Status::Draft.as_str())
                 .fetch_all(pool)
                 .await
         })?)
@@ -262,7 +276,7 @@ impl super::Store {
     pub async fn review_queue_page(
         &self,
         lead: Uuid,
-        role: crate::role::Role,
+        role: verdict_core::role::Role,
         filter: &QueueFilter,
         cursor: Option<Cursor>,
         limit: i64,
@@ -327,7 +341,7 @@ impl super::Store {
              WHERE p.status <> $1 AND p.rater_kind = 'human' AND p.task_id IN ({list})"
         );
         Ok(read!(self, |pool| {
-            let mut query = sqlx::query_as::<_, Peer>(&sql).bind(Status::Draft);
+            let mut query = sqlx::query_as::<_, Peer>(&sql).bind(Status::Draft.as_str());
             for task in tasks {
                 query = query.bind(*task);
             }
@@ -374,7 +388,7 @@ impl super::Store {
                      WHERE id = $1",
                 )
                 .bind(rating_id)
-                .bind(status)
+                .bind(status.as_str())
                 .bind(now)
                 .bind(reviewer)
                 .bind(comment)
@@ -389,7 +403,7 @@ impl super::Store {
                 .bind(Uuid::now_v7())
                 .bind(rating_id)
                 .bind(reviewer)
-                .bind(decision)
+                .bind(decision.as_str())
                 .bind(comment)
                 .bind(version)
                 .bind(now)
@@ -431,7 +445,7 @@ impl super::Store {
                  WHERE r.task_id = $1 AND r.status <> $2 AND r.rater_kind = 'human' ORDER BY u.username",
             )
             .bind(task_id)
-            .bind(Status::Draft)
+            .bind(Status::Draft.as_str())
             .fetch_all(pool)
             .await
         })?)
@@ -447,7 +461,7 @@ impl super::Store {
                  ORDER BY t.external_id, r.id",
             )
             .bind(batch_id)
-            .bind(Status::Draft)
+            .bind(Status::Draft.as_str())
             .fetch_all(pool)
             .await
         })?)
@@ -550,11 +564,11 @@ impl super::Store {
             return Ok(());
         }
         read!(self, |pool| {
-            let mut rows = sqlx::query_as::<_, RatingFacts>(&sql)
+            let mut rows = sqlx::query_as::<_, FactsRow>(&sql)
                 .bind(batch_id)
                 .fetch(pool);
             while let Some(row) = rows.try_next().await? {
-                each(row);
+                each(row.into());
             }
             Ok::<(), sqlx::Error>(())
         })?;
@@ -609,8 +623,8 @@ impl super::Store {
         read!(self, |pool| {
             let mut rows = sqlx::query_as::<_, ExportRow>(sql)
                 .bind(batch_id)
-                .bind(filter.outcome)
-                .bind(filter.status)
+                .bind(filter.outcome.map(|name| name.as_str()))
+                .bind(filter.status.map(|name| name.as_str()))
                 .bind(filter.rater.as_deref())
                 .bind(filter.submitted_since)
                 .bind(filter.submitted_until)
@@ -633,7 +647,7 @@ impl super::Store {
 /// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or
 /// null, `$7` a pattern of confirmed warnings or null, bound in that order by
 /// `bind_queue!`; `filter`'s review-first flag is written in (a constant, not input).
-fn queue_from(role: crate::role::Role, filter: &QueueFilter) -> String {
+fn queue_from(role: verdict_core::role::Role, filter: &QueueFilter) -> String {
     format!(
         "FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN tasks t ON t.id = r.task_id
          JOIN users u ON u.id = r.rater_id
@@ -693,4 +707,44 @@ fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
         },
         review_first: row.get(24)?,
     })
+}
+
+/// A [`RatingFacts`] as PostgreSQL hands it over (the core's type knows no database).
+#[derive(sqlx::FromRow)]
+struct FactsRow {
+    id: Uuid,
+    task_id: Uuid,
+    rater: String,
+    #[sqlx(try_from = "String")]
+    outcome: Outcome,
+    #[sqlx(try_from = "String")]
+    status: Status,
+    answers: String,
+    swapped: bool,
+    time_spent_s: i32,
+    model_a: Option<String>,
+    model_b: Option<String>,
+    len_a: i64,
+    len_b: i64,
+    counted: bool,
+}
+
+impl From<FactsRow> for RatingFacts {
+    fn from(row: FactsRow) -> Self {
+        RatingFacts {
+            id: row.id,
+            task_id: row.task_id,
+            rater: row.rater,
+            outcome: row.outcome,
+            status: row.status,
+            answers: row.answers,
+            swapped: row.swapped,
+            time_spent_s: row.time_spent_s,
+            model_a: row.model_a,
+            model_b: row.model_b,
+            len_a: row.len_a,
+            len_b: row.len_b,
+            counted: row.counted,
+        }
+    }
 }

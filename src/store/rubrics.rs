@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{StoreError, StoreResult, read, transaction};
-use crate::rubric::{self, Rubric};
+use verdict_core::rubric::{self, Rubric};
 
 /// One stored version of a rubric, as listed.
 #[derive(Debug, Clone, sqlx::FromRow)]

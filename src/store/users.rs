@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{StoreResult, on_unique, read, transaction, write};
-use crate::role::Role;
+use verdict_core::role::Role;
 
 /// An account as stored. The password hash never leaves the auth module's checks.
 #[derive(Debug, Clone, sqlx::FromRow)]

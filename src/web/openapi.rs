@@ -19,7 +19,7 @@ pub(crate) fn one_of(values: &[&str]) -> utoipa::openapi::Object {
 
 /// The skip reasons the server takes.
 pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
-    let reasons: Vec<&str> = crate::rubric::SKIP_REASONS
+    let reasons: Vec<&str> = verdict_core::rubric::SKIP_REASONS
         .iter()
         .map(|(r, _)| *r)
         .collect();
@@ -31,7 +31,7 @@ pub(crate) fn batch_states() -> utoipa::openapi::Object {
 }
 
 pub(crate) fn decisions() -> utoipa::openapi::Object {
-    one_of(crate::lifecycle::Decision::NAMES)
+    one_of(verdict_core::lifecycle::Decision::NAMES)
 }
 
 pub(crate) fn export_formats() -> utoipa::openapi::Object {
@@ -39,11 +39,11 @@ pub(crate) fn export_formats() -> utoipa::openapi::Object {
 }
 
 pub(crate) fn outcomes() -> utoipa::openapi::Object {
-    one_of(crate::lifecycle::Outcome::NAMES)
+    one_of(verdict_core::lifecycle::Outcome::NAMES)
 }
 
 pub(crate) fn finished_statuses() -> utoipa::openapi::Object {
-    one_of(crate::lifecycle::Status::FINISHED_NAMES)
+    one_of(verdict_core::lifecycle::Status::FINISHED_NAMES)
 }
 
 /// A router of API routes that also collects their OpenAPI description.

@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use reqwest::header::SET_COOKIE;
 use serde_json::json;
 
-use verdict::role::Role;
+use verdict_core::role::Role;
 
 use crate::helpers::{
     Go, PASSWORD, TestApp, complete_answers, csrf_token, db_test, json_with, tasks_jsonl,

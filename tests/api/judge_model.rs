@@ -16,7 +16,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use verdict::judge::{Asked, Fields, combine, parse};
-use verdict::rubric::Answers;
+use verdict_core::rubric::Answers;
 
 use verdict::store::Backend;
 
@@ -162,7 +162,7 @@ async fn check_stored(
     batch: &str,
     run: &str,
 ) {
-    let rubric = verdict::rubric::by_name(rubric_name).expect("built-in");
+    let rubric = verdict_core::rubric::by_name(rubric_name).expect("built-in");
     let format = verdict::judge::template::built_in(rubric).format;
     let stored = calls(app, admin, run, None).await;
     let mut by_task: BTreeMap<String, Vec<(bool, Answers, Fields)>> = BTreeMap::new();

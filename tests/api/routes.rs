@@ -434,8 +434,8 @@ async fn start_cancelled_run(app: &TestApp, judge: &str, batch: &str) -> String 
     let cancelled = store
         .set_run_status(
             run.id,
-            &[verdict::lifecycle::RunStatus::Running],
-            verdict::lifecycle::RunStatus::Cancelled,
+            &[verdict_core::lifecycle::RunStatus::Running],
+            verdict_core::lifecycle::RunStatus::Cancelled,
         )
         .await
         .expect("cancel");

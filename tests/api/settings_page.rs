@@ -106,7 +106,7 @@ async fn every_error_is_reported_at_once_and_nothing_changes(app: &TestApp) {
     set(&mut form, "rater", Some("ghost"));
     set(&mut form, "q0.key", Some("Bad Key"));
     set(&mut form, "q0.label", Some("Language"));
-    let too_many: Vec<String> = (0..=verdict::rubric::MAX_OPTIONS)
+    let too_many: Vec<String> = (0..=verdict_core::rubric::MAX_OPTIONS)
         .map(|i| format!("lang{i}"))
         .collect();
     set(&mut form, "q0.options", Some(&too_many.join("\n")));
@@ -130,7 +130,7 @@ async fn every_error_is_reported_at_once_and_nothing_changes(app: &TestApp) {
         "Classification question 1, key: must be 1-64 of a-z, 0-9 and _",
         &format!(
             "Classification question 1, options: must be at most {} options",
-            verdict::rubric::MAX_OPTIONS
+            verdict_core::rubric::MAX_OPTIONS
         ),
     ] {
         assert!(html.contains(named), "{named}: {html}");

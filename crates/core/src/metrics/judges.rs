@@ -30,16 +30,16 @@ use crate::lifecycle::CallStatus;
 use crate::rubric::{Answers, Favours, Rubric, Subject};
 
 /// One call of a judge's latest run over the batch, as metrics read it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct JudgeCall {
     pub judge: String,
     pub task_id: Uuid,
     pub swapped: bool,
     pub status: CallStatus,
     /// By path as the judge was shown them.
-    pub fields: sqlx::types::Json<Fields>,
+    pub fields: Fields,
     /// In the orientation the judge was shown.
-    pub answers: sqlx::types::Json<Answers>,
+    pub answers: Answers,
     pub len_a: i64,
     pub len_b: i64,
 }
@@ -176,8 +176,8 @@ impl Accumulator {
                 .filter(|c| c.status != CallStatus::Failed)
                 .map(|c| Asked {
                     swapped: c.swapped,
-                    answers: &c.answers.0,
-                    fields: &c.fields.0,
+                    answers: &c.answers,
+                    fields: &c.fields,
                 })
                 .collect();
             if orders == 2 {
@@ -405,8 +405,8 @@ mod tests {
             } else {
                 CallStatus::Unparsed
             },
-            fields: sqlx::types::Json(parsed.fields),
-            answers: sqlx::types::Json(parsed.answers),
+            fields: parsed.fields,
+            answers: parsed.answers,
             len_a: len.0,
             len_b: len.1,
         }

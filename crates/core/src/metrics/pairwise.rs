@@ -359,8 +359,10 @@ mod reference {
     }
 
     fn cases() -> Vec<Case> {
-        serde_json::from_str(include_str!("../../tests/fixtures/pairwise/fixtures.json"))
-            .expect("fixtures")
+        serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/pairwise/fixtures.json"
+        ))
+        .expect("fixtures")
     }
 
     fn assert_close(case: &str, what: &str, got: Option<f64>, want: Option<f64>) {

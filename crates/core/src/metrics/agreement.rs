@@ -263,7 +263,7 @@ mod reference {
 
     fn cases() -> Vec<Case> {
         serde_json::from_str(include_str!(
-            "../../tests/fixtures/krippendorff/fixtures.json"
+            "../../../../tests/fixtures/krippendorff/fixtures.json"
         ))
         .expect("fixtures")
     }

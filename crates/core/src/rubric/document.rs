@@ -851,7 +851,7 @@ mod tests {
     use super::*;
 
     fn blackhat() -> Value {
-        serde_json::from_str(include_str!("../../rubrics/blackhat.json")).unwrap()
+        serde_json::from_str(include_str!("../../../../rubrics/blackhat.json")).unwrap()
     }
 
     fn errors_of(doc: Value) -> DocumentErrors {
@@ -961,9 +961,10 @@ mod tests {
 
     #[test]
     fn swaps_must_fit_the_question() {
-        let mut doc =
-            serde_json::from_str::<Value>(include_str!("../../rubrics/pairwise-aspects.json"))
-                .unwrap();
+        let mut doc = serde_json::from_str::<Value>(include_str!(
+            "../../../../rubrics/pairwise-aspects.json"
+        ))
+        .unwrap();
         doc["questions"][0]["swap"] = json!({"swap_values": {"a": "b"}});
         doc["questions"][1]["swap"] = json!("mirror_scale");
         doc["questions"][2]["swap"] = json!({"swap_values": {"a": "c", "c": "a"}});
@@ -972,7 +973,8 @@ mod tests {
         assert!(errors["questions[1].swap"].contains("needs a scale"));
         assert!(errors["questions[2].swap.swap_values.a"].contains("must both be options"));
         let mut single =
-            serde_json::from_str::<Value>(include_str!("../../rubrics/additive-5.json")).unwrap();
+            serde_json::from_str::<Value>(include_str!("../../../../rubrics/additive-5.json"))
+                .unwrap();
         single["questions"][0]["swap"] = json!({"swap_values": {"a": "b", "b": "a"}});
         single["questions"][1]["each_response"] = json!(true);
         let errors = errors_of(single);
@@ -983,7 +985,8 @@ mod tests {
     #[test]
     fn derived_answers_sum_yes_no_questions_asked_once() {
         let mut doc =
-            serde_json::from_str::<Value>(include_str!("../../rubrics/additive-5.json")).unwrap();
+            serde_json::from_str::<Value>(include_str!("../../../../rubrics/additive-5.json"))
+                .unwrap();
         doc["derived"][0]["sum_of"][0] = json!("justification");
         doc["derived"][0]["zero_when"] = json!(["nothing"]);
         doc["derived"][0]["key"] = json!("relevant");
@@ -1039,7 +1042,7 @@ mod tests {
         assert_eq!(errors["warnings[2].message"], "must not be empty");
         assert_eq!(errors["warnings[3].when"], "must name at least one answer");
         let mut additive: Value =
-            serde_json::from_str(include_str!("../../rubrics/additive-5.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../rubrics/additive-5.json")).unwrap();
         additive["warnings"][0]["when"] = json!({"score": [6], "justification": "x"});
         additive["warnings"][1]["id"] = additive["warnings"][2]["id"].clone();
         let errors = errors_of(additive);

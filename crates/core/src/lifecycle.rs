@@ -4,8 +4,7 @@
 //!
 //! Each name is stored in the database, sent in JSON and shown in pages as its
 //! snake_case name (`out_of_scope`, `submitted`, `return`). The columns are TEXT on both
-//! backends; the values are bound and read as text through the driver's own `str`
-//! support, so one implementation serves SQLite and PostgreSQL.
+//! backends: the store binds `as_str()` and reads a stored name back with `TryFrom<String>`.
 //!
 //! Nothing here touches the web, the database or the runtime.
 
@@ -39,7 +38,7 @@ impl std::error::Error for UnknownName {}
 
 /// Defines an enum stored, serialised and shown as the names given for its variants,
 /// with `as_str`, `ALL`, `NAMES`, `Display`, `FromStr` (refusing with the allowed
-/// names), serde, and sqlx `Type`/`Encode`/`Decode` for every driver that handles `str`.
+/// names), `TryFrom<String>` and serde.
 macro_rules! named {
     ($(#[$meta:meta])* $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
         $(#[$meta])*
@@ -112,40 +111,12 @@ macro_rules! named {
 
         impl utoipa::ToSchema for $name {}
 
-        impl<DB: sqlx::Database> sqlx::Type<DB> for $name
-        where
-            str: sqlx::Type<DB>,
-        {
-            fn type_info() -> DB::TypeInfo {
-                <str as sqlx::Type<DB>>::type_info()
-            }
+        impl TryFrom<String> for $name {
+            type Error = UnknownName;
 
-            fn compatible(ty: &DB::TypeInfo) -> bool {
-                <str as sqlx::Type<DB>>::compatible(ty)
-            }
-        }
-
-        impl<'q, DB: sqlx::Database> sqlx::Encode<'q, DB> for $name
-        where
-            &'q str: sqlx::Encode<'q, DB>,
-        {
-            fn encode_by_ref(
-                &self,
-                buf: &mut <DB as sqlx::Database>::ArgumentBuffer<'q>,
-            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
-                <&'q str as sqlx::Encode<'q, DB>>::encode(self.as_str(), buf)
-            }
-        }
-
-        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $name
-        where
-            &'r str: sqlx::Decode<'r, DB>,
-        {
-            fn decode(
-                value: <DB as sqlx::Database>::ValueRef<'r>,
-            ) -> Result<Self, sqlx::error::BoxDynError> {
-                let text = <&'r str as sqlx::Decode<'r, DB>>::decode(value)?;
-                Ok(text.parse()?)
+            /// How the store reads a stored name back (`#[sqlx(try_from = "String")]`).
+            fn try_from(text: String) -> Result<Self, UnknownName> {
+                text.parse()
             }
         }
     };

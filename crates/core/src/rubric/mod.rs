@@ -634,9 +634,9 @@ pub fn option_key(n: usize) -> String {
 
 /// The rubric documents shipped with the binary.
 const BUILT_IN: [&str; 3] = [
-    include_str!("../../rubrics/blackhat.json"),
-    include_str!("../../rubrics/additive-5.json"),
-    include_str!("../../rubrics/pairwise-aspects.json"),
+    include_str!("../../../../rubrics/blackhat.json"),
+    include_str!("../../../../rubrics/additive-5.json"),
+    include_str!("../../../../rubrics/pairwise-aspects.json"),
 ];
 
 static BUILT_IN_RUBRICS: LazyLock<Vec<Rubric>> = LazyLock::new(|| {

@@ -1,0 +1,19 @@
+//! verdict's domain core: the rules of rating as plain values and functions.
+//!
+//! Rubric documents and the rule engine that checks answers against them, the rating
+//! lifecycle, gold grading, metrics folded from ratings, what an LLM judge is asked and
+//! how its reply is read, and batch files read into tasks. Nothing here knows about the
+//! web, the async runtime or the database: the store persists what this crate decides,
+//! and the app serves it.
+#![forbid(unsafe_code)]
+
+pub mod evidence;
+pub mod fields;
+pub mod gold;
+pub mod import;
+pub mod judge;
+pub mod lifecycle;
+pub mod metrics;
+pub mod render;
+pub mod role;
+pub mod rubric;
