@@ -27,6 +27,7 @@ mod judges;
 mod lists;
 mod metrics_live;
 mod migrate_data;
+mod migrations;
 mod pages;
 mod rating;
 mod review;
