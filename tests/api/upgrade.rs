@@ -2,7 +2,9 @@
 //! served. `tests/fixtures/upgrade/` holds a SQLite file and a PostgreSQL dump made by
 //! [`make_fixtures`] (an ignored test, run once by hand) with real activity through the
 //! API and the pages, and what that verdict served from each: exports, metrics, ratings,
-//! the review queue, judge runs.
+//! the review queue, judge runs. The check ([`check`], once per database) starts this
+//! verdict on a copy of each (which runs any newer migration over the old rows) and
+//! expects every file again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -198,8 +200,35 @@ async fn served(app: &TestApp, tokens: &BTreeMap<String, String>) -> BTreeMap<St
 }
 
 // ---------------------------------------------------------------------------------------
-// Restoring a fixture.
+// Restoring a fixture, and the check.
 // ---------------------------------------------------------------------------------------
+
+/// The fixture's API tokens of one backend, by username.
+fn tokens(backend: Backend) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(folder().join("credentials.json")).expect("credentials");
+    let all: BTreeMap<String, BTreeMap<String, String>> =
+        serde_json::from_str(&text).expect("credentials.json");
+    all[backend_name(backend)].clone()
+}
+
+/// Every file under `dir`, by its path relative to `dir`.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).expect("under dir");
+                found.push(relative.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    found.sort();
+    found
+}
 
 /// A fresh database holding a copy of the fixture of `backend`, or `None` when the
 /// backend is not configured (PostgreSQL without `TEST_DATABASE_URL`).
@@ -234,6 +263,88 @@ async fn replay(url: &str, dump: &str) {
         .await
         .expect("replay the dump");
     connection.close().await.expect("close");
+}
+
+/// Where two JSON values first differ (a path like `.items[3].status`, with both
+/// values), or `None` when they are equal: a whole file in a failure would bury it.
+fn first_difference(want: &Value, got: &Value, path: &str) -> Option<String> {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            let keys: std::collections::BTreeSet<_> = w.keys().chain(g.keys()).collect();
+            keys.into_iter().find_map(|key| {
+                let at = format!("{path}.{key}");
+                match (w.get(key), g.get(key)) {
+                    (Some(w), Some(g)) => first_difference(w, g, &at),
+                    (w, g) => Some(format!("{at}: expected {w:?}, served {g:?}")),
+                }
+            })
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => w
+            .iter()
+            .zip(g)
+            .enumerate()
+            .find_map(|(i, (w, g))| first_difference(w, g, &format!("{path}[{i}]"))),
+        _ if want == got => None,
+        _ => Some(format!("{path}: expected {want}, served {got}")),
+    }
+}
+
+async fn check(backend: Backend) {
+    let Some(db) = restored(backend).await else {
+        return;
+    };
+    // Every migration the old database lacks runs over its rows; sqlx refuses to go on
+    // when one it applied back then has a different text now.
+    let store = verdict::Store::connect(&db.url).await.expect("connect");
+    if let Err(err) = store.migrate().await {
+        panic!(
+            "{}: the fixture does not migrate ({err}); a committed migration must never be \
+             edited, add a new one instead",
+            backend_name(backend)
+        );
+    }
+    store.close().await;
+    let app = TestApp::on(db, Config::default()).await;
+    let got = served(&app, &tokens(backend)).await;
+    let dir = folder().join("expected").join(backend_name(backend));
+    let want = files_under(&dir);
+    assert_eq!(
+        want,
+        got.keys().cloned().collect::<Vec<_>>(),
+        "{}: the files served are the files expected",
+        backend_name(backend)
+    );
+    for name in &want {
+        let expected = std::fs::read_to_string(dir.join(name)).expect("expected file");
+        match &got[name] {
+            Served::Json(value) => {
+                let expected: Value = serde_json::from_str(&expected).expect("expected JSON");
+                if let Some(difference) = first_difference(&expected, value, "") {
+                    panic!(
+                        "{}: {name} differs from what the old verdict served, at {difference}",
+                        backend_name(backend)
+                    );
+                }
+            }
+            Served::Text(text) => assert_eq!(
+                text,
+                &expected,
+                "{}: {name} differs from what the old verdict served",
+                backend_name(backend)
+            ),
+        }
+    }
+    app.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_database_serves_what_it_served_sqlite() {
+    check(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_database_serves_what_it_served_postgres() {
+    check(Backend::Postgres).await;
 }
 
 // ---------------------------------------------------------------------------------------
