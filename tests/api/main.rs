@@ -39,5 +39,6 @@ mod schema;
 mod settings_page;
 
 mod tokens;
+mod upgrade;
 mod users;
 mod workday;

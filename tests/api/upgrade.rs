@@ -1,0 +1,1132 @@
+//! Databases made by an older verdict are upgraded by this one and serve what they
+//! served. `tests/fixtures/upgrade/` holds a SQLite file and a PostgreSQL dump made by
+//! [`make_fixtures`] (an ignored test, run once by hand) with real activity through the
+//! API and the pages, and what that verdict served from each: exports, metrics, ratings,
+//! the review queue, judge runs. The check ([`check`], once per database) starts this
+//! verdict on a copy of each (which runs any newer migration over the old rows) and
+//! expects every file again.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use verdict::auth::Role;
+use verdict::config::Config;
+use verdict::store::Backend;
+
+use crate::helpers::{
+    Fixture, Go, PASSWORD, Persona, TestApp, TestDb, bearer, complete_answers, csrf_token,
+    json_with, page_text, tasks_jsonl,
+};
+use crate::judge_server::{Reply, ScriptedJudge, prefers_good};
+use crate::judges::{add_judge, start_run, wait_for};
+
+/// Where the fixtures live.
+fn folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upgrade")
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    }
+}
+
+/// The people whose API tokens read what the fixture serves: the tokens are stored in
+/// `credentials.json` beside the databases (test data, like the password).
+const READERS: [&str; 5] = ["admin", "lead", "rater", "rater2", "rater3"];
+
+// ---------------------------------------------------------------------------------------
+// Reading what a database serves.
+// ---------------------------------------------------------------------------------------
+
+/// One file of `expected/`: JSON is compared as a value, an export byte for byte.
+#[derive(Debug)]
+enum Served {
+    Json(Value),
+    Text(String),
+}
+
+async fn get(app: &TestApp, who: &reqwest::Client, path: &str) -> Value {
+    json_with(who.get(app.url(path)).go().await, StatusCode::OK).await
+}
+
+/// Every item of a paged list (`items` and `next_cursor`), in the order served.
+async fn all_pages(app: &TestApp, who: &reqwest::Client, path: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let url = match &cursor {
+            Some(c) => format!("{path}{sep}limit=200&cursor={c}"),
+            None => format!("{path}{sep}limit=200"),
+        };
+        let page = get(app, who, &url).await;
+        items.extend(page["items"].as_array().expect("items").iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return items,
+        }
+    }
+}
+
+async fn export(app: &TestApp, lead: &reqwest::Client, batch: &str, format: &str) -> String {
+    let path = format!("/api/v1/batches/{batch}/export?format={format}");
+    let response = lead.get(app.url(&path)).go().await;
+    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+    response.text().await.expect("export")
+}
+
+/// What the app serves from its database, file by file (the name is the file's path
+/// under `expected/<backend>/`). Only reads: the one write they cause is an audit entry
+/// per export, so the audit log is read first.
+async fn served(app: &TestApp, tokens: &BTreeMap<String, String>) -> BTreeMap<String, Served> {
+    let who = |name: &str| bearer(&tokens[name]);
+    let (admin, lead) = (who("admin"), who("lead"));
+    let mut out = BTreeMap::new();
+
+    let audit = all_pages(app, &admin, "/api/v1/audit").await;
+    out.insert("audit.json".to_owned(), Served::Json(Value::Array(audit)));
+    let users = get(app, &admin, "/api/v1/users").await;
+    out.insert("users.json".to_owned(), Served::Json(users));
+    // The list, and the documents of the team's own rubric (the built-in ones are the
+    // files under `rubrics/`, which a new verdict may well change).
+    let rubrics = get(app, &admin, "/api/v1/rubrics").await;
+    let mut documents = serde_json::Map::new();
+    for n in 1..=2 {
+        let path = format!("/api/v1/rubrics/clear/versions/{n}");
+        documents.insert(format!("clear v{n}"), get(app, &admin, &path).await);
+    }
+    out.insert(
+        "rubrics.json".to_owned(),
+        Served::Json(json!({"list": rubrics, "documents": documents})),
+    );
+    let judges = get(app, &admin, "/api/v1/judges").await;
+    out.insert("judges.json".to_owned(), Served::Json(judges));
+    let batches = get(app, &admin, "/api/v1/batches").await;
+    out.insert("batches.json".to_owned(), Served::Json(batches.clone()));
+
+    let mut rating_ids = Vec::new();
+    for batch in batches.as_array().expect("batches") {
+        let id = batch["id"].as_str().expect("batch id");
+        let name = batch["name"].as_str().expect("batch name");
+        let file = |f: &str| format!("{name}/{f}");
+        out.insert(
+            file("batch.json"),
+            Served::Json(get(app, &admin, &format!("/api/v1/batches/{id}")).await),
+        );
+        let metrics = get(app, &lead, &format!("/api/v1/batches/{id}/metrics")).await;
+        out.insert(file("metrics.json"), Served::Json(metrics));
+        let mut review = serde_json::Map::new();
+        review.insert(
+            "gold".into(),
+            get(app, &lead, &format!("/api/v1/batches/{id}/gold")).await,
+        );
+        review.insert(
+            "disagreements".into(),
+            get(app, &lead, &format!("/api/v1/batches/{id}/disagreements")).await,
+        );
+        for status in ["submitted", "accepted", "returned", "rejected"] {
+            let path = format!("/api/v1/review?batch={id}&status={status}");
+            review.insert(
+                format!("queue {status}"),
+                Value::Array(all_pages(app, &lead, &path).await),
+            );
+        }
+        out.insert(file("review.json"), Served::Json(Value::Object(review)));
+        let runs = get(app, &admin, &format!("/api/v1/batches/{id}/judge-runs")).await;
+        let mut figures = Vec::new();
+        for run in runs.as_array().expect("runs") {
+            let run = run["id"].as_str().expect("run id");
+            let view = get(app, &admin, &format!("/api/v1/judge-runs/{run}")).await;
+            let calls = get(app, &admin, &format!("/api/v1/judge-runs/{run}/calls")).await;
+            assert_eq!(
+                calls["calls"].as_array().map(Vec::len),
+                calls["total"]
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok()),
+                "every call of the run is on its one page"
+            );
+            figures.push(json!({"run": view, "calls": calls}));
+        }
+        out.insert(
+            file("judge-runs.json"),
+            Served::Json(json!({"list": runs, "runs": figures})),
+        );
+        let csv = export(app, &lead, id, "csv").await;
+        let jsonl = export(app, &lead, id, "jsonl").await;
+        for line in jsonl.lines() {
+            let row: Value = serde_json::from_str(line).expect("an export line is JSON");
+            if let Some(rating) = row["rating_id"].as_str() {
+                rating_ids.push(rating.to_owned());
+            }
+        }
+        out.insert(file("export.csv"), Served::Text(csv));
+        out.insert(file("export.jsonl"), Served::Text(jsonl));
+    }
+
+    // Each rating as an admin reads it (canonical), with its history, and as its rater
+    // does (as shown); drafts are only in their raters' own lists.
+    let mut raters_of = BTreeMap::new();
+    for rater in ["rater", "rater2", "rater3"] {
+        for item in all_pages(app, &who(rater), "/api/v1/ratings").await {
+            let id = item["id"].as_str().expect("rating id").to_owned();
+            raters_of.insert(id.clone(), rater);
+            rating_ids.push(id);
+        }
+    }
+    rating_ids.sort();
+    rating_ids.dedup();
+    let mut ratings = serde_json::Map::new();
+    for id in &rating_ids {
+        let mut views = serde_json::Map::new();
+        let path = format!("/api/v1/ratings/{id}");
+        views.insert("as admin".into(), get(app, &admin, &path).await);
+        let history = format!("/api/v1/ratings/{id}/history");
+        views.insert("history".into(), get(app, &admin, &history).await);
+        if let Some(rater) = raters_of.get(id) {
+            views.insert("as rater".into(), get(app, &who(rater), &path).await);
+        }
+        ratings.insert(id.clone(), Value::Object(views));
+    }
+    out.insert(
+        "ratings.json".to_owned(),
+        Served::Json(Value::Object(ratings)),
+    );
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Restoring a fixture, and the check.
+// ---------------------------------------------------------------------------------------
+
+/// The fixture's API tokens of one backend, by username.
+fn tokens(backend: Backend) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(folder().join("credentials.json")).expect("credentials");
+    let all: BTreeMap<String, BTreeMap<String, String>> =
+        serde_json::from_str(&text).expect("credentials.json");
+    all[backend_name(backend)].clone()
+}
+
+/// Every file under `dir`, by its path relative to `dir`.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).expect("under dir");
+                found.push(relative.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A fresh database holding a copy of the fixture of `backend`, or `None` when the
+/// backend is not configured (PostgreSQL without `TEST_DATABASE_URL`).
+async fn restored(backend: Backend) -> Option<TestDb> {
+    let db = TestDb::setup(backend).await?;
+    match backend {
+        Backend::Sqlite => {
+            let path = db.sqlite_path().expect("SQLite path");
+            std::fs::copy(folder().join("verdict.sqlite3"), &path).expect("copy the fixture");
+        }
+        Backend::Postgres => {
+            let dump =
+                std::fs::read_to_string(folder().join("verdict.postgres.sql")).expect("the dump");
+            replay(&db.url, &dump).await;
+        }
+    }
+    Some(db)
+}
+
+/// Replays a plain `pg_dump` into an empty database. psql's meta-commands (the
+/// `\restrict` pair newer pg_dumps write around the dump) are psql's, not SQL: left out.
+async fn replay(url: &str, dump: &str) {
+    use sqlx::Connection;
+    let sql: String = dump
+        .lines()
+        .filter(|line| !line.starts_with('\\'))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let mut connection = sqlx::PgConnection::connect(url).await.expect("connect");
+    sqlx::raw_sql(&sql)
+        .execute(&mut connection)
+        .await
+        .expect("replay the dump");
+    connection.close().await.expect("close");
+}
+
+/// Where two JSON values first differ (a path like `.items[3].status`, with both
+/// values), or `None` when they are equal: a whole file in a failure would bury it.
+fn first_difference(want: &Value, got: &Value, path: &str) -> Option<String> {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            let keys: std::collections::BTreeSet<_> = w.keys().chain(g.keys()).collect();
+            keys.into_iter().find_map(|key| {
+                let at = format!("{path}.{key}");
+                match (w.get(key), g.get(key)) {
+                    (Some(w), Some(g)) => first_difference(w, g, &at),
+                    (w, g) => Some(format!("{at}: expected {w:?}, served {g:?}")),
+                }
+            })
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => w
+            .iter()
+            .zip(g)
+            .enumerate()
+            .find_map(|(i, (w, g))| first_difference(w, g, &format!("{path}[{i}]"))),
+        _ if want == got => None,
+        _ => Some(format!("{path}: expected {want}, served {got}")),
+    }
+}
+
+async fn check(backend: Backend) {
+    let Some(db) = restored(backend).await else {
+        return;
+    };
+    // Every migration the old database lacks runs over its rows; sqlx refuses to go on
+    // when one it applied back then has a different text now.
+    let store = verdict::Store::connect(&db.url).await.expect("connect");
+    if let Err(err) = store.migrate().await {
+        panic!(
+            "{}: the fixture does not migrate ({err}); a committed migration must never be \
+             edited, add a new one instead",
+            backend_name(backend)
+        );
+    }
+    store.close().await;
+    let app = TestApp::on(db, Config::default()).await;
+    let got = served(&app, &tokens(backend)).await;
+    let dir = folder().join("expected").join(backend_name(backend));
+    let want = files_under(&dir);
+    assert_eq!(
+        want,
+        got.keys().cloned().collect::<Vec<_>>(),
+        "{}: the files served are the files expected",
+        backend_name(backend)
+    );
+    for name in &want {
+        let expected = std::fs::read_to_string(dir.join(name)).expect("expected file");
+        match &got[name] {
+            Served::Json(value) => {
+                let expected: Value = serde_json::from_str(&expected).expect("expected JSON");
+                if let Some(difference) = first_difference(&expected, value, "") {
+                    panic!(
+                        "{}: {name} differs from what the old verdict served, at {difference}",
+                        backend_name(backend)
+                    );
+                }
+            }
+            Served::Text(text) => assert_eq!(
+                text,
+                &expected,
+                "{}: {name} differs from what the old verdict served",
+                backend_name(backend)
+            ),
+        }
+    }
+    app.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_database_serves_what_it_served_sqlite() {
+    check(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_database_serves_what_it_served_postgres() {
+    check(Backend::Postgres).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The generator.
+// ---------------------------------------------------------------------------------------
+
+async fn send(
+    app: &TestApp,
+    who: &Persona,
+    method: reqwest::Method,
+    path: &str,
+    body: &Value,
+    status: StatusCode,
+) -> Value {
+    let mut request = who.api.request(method.clone(), app.url(path));
+    if !body.is_null() {
+        request = request.json(body);
+    }
+    let response = request.go().await;
+    let got = response.status();
+    let text = response.text().await.expect("body");
+    assert_eq!(got, status, "{method} {path}: {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+fn id_of(value: &Value, key: &str) -> String {
+    value[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key} in {value}"))
+        .to_owned()
+}
+
+/// The assignment of the next task of `batch` for `rater`, which there must be.
+async fn take(app: &TestApp, rater: &Persona, batch: &str) -> String {
+    let next = app
+        .next(rater, batch)
+        .await
+        .unwrap_or_else(|| panic!("{} has no task left in {batch}", rater.username));
+    id_of(&next, "assignment_id")
+}
+
+/// Submits `answers`, confirming whatever warnings of the rubric they meet (a careful
+/// rater's second send); returns the rating's id and the warnings confirmed.
+async fn submit(
+    app: &TestApp,
+    rater: &Persona,
+    assignment: &str,
+    mut answers: Value,
+) -> (String, Vec<Value>) {
+    let first = app.act(rater, assignment, "submit", &answers).await;
+    let mut confirmed = Vec::new();
+    let done = if first.status() == StatusCode::CONFLICT {
+        let refused = json_with(first, StatusCode::CONFLICT).await;
+        confirmed = refused["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .map(|w| w["id"].clone())
+            .collect();
+        answers["confirmed_warnings"] = Value::Array(confirmed.clone());
+        let again = app.act(rater, assignment, "submit", &answers).await;
+        json_with(again, StatusCode::OK).await
+    } else {
+        json_with(first, StatusCode::OK).await
+    };
+    (id_of(&done, "rating_id"), confirmed)
+}
+
+/// A lead's decision on a rating at its current version.
+async fn review(app: &TestApp, lead: &Persona, rating: &str, decision: Value) {
+    let now = send(
+        app,
+        lead,
+        reqwest::Method::GET,
+        &format!("/api/v1/ratings/{rating}"),
+        &Value::Null,
+        StatusCode::OK,
+    )
+    .await;
+    let mut body = decision;
+    body["version"] = now["version"].clone();
+    send(
+        app,
+        lead,
+        reqwest::Method::POST,
+        &format!("/api/v1/ratings/{rating}/review"),
+        &body,
+        StatusCode::OK,
+    )
+    .await;
+}
+
+/// Blackhat answers for the fixture's batch, which asks the language as well.
+fn blackhat(mut answers: Value) -> Value {
+    answers["classifications"] = json!({"language": "python"});
+    answers
+}
+
+/// Blackhat answers preferring A although A has major correctness issues and B none:
+/// a rubric warning the rater must confirm.
+fn contradictory() -> Value {
+    let mut answers = blackhat(complete_answers());
+    answers["a"]["correctness"] = json!("major_issues");
+    answers["a"]["correctness_explanation"] = json!("It squares a different number.");
+    answers
+}
+
+/// Blackhat answers missing the gold task's expected ones.
+fn wrong_for_gold() -> Value {
+    let mut answers = blackhat(complete_answers());
+    answers["sxs"] = json!(5);
+    answers["sxs_explanation"] = json!("B is shorter and reads more simply than A.");
+    answers["b"]["executability"] = json!("yes_fully");
+    answers
+}
+
+/// Code runs the rater made in the browser, as the page's runner sends them.
+fn evidence() -> Value {
+    json!({
+        "runs": [{"side": "a", "block": 1, "language": "python", "status": "passed"},
+                 {"side": "b", "block": 1, "language": "python", "status": "failed"}],
+        "attachments": [{"side": "a", "block": 1, "language": "python",
+                         "code": "def f():\n    return 1 * 1\nprint(f())", "stdout": "1\n",
+                         "stderr": "", "status": "passed", "exit_code": 0, "duration_ms": 31}]
+    })
+}
+
+/// Single-response tasks for the additive rubric.
+fn single_tasks(n: usize) -> String {
+    (1..=n)
+        .map(|i| {
+            json!({
+                "external_id": format!("s{i}"),
+                "prompt": format!("Explain what {i} squared is."),
+                "response": format!("{i} squared is {}: {i} times itself.", i * i),
+                "model": if i % 2 == 0 { "even" } else { "odd" },
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+/// Pairs for the pairwise rubric and its judge: GOOD marks the response the scripted
+/// judge prefers; MUMBLE gets an answer it cannot read, REFUSE an error reply.
+fn pairwise_tasks() -> String {
+    [
+        ("p1", "Sum a list.", "GOOD: `sum(xs)`", "Loop and add."),
+        ("p2", "Reverse a string.", "Use a loop.", "GOOD: `s[::-1]`"),
+        ("p3", "MUMBLE: sort a list.", "`sorted(xs)`", "`xs.sort()`"),
+        (
+            "p4",
+            "REFUSE: read a file.",
+            "`open(p).read()`",
+            "`Path(p).read_text()`",
+        ),
+    ]
+    .iter()
+    .map(|(id, prompt, a, b)| {
+        json!({"external_id": id, "prompt": prompt, "response_a": a, "response_b": b,
+               "model_a": "alpha", "model_b": "beta"})
+        .to_string()
+            + "\n"
+    })
+    .collect()
+}
+
+/// The judge endpoint's script: [`prefers_good`], except for the marked prompts.
+fn judge_script(body: &Value, n: usize) -> Reply {
+    let prompt = body["messages"][0]["content"].as_str().unwrap_or("");
+    if prompt.contains("MUMBLE") {
+        Reply::text("Both have their merits; I would not choose.")
+    } else if prompt.contains("REFUSE") {
+        Reply::StatusBody(
+            400,
+            r#"{"error": {"message": "this prompt is refused"}}"#.into(),
+        )
+    } else {
+        prefers_good(body, n)
+    }
+}
+
+/// The team's own rubric: is each response correct, which is clearer.
+fn clear_rubric(clarity_label: &str) -> Value {
+    json!({
+        "name": "clear",
+        "title": "Correct and clear",
+        "subject": "pair",
+        "questions": [
+            {"key": "correct", "each_response": true, "label": "Is it correct?",
+             "answer": {"type": "choice", "options": [
+                {"value": "yes", "label": "Yes"}, {"value": "partly", "label": "Partly"},
+                {"value": "no", "label": "No"}]},
+             "explanation": {"required": {"when": ["partly", "no"]}, "prompt": "What is wrong?"},
+             "metrics": {"role": "ordinal"}},
+            {"key": "clearer", "label": clarity_label,
+             "answer": {"type": "choice", "options": [
+                {"value": "a", "label": "A"}, {"value": "tie", "label": "Tie"},
+                {"value": "b", "label": "B"}]},
+             "swap": {"swap_values": {"a": "b", "b": "a"}},
+             "metrics": {"role": "preference", "a": "a", "b": "b", "tie": "tie"}}
+        ]
+    })
+}
+
+/// Activity of every kind, through the API and the pages as people would make it;
+/// returns the API tokens of [`READERS`] by username.
+async fn activity(app: &TestApp) -> BTreeMap<String, String> {
+    use reqwest::Method;
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let rater2 = app.persona("rater2", Role::Rater).await;
+    let rater3 = app.persona("rater3", Role::Rater).await;
+
+    // Accounts through the API: a second lead, and a rater who left (deactivated).
+    let mut former = String::new();
+    for (name, role) in [("lead2", "lead"), ("former", "rater")] {
+        let created = send(
+            app,
+            &admin,
+            Method::POST,
+            "/api/v1/users",
+            &json!({"username": name, "role": role, "password": PASSWORD}),
+            StatusCode::CREATED,
+        )
+        .await;
+        former = id_of(&created, "id");
+    }
+    send(
+        app,
+        &admin,
+        Method::PATCH,
+        &format!("/api/v1/users/{former}"),
+        &json!({"active": false}),
+        StatusCode::OK,
+    )
+    .await;
+    // Tokens: one more in use, one revoked.
+    for name in ["nightly export", "old laptop"] {
+        let token = send(
+            app,
+            &lead,
+            Method::POST,
+            "/api/v1/tokens",
+            &json!({"name": name}),
+            StatusCode::CREATED,
+        )
+        .await;
+        if name == "old laptop" {
+            let id = id_of(&token, "id");
+            let revoked = lead
+                .api
+                .delete(app.url(&format!("/api/v1/tokens/{id}")))
+                .go()
+                .await;
+            assert!(revoked.status().is_success(), "{}", revoked.status());
+        }
+    }
+    // A failed sign-in (a login attempt counted); sessions come with the pages below.
+    let refused = app
+        .submit_login(&app.browser(), "lead", "not the password", "/")
+        .await;
+    assert_ne!(refused.status(), StatusCode::SEE_OTHER);
+
+    // The team's rubric, version 1 (version 2 comes after a batch is made on 1).
+    send(
+        app,
+        &admin,
+        Method::POST,
+        "/api/v1/rubrics",
+        &clear_rubric("Which is clearer?"),
+        StatusCode::CREATED,
+    )
+    .await;
+
+    // Blackhat, with a gold task, overlap 2, swaps, restricted raters and leads, and a
+    // classification question.
+    // Three gold tasks: a rater's ratings are held for review first once enough of
+    // their gold is graded.
+    let gold: String = (7..10)
+        .map(|n| {
+            json!({
+                "external_id": format!("g{n}"),
+                "prompt": format!("Write a function that returns {n} squared."),
+                "response_a": format!("```python\ndef f():\n    return {n} * {n}\n```"),
+                "response_b": format!("`{n} ** 2`"),
+                "model_a": "alpha", "model_b": "beta",
+                "gold": {"sxs": {"value": 2, "within": 1},
+                         "a.correctness": {"any_of": ["no_issues", "minor_issues"]},
+                         "b.executability": "no_code"}
+            })
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let bh = app
+        .batch(
+            &admin,
+            "blackhat-gold",
+            &(gold + &tasks_jsonl(5)),
+            "&rubric=blackhat&overlap=2&randomize=true",
+        )
+        .await;
+    send(
+        app,
+        &admin,
+        Method::PATCH,
+        &format!("/api/v1/batches/{bh}"),
+        &json!({"raters": ["rater", "rater2", "rater3"], "leads": ["lead"],
+                "classifications": [{"key": "language", "label": "Language",
+                                     "options": ["python", "go"]}]}),
+        StatusCode::OK,
+    )
+    .await;
+    send(
+        app,
+        &lead,
+        Method::PATCH,
+        &format!("/api/v1/batches/{bh}/gold"),
+        &json!({"gold_rate": 1.0, "review_first_below": 0.5}),
+        StatusCode::OK,
+    )
+    .await;
+
+    // rater: the gold tasks right, then one of every outcome.
+    for _ in 0..3 {
+        let a = take(app, &rater, &bh).await;
+        submit(app, &rater, &a, blackhat(complete_answers())).await;
+    }
+    let a = take(app, &rater, &bh).await;
+    let (r_accepted, _) = submit(app, &rater, &a, blackhat(complete_answers())).await;
+    let a = take(app, &rater, &bh).await;
+    send(
+        app,
+        &rater,
+        Method::POST,
+        &format!("/api/v1/assignments/{a}/skip"),
+        &json!({"reason": "too_long", "note": "needs a GPU to run"}),
+        StatusCode::OK,
+    )
+    .await;
+    let a = take(app, &rater, &bh).await;
+    send(
+        app,
+        &rater,
+        Method::POST,
+        &format!("/api/v1/assignments/{a}/out-of-scope"),
+        &json!({"explanation": "The prompt asks for a poem, not code."}),
+        StatusCode::OK,
+    )
+    .await;
+    let a = take(app, &rater, &bh).await;
+    let (r_warned, confirmed) = submit(app, &rater, &a, contradictory()).await;
+    assert!(
+        !confirmed.is_empty(),
+        "the contradictory answers met a warning"
+    );
+    let a = take(app, &rater, &bh).await;
+    let draft = json!({"sxs": 3, "evidence": evidence()});
+    json_with(app.act(&rater, &a, "draft", &draft).await, StatusCode::OK).await;
+    let mut with_runs = blackhat(complete_answers());
+    with_runs["evidence"] = evidence();
+    submit(app, &rater, &a, with_runs).await;
+
+    // rater2: two of three gold tasks wrong (so their ratings wait for review first),
+    // two rated, and a draft whose assignment a lead releases.
+    for answers in [
+        wrong_for_gold(),
+        blackhat(complete_answers()),
+        wrong_for_gold(),
+    ] {
+        let a = take(app, &rater2, &bh).await;
+        submit(app, &rater2, &a, answers).await;
+    }
+    let a = take(app, &rater2, &bh).await;
+    let (r2_rejected, _) = submit(app, &rater2, &a, blackhat(complete_answers())).await;
+    let a = take(app, &rater2, &bh).await;
+    let (r2_returned, _) = submit(app, &rater2, &a, blackhat(complete_answers())).await;
+    let a = take(app, &rater2, &bh).await;
+    let draft = json!({"sxs": 5, "sxs_explanation": "Not sure yet."});
+    json_with(app.act(&rater2, &a, "draft", &draft).await, StatusCode::OK).await;
+    let released = send(
+        app,
+        &lead,
+        Method::POST,
+        &format!("/api/v1/assignments/{a}/release"),
+        &Value::Null,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(released["state"], "expired");
+
+    // rater3: the gold tasks right, one rated confirming a warning, and one left open
+    // with a draft.
+    for _ in 0..3 {
+        let a = take(app, &rater3, &bh).await;
+        submit(app, &rater3, &a, blackhat(complete_answers())).await;
+    }
+    let a = take(app, &rater3, &bh).await;
+    let (_, confirmed) = submit(app, &rater3, &a, contradictory()).await;
+    assert!(
+        !confirmed.is_empty(),
+        "the contradictory answers met a warning"
+    );
+    let a = take(app, &rater3, &bh).await;
+    let draft = json!({"sxs": 4, "a": {"executability": "yes_fully"}});
+    json_with(app.act(&rater3, &a, "draft", &draft).await, StatusCode::OK).await;
+
+    // Reviews: accepted; returned, revised and accepted; rejected; returned and being
+    // revised on its page (a saved revision draft).
+    let comment = |text: &str| json!({"decision": "accept", "comment": text});
+    review(app, &lead, &r_accepted, comment("Clear and right.")).await;
+    review(
+        app,
+        &lead,
+        &r_warned,
+        json!({"decision": "return", "comment": "Check the preference against correctness.",
+               "field_comments": {"sxs": "Why prefer A when A has major issues?",
+                                  "a.correctness": "Is this really major?"}}),
+    )
+    .await;
+    let revised = send(
+        app,
+        &rater,
+        Method::PUT,
+        &format!("/api/v1/ratings/{r_warned}"),
+        &blackhat(complete_answers()),
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(revised["status"], "submitted");
+    review(app, &lead, &r_warned, comment("Better now.")).await;
+    review(
+        app,
+        &lead,
+        &r2_rejected,
+        json!({"decision": "reject", "comment": "This does not match the task."}),
+    )
+    .await;
+    review(
+        app,
+        &lead,
+        &r2_returned,
+        json!({"decision": "return", "comment": "Say why B has no code.",
+               "field_comments": {"b.executability": "B has an expression: is that code?"}}),
+    )
+    .await;
+    let browser = rater2.browser_for(app).await;
+    let form = page_text(app, &browser, &format!("/ratings/{r2_returned}")).await;
+    let token = csrf_token(&form);
+    let saved = browser
+        .post(app.url(&format!("/ratings/{r2_returned}/draft")))
+        .form(&[
+            ("csrf_token", token.as_str()),
+            ("b.executability", "yes_partially"),
+            (
+                "b.executability_explanation",
+                "The expression runs in a REPL but is no function.",
+            ),
+            ("time_spent_s", "140"),
+        ])
+        .go()
+        .await;
+    json_with(saved, StatusCode::OK).await;
+
+    // Additive: single responses, all accepted at once, then the batch closed.
+    let additive = app
+        .batch(&admin, "additive", &single_tasks(3), "&rubric=additive-5")
+        .await;
+    while let Some(next) = app.next(&rater, &additive).await {
+        let answers = json!({"relevant": true, "substantial": true, "useful": true,
+            "comprehensive": false, "expert": false, "repetitive": false,
+            "justification": "Relevant and useful, but it says nothing of the approach."});
+        submit(app, &rater, &id_of(&next, "assignment_id"), answers).await;
+    }
+    let accepted = send(
+        app,
+        &lead,
+        Method::POST,
+        "/api/v1/review/accept",
+        &json!({"batch": additive}),
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(accepted["accepted"], 3, "{accepted}");
+    send(
+        app,
+        &admin,
+        Method::PATCH,
+        &format!("/api/v1/batches/{additive}"),
+        &json!({"state": "closed"}),
+        StatusCode::OK,
+    )
+    .await;
+
+    // Pairwise aspects: two raters, and a judge with answered, unreadable and failed
+    // calls.
+    let pairwise = app
+        .batch(
+            &admin,
+            "pairwise",
+            &pairwise_tasks(),
+            "&rubric=pairwise-aspects&overlap=2",
+        )
+        .await;
+    for who in [&rater, &rater2] {
+        for _ in 0..2 {
+            let a = take(app, who, &pairwise).await;
+            let answers = json!({"helpfulness": "a", "clarity": "b", "factuality": "tie",
+                "depth": "a", "engagement": "tie", "safety": "tie",
+                "rationale": "A answers the question; B reads more easily."});
+            submit(app, who, &a, answers).await;
+        }
+    }
+    let endpoint = ScriptedJudge::start(judge_script).await;
+    add_judge(app, &admin, "scripted", &endpoint.base_url, json!({})).await;
+    let run = start_run(app, &admin, &pairwise, "scripted").await;
+    wait_for(app, &admin, &run, "finished").await;
+
+    // The team's rubric: a batch on version 1, version 2, a batch on version 2.
+    let clear1 = app
+        .batch(&admin, "clear-v1", &tasks_jsonl(2), "&rubric=clear")
+        .await;
+    let clear_answers = json!({"a": {"correct": "yes"},
+        "b": {"correct": "no", "correct_explanation": "It never returns the square."},
+        "clearer": "a"});
+    for _ in 0..2 {
+        let a = take(app, &rater, &clear1).await;
+        submit(app, &rater, &a, clear_answers.clone()).await;
+    }
+    let mut second = clear_rubric("Which one reads better?");
+    second["questions"][0]["answer"]["options"]
+        .as_array_mut()
+        .expect("options")
+        .remove(1);
+    second["questions"][0]["explanation"]["required"] = json!({"when": ["no"]});
+    send(
+        app,
+        &admin,
+        Method::POST,
+        "/api/v1/rubrics",
+        &second,
+        StatusCode::CREATED,
+    )
+    .await;
+    let clear2 = app
+        .batch(&admin, "clear-v2", &tasks_jsonl(2), "&rubric=clear")
+        .await;
+    let a = take(app, &rater3, &clear2).await;
+    submit(app, &rater3, &a, clear_answers).await;
+
+    let tokens = [&admin, &lead, &rater, &rater2, &rater3]
+        .iter()
+        .map(|p| (p.username.clone(), p.token.clone()))
+        .collect::<BTreeMap<_, _>>();
+    assert_eq!(tokens.keys().map(String::as_str).collect::<Vec<_>>(), {
+        let mut readers = READERS.to_vec();
+        readers.sort();
+        readers
+    });
+    drop(browser);
+    drop(endpoint);
+    tokens
+}
+
+/// Moves the lease of the one open assignment a century on. A lease lasts a day at most,
+/// so the fixture's would have run out before the check ever runs, and the server's
+/// housekeeping, which starts with it, would then end the assignment while the check
+/// reads, changing the batch's progress under it. Pushed on, the assignment stays open:
+/// a rater who walked away mid-task.
+async fn keep_open(db: &TestDb) {
+    let until = chrono::DateTime::parse_from_rfc3339("2126-01-01T00:00:00Z")
+        .expect("a time")
+        .with_timezone(&chrono::Utc);
+    let sql = "UPDATE assignments SET lease_expires_at = $1 WHERE state = 'open'";
+    let moved = match db.backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&db.url).await.expect("connect");
+            let done = sqlx::query(sql)
+                .bind(until)
+                .execute(&pool)
+                .await
+                .expect(sql);
+            pool.close().await;
+            done.rows_affected()
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&db.url).await.expect("connect");
+            let done = sqlx::query(sql)
+                .bind(until)
+                .execute(&pool)
+                .await
+                .expect(sql);
+            pool.close().await;
+            done.rows_affected()
+        }
+    };
+    assert_eq!(moved, 1, "one assignment is left open");
+}
+
+/// Every table of the database with its number of rows.
+async fn table_counts(db: &TestDb) -> Vec<(String, i64)> {
+    let names: Vec<(String,)> = match db.backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&db.url).await.expect("connect");
+            let names = sqlx::query_as(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+                 ORDER BY name",
+            )
+            .fetch_all(&pool)
+            .await
+            .expect("tables");
+            pool.close().await;
+            names
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&db.url).await.expect("connect");
+            let names = sqlx::query_as(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+            )
+            .fetch_all(&pool)
+            .await
+            .expect("tables");
+            pool.close().await;
+            names
+        }
+    };
+    let mut counts = Vec::new();
+    for (name,) in names {
+        let n = db.count(&format!("SELECT COUNT(*) FROM \"{name}\"")).await;
+        counts.push((name, n));
+    }
+    counts
+}
+
+/// Rows of every kind: each state and outcome the schema allows is present.
+async fn assert_every_kind(db: &TestDb) {
+    let counts = table_counts(db).await;
+    let empty: Vec<_> = counts.iter().filter(|(_, n)| *n == 0).collect();
+    assert!(empty.is_empty(), "tables without rows: {empty:?}");
+    for (sql, what) in [
+        ("SELECT COUNT(DISTINCT role) FROM users", 3),
+        ("SELECT COUNT(DISTINCT kind) FROM users", 2),
+        ("SELECT COUNT(DISTINCT active) FROM users", 2),
+        (
+            "SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NOT NULL",
+            1,
+        ),
+        ("SELECT COUNT(DISTINCT rubric) FROM batches", 4),
+        ("SELECT COUNT(DISTINCT state) FROM batches", 2),
+        ("SELECT COUNT(DISTINCT role) FROM batch_members", 2),
+        ("SELECT COUNT(DISTINCT state) FROM assignments", 4),
+        ("SELECT COUNT(DISTINCT swapped) FROM assignments", 2),
+        ("SELECT COUNT(DISTINCT outcome) FROM ratings", 3),
+        ("SELECT COUNT(DISTINCT status) FROM ratings", 5),
+        ("SELECT COUNT(DISTINCT rater_kind) FROM ratings", 2),
+        ("SELECT COUNT(DISTINCT decision) FROM reviews", 3),
+        ("SELECT COUNT(DISTINCT status) FROM judge_calls", 3),
+        ("SELECT COUNT(DISTINCT gold_grade IS NULL) FROM ratings", 2),
+        ("SELECT COUNT(DISTINCT review_first) FROM ratings", 2),
+        ("SELECT COUNT(*) FROM ratings WHERE evidence IS NOT NULL", 1),
+        (
+            "SELECT COUNT(*) FROM ratings WHERE confirmed_warnings <> '[]'",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM ratings WHERE revision_draft IS NOT NULL",
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM reviews WHERE field_comments <> '{}'",
+            2,
+        ),
+        (
+            "SELECT COUNT(*) FROM judge_calls WHERE error_body IS NOT NULL",
+            1,
+        ),
+        ("SELECT COUNT(*) FROM rubrics WHERE name = 'clear'", 2),
+        ("SELECT COUNT(DISTINCT rubric_version) FROM batches", 2),
+    ] {
+        assert!(db.count(sql).await >= what, "{sql}: fewer than {what}");
+    }
+}
+
+/// Writes the fixtures. Run once, by hand (see `tests/fixtures/upgrade/README.md`); it
+/// refuses to overwrite fixtures already made, which stand for an older verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes tests/fixtures/upgrade: run by hand with VERDICT_WRITE_UPGRADE_FIXTURES=1"]
+async fn make_fixtures() {
+    assert_eq!(
+        std::env::var("VERDICT_WRITE_UPGRADE_FIXTURES").as_deref(),
+        Ok("1"),
+        "set VERDICT_WRITE_UPGRADE_FIXTURES=1 to write the fixtures"
+    );
+    assert!(
+        std::env::var_os("TEST_DATABASE_URL").is_some(),
+        "the fixtures need PostgreSQL as well: set TEST_DATABASE_URL"
+    );
+    let dir = folder();
+    assert!(
+        !dir.join("verdict.sqlite3").exists(),
+        "{} holds fixtures already: they stand for the verdict that made them and are \
+         never made again (new fixtures go in a new folder)",
+        dir.display()
+    );
+    std::fs::create_dir_all(&dir).expect("fixture folder");
+    let mut credentials = BTreeMap::new();
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let config = Config {
+            // A failed judge call is retried: quickly, so the generator does not wait.
+            judge_retry_delay: Duration::from_millis(20),
+            ..Config::default()
+        };
+        let mut app = TestApp::with_config(backend, config)
+            .await
+            .expect("the backend is configured");
+        let tokens = activity(&app).await;
+        app.stop().await;
+        keep_open(&app.db).await;
+        assert_every_kind(&app.db).await;
+        match backend {
+            Backend::Sqlite => {
+                // One self-contained file, without the write-ahead log or free pages.
+                let into = dir.join("verdict.sqlite3");
+                let pool = sqlx::SqlitePool::connect(&app.db.url)
+                    .await
+                    .expect("connect");
+                sqlx::query("VACUUM INTO ?")
+                    .bind(into.to_string_lossy().into_owned())
+                    .execute(&pool)
+                    .await
+                    .expect("VACUUM INTO");
+                pool.close().await;
+                // Small pages: a table or index takes a page even with one row in it,
+                // and this schema has fifty of them.
+                let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", into.display()))
+                    .await
+                    .expect("connect");
+                sqlx::raw_sql("PRAGMA page_size = 1024; VACUUM")
+                    .execute(&pool)
+                    .await
+                    .expect("VACUUM");
+                pool.close().await;
+            }
+            Backend::Postgres => {
+                let out = std::process::Command::new("pg_dump")
+                    .args(["--inserts", "--no-owner", "--no-privileges", "--file"])
+                    .arg(dir.join("verdict.postgres.sql"))
+                    .arg(&app.db.url)
+                    .output()
+                    .expect("run pg_dump");
+                assert!(
+                    out.status.success(),
+                    "pg_dump: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+        app.teardown().await;
+
+        // What it serves, read from the fixture as the check reads it.
+        let db = restored(backend).await.expect("the backend is configured");
+        let app = TestApp::on(db, Config::default()).await;
+        let files = served(&app, &tokens).await;
+        app.teardown().await;
+        let expected = dir.join("expected").join(backend_name(backend));
+        for (name, body) in files {
+            let path = expected.join(&name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("folder");
+            let text = match body {
+                // Compact, to keep the fixtures small: `jq .` shows them laid out.
+                Served::Json(value) => serde_json::to_string(&value).expect("JSON") + "\n",
+                Served::Text(text) => text,
+            };
+            std::fs::write(&path, text).expect("write expected");
+        }
+        credentials.insert(backend_name(backend), tokens);
+    }
+    std::fs::write(
+        dir.join("credentials.json"),
+        serde_json::to_string_pretty(&credentials).expect("JSON") + "\n",
+    )
+    .expect("write credentials");
+}
