@@ -64,7 +64,10 @@ pub async fn next(
     };
     let (owned, task, draft) = super::owned_form(&state, assignment.id, &user).await?;
     let (time_spent_s, draft) = match draft {
-        Some(draft) => (draft.time_spent_s, Some(Value::Object(draft.answers))),
+        Some(draft) => (
+            draft.time_spent_s,
+            Some(Value::Object(draft.answers.into_map())),
+        ),
         None => (0, None),
     };
     Ok(Json(NextTask {

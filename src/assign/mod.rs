@@ -15,12 +15,12 @@ use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::services::ServiceError;
 use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
-use crate::store::assignments::{Assignment, Draft, Task};
+use crate::store::assignments::{Assignment, Task};
 use crate::store::batches::Batch;
 use crate::store::ratings::{Extras, Finish, Rating};
 use crate::store::users::User;
 use verdict_core::evidence;
-use verdict_core::rubric::{self, Answers, Mode, Rubric};
+use verdict_core::rubric::{self, Mode, Rubric, ShownAnswers, TaskAnswers};
 
 pub mod api;
 pub mod pages;
@@ -111,7 +111,7 @@ pub async fn owned_form(
     state: &AppState,
     id: Uuid,
     user: &User,
-) -> AppResult<(Owned, Task, Option<Draft>)> {
+) -> AppResult<(Owned, Task, Option<ShownDraft>)> {
     let form = state
         .store()
         .assignment_form(id)
@@ -124,11 +124,22 @@ pub async fn owned_form(
     }
     let owned = owned_of(state, assignment, user).await?;
     task.external_id = crate::access::task_name(owned.sees_external_ids, &task.external_id, number);
-    let draft = draft.map(|mut d| {
-        d.answers = rubric::orient(&owned.rubric, d.answers, owned.assignment.swapped);
-        d
+    let swapped = owned.assignment.swapped;
+    let draft = draft.map(|d| ShownDraft {
+        answers: d.answers.into_shown(&owned.rubric, swapped),
+        evidence: d.evidence.map(|e| e.oriented(swapped)),
+        time_spent_s: d.time_spent_s,
     });
     Ok((owned, task, draft))
+}
+
+/// A saved draft as its rater's form shows it: answers and code runs in the order the
+/// pair was shown.
+#[derive(Debug, Clone)]
+pub struct ShownDraft {
+    pub answers: ShownAnswers,
+    pub evidence: Option<evidence::Evidence>,
+    pub time_spent_s: i32,
 }
 
 /// The batch and rubric of a rater's own assignment (both from memory once read), after
@@ -213,13 +224,17 @@ pub async fn release(state: &AppState, id: Uuid, lead: &User) -> AppResult<Assig
 }
 
 /// The saved answers of an assignment, in the orientation its rater was shown.
-pub async fn draft(state: &AppState, owned: &Owned) -> AppResult<Option<(Rating, Answers)>> {
+pub async fn draft(state: &AppState, owned: &Owned) -> AppResult<Option<(Rating, ShownAnswers)>> {
     let rating = state
         .store()
         .rating_of_assignment(owned.assignment.id)
         .await?;
     Ok(rating.map(|r| {
-        let shown = rubric::orient(&owned.rubric, r.answers.0.clone(), owned.assignment.swapped);
+        let shown = r
+            .answers
+            .0
+            .clone()
+            .into_shown(&owned.rubric, owned.assignment.swapped);
         (r, shown)
     }))
 }
@@ -245,7 +260,7 @@ impl Owned {
 /// A submission checked: its answers canonical, the active time spent, what it carries
 /// beside them, and (for a submission) the rubric's warnings its answers meet.
 pub struct Checked<'r> {
-    pub answers: Answers,
+    pub answers: TaskAnswers,
     pub time: i32,
     pub extras: Extras,
     pub warnings: Vec<&'r rubric::Warning>,
@@ -275,7 +290,7 @@ pub fn checked<'r>(form: &Form<'r>, input: &Value, mode: Mode) -> AppResult<Chec
         Mode::Draft | Mode::OutOfScope => Vec::new(),
     };
     Ok(Checked {
-        answers: rubric::orient(form.rubric, answers, form.swapped),
+        answers: ShownAnswers::new(answers).into_task(form.rubric, form.swapped),
         time,
         extras,
         warnings,

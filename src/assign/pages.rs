@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Owned, owned};
+use super::{Owned, ShownDraft, owned};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::state::AppState;
-use crate::store::assignments::{Draft, Task};
+use crate::store::assignments::Task;
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
 use verdict_core::evidence::Evidence;
@@ -492,14 +492,14 @@ async fn form(
         return finished(&state, id).await;
     }
     let (answers, time) = match draft {
-        Some(Draft {
-            mut answers,
+        Some(ShownDraft {
+            answers,
             evidence,
             time_spent_s,
         }) => {
+            let mut answers = answers.into_map();
             if let Some(evidence) = evidence {
-                let shown = evidence.oriented(owned.assignment.swapped);
-                let text = serde_json::to_string(&shown).map_err(AppError::internal)?;
+                let text = serde_json::to_string(&evidence).map_err(AppError::internal)?;
                 answers.insert("evidence".into(), Value::from(text));
             }
             (answers, time_spent_s)

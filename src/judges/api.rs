@@ -19,7 +19,7 @@ use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 use verdict_core::lifecycle::{CallStatus, RunStatus};
-use verdict_core::rubric::Answers;
+use verdict_core::rubric::ShownAnswers;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()
@@ -317,7 +317,7 @@ pub struct CallView {
     pub fields: Fields,
     /// What was read, in the orientation the judge was shown.
     #[schema(value_type = Object)]
-    pub answers: Answers,
+    pub answers: ShownAnswers,
     pub prompt_tokens: Option<i32>,
     pub completion_tokens: Option<i32>,
     pub latency_ms: Option<i32>,

@@ -16,7 +16,7 @@ use crate::store::users::User;
 use crate::web::paging::params;
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{self, Outcome, Status};
-use verdict_core::rubric::{self, Answers, Mode};
+use verdict_core::rubric::{self, Mode, ShownAnswers, TaskAnswers};
 
 pub mod api;
 pub mod pages;
@@ -116,8 +116,13 @@ pub struct ChangeView {
 pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeView>> {
     let turn = access.turn();
     let orient = |mut snapshot: Value| {
-        if let Some(Value::Object(answers)) = snapshot.get_mut("answers") {
-            *answers = rubric::orient(&access.rubric, std::mem::take(answers), turn);
+        if turn && let Some(Value::Object(answers)) = snapshot.get_mut("answers") {
+            // Snapshots hold the answers as ratings do, in the task's own order.
+            let task = TaskAnswers::deserialize(Value::Object(std::mem::take(answers)));
+            *answers = task
+                .unwrap_or_default()
+                .into_shown(&access.rubric, true)
+                .into_map();
         }
         if let Some(Value::Object(fields)) = snapshot.get_mut("review_fields") {
             let by_path = std::mem::take(fields).into_iter().collect();
@@ -148,7 +153,7 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
 /// A revision in progress, as its rater left it: the answers in their orientation, the
 /// out-of-scope explanation being written, and the active time so far.
 pub struct RevisionDraft {
-    pub answers: Answers,
+    pub answers: ShownAnswers,
     pub explanation: Option<String>,
     pub time_spent_s: i32,
 }
@@ -192,7 +197,7 @@ pub async fn save_revision_draft(
     // Checked by `validate`: a whole number of seconds in range.
     let time = rubric::take_time_spent(&mut answers).unwrap_or(0);
     let draft = serde_json::json!({
-        "answers": rubric::orient(&access.rubric, answers, access.turn()),
+        "answers": ShownAnswers::new(answers).into_task(&access.rubric, access.turn()),
         "explanation": explanation,
     });
     state
@@ -209,12 +214,13 @@ pub async fn revision_draft(state: &AppState, access: &Access) -> AppResult<Opti
     let Some((draft, time_spent_s)) = state.store().revision_draft(access.rating.id).await? else {
         return Ok(None);
     };
-    let answers = match draft.get("answers") {
-        Some(Value::Object(answers)) => answers.clone(),
-        _ => Answers::new(),
-    };
+    // Saved in the task's own order, as ratings are.
+    let answers = draft
+        .get("answers")
+        .and_then(|answers| TaskAnswers::deserialize(answers).ok())
+        .unwrap_or_default();
     Ok(Some(RevisionDraft {
-        answers: rubric::orient(&access.rubric, answers, access.turn()),
+        answers: answers.into_shown(&access.rubric, access.turn()),
         explanation: draft
             .get("explanation")
             .and_then(Value::as_str)
@@ -285,7 +291,7 @@ pub async fn revise(
                 .flatten();
             let explanation = explanation.or(kept_note).unwrap_or_default();
             let explanation = scope_explanation(&explanation, &access.batch)?;
-            let merged = over(&access.answers(), &Value::Object(given));
+            let merged = over(&access.shown_answers(), &Value::Object(given));
             let checked = checked(&form, &merged, Mode::OutOfScope)?;
             let finish = Finish::OutOfScope {
                 answers: checked.answers,

@@ -134,7 +134,7 @@ async fn page(
             (answers, errors, time, explanation.unwrap_or_default())
         }
         (Shown::Saved, Some(draft)) => (
-            draft.answers,
+            draft.answers.into_map(),
             FieldErrors::new(),
             draft.time_spent_s,
             draft.explanation.or(stored_explanation).unwrap_or_default(),

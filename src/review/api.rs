@@ -142,7 +142,7 @@ pub struct JudgeOnTaskView {
     pub complete: bool,
     /// What was read, canonical orientation.
     #[schema(value_type = Object)]
-    pub answers: verdict_core::rubric::Answers,
+    pub answers: verdict_core::rubric::TaskAnswers,
     /// Per answer path: parsed, or why not (missing, conflicting, truncated,
     /// inconsistent, `invalid: why`).
     #[schema(value_type = Object)]
@@ -176,7 +176,7 @@ pub struct TaskRatingView {
     /// Whether the rater was shown B first (the answers are turned back already).
     pub swapped: bool,
     #[schema(value_type = Object)]
-    pub answers: verdict_core::rubric::Answers,
+    pub answers: verdict_core::rubric::TaskAnswers,
     /// The skip note, or why the task is out of scope.
     pub note: Option<String>,
     pub time_spent_s: i32,

@@ -17,7 +17,7 @@ use crate::store::ratings::Rating;
 use crate::store::review::{ReviewNote, TaskRating};
 use crate::store::users::User;
 use verdict_core::lifecycle;
-use verdict_core::rubric::{Answers, Rubric};
+use verdict_core::rubric::{Answers, Rubric, TaskAnswers};
 
 pub mod api;
 mod bulk;
@@ -228,7 +228,7 @@ pub async fn task_ratings(
 pub struct JudgeOnTask {
     pub judge: String,
     /// Canonical orientation; only what was read (consistently, for a pair).
-    pub answers: Answers,
+    pub answers: TaskAnswers,
     /// Per answer path: parsed, or why not.
     pub fields: crate::judge::Fields,
     /// Whether it is a whole rating (stored as the judge's).
@@ -251,7 +251,7 @@ pub async fn task_judges(
             Some(last) if last.judge == judge => last.calls.push(call),
             _ => judges.push(JudgeOnTask {
                 judge,
-                answers: Answers::new(),
+                answers: TaskAnswers::default(),
                 fields: Default::default(),
                 complete: false,
                 calls: vec![call],

@@ -11,7 +11,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::disagreement;
-use super::table::{Row, row_label, rows};
+use super::table::{Column, Row, row_label, rows};
 use super::{
     BulkAccepted, Decision, FilterText, QueueItem, QueueQuery, Seen, TaskSpread, decide, reviewable,
 };
@@ -27,7 +27,7 @@ use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, Status};
 use verdict_core::rubric::Side;
-use verdict_core::rubric::{Answers, Slot, Subject, orient};
+use verdict_core::rubric::{Slot, Subject};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -433,9 +433,10 @@ pub fn changes(before: Option<&Value>, after: &Value) -> Vec<String> {
 /// Which orientation the review page shows a rating in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
-    /// As the rater saw it: A is the response shown first (the default).
+    /// As the rater saw it: A is the response shown first.
     Shown,
-    /// The task's own order: A is the task's response A, as stored and exported.
+    /// The task's own order: A is the task's response A, as stored, exported and shown
+    /// in every other lead view (the default).
     Canonical,
 }
 
@@ -444,7 +445,7 @@ pub enum View {
 fn review_query(raw: Option<&str>) -> AppResult<(View, QueueQuery)> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
         .map_err(|e| AppError::BadRequest(e.to_string()))?;
-    let mut view = View::Shown;
+    let mut view = View::Canonical;
     let mut rest = Vec::new();
     for (name, value) in pairs {
         if name == "view" {
@@ -649,7 +650,13 @@ async fn review_page(
     let swapped = access.assignment.swapped;
     let pair = access.rubric.subject == Subject::Pair;
     let turned = view == View::Shown && swapped && pair;
-    let answers = orient(&access.rubric, r.answers.0.clone(), turned);
+    let shown;
+    let column = if turned {
+        shown = r.answers.0.clone().into_shown(&access.rubric, true);
+        Column::shown(&shown)
+    } else {
+        Column::task(&r.answers.0, swapped)
+    };
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(turned);
     let (code_runs, attachments) = evidence_views(r.evidence.as_ref().map(|e| &e.0), pair, turned);
@@ -671,7 +678,7 @@ async fn review_page(
         swapped,
         time_spent_s: r.time_spent_s,
         review_comment: r.review_comment.clone(),
-        rows: rows(&access.rubric, &access.batch.classifications.0, &[&answers]),
+        rows: rows(&access.rubric, &access.batch.classifications.0, &[column]),
         history,
         prompt_html,
         a_html,
@@ -899,8 +906,11 @@ async fn task(
         .into_iter()
         .map(|j| JudgeColumn::new(&rubric, j))
         .collect();
-    let sets: Vec<&Answers> = ratings.iter().map(|r| &r.answers.0).collect();
-    let rows = rows(&rubric, &summary.batch.classifications.0, &sets);
+    let columns: Vec<Column<'_>> = ratings
+        .iter()
+        .map(|r| Column::task(&r.answers.0, r.swapped))
+        .collect();
+    let rows = rows(&rubric, &summary.batch.classifications.0, &columns);
     let raters = ratings
         .iter()
         .map(|r| RaterColumn {
@@ -979,13 +989,10 @@ mod tests {
 
     #[test]
     fn the_review_page_takes_a_view_beside_the_queue_filters() {
-        let (view, query) = review_query(Some("rater=r1&view=canonical")).unwrap();
-        assert_eq!(
-            (view, query.rater.as_deref()),
-            (View::Canonical, Some("r1"))
-        );
+        let (view, query) = review_query(Some("rater=r1&view=shown")).unwrap();
+        assert_eq!((view, query.rater.as_deref()), (View::Shown, Some("r1")));
         let (view, _) = review_query(None).unwrap();
-        assert_eq!(view, View::Shown);
+        assert_eq!(view, View::Canonical, "the task's own order unless asked");
         assert!(review_query(Some("view=sideways")).is_err());
         assert!(review_query(Some("colour=red")).is_err());
     }

@@ -462,7 +462,7 @@ fn items(
             .into_iter()
             .flatten()
             .filter(|p| p.rating_id != row.rating_id)
-            .map(|p| &p.answers.0)
+            .map(|p| &*p.answers.0)
             .collect();
         let disagrees = disagreement::disagrees(rubric, answers, &others);
         if filters.disagrees && !disagrees {

@@ -6,12 +6,40 @@ use serde_json::Value;
 
 use super::disagreement;
 use super::queue::value_text;
-use verdict_core::rubric::{Answers, Classification, Rubric, Slot};
+use verdict_core::rubric::{Answers, Classification, Rubric, ShownAnswers, Slot, TaskAnswers};
+
+/// One column of the table: a set of answers, and whether its explanations were written
+/// with the pair the other way round from how the column reads.
+pub struct Column<'a> {
+    answers: &'a Answers,
+    turned: bool,
+}
+
+impl<'a> Column<'a> {
+    /// A rating in the task's own order, from an assignment that showed the pair
+    /// `swapped`: its rater's explanations call the task's B "A".
+    pub fn task(answers: &'a TaskAnswers, swapped: bool) -> Self {
+        Column {
+            answers,
+            turned: swapped,
+        }
+    }
+
+    /// A rating as its rater saw it: the explanations read as written.
+    pub fn shown(answers: &'a ShownAnswers) -> Self {
+        Column {
+            answers,
+            turned: false,
+        }
+    }
+}
 
 /// A question's answer as shown to a lead: the option's label and the explanation.
 pub struct Cell {
     pub value: String,
     pub why: String,
+    /// The explanation was written when B was shown first, so its "A" is this table's B.
+    pub written_swapped: bool,
     /// Whether an answer is there at all.
     pub answered: bool,
     /// Whether its answer differs from the others of its row (see [`mark_differences`]).
@@ -53,7 +81,15 @@ pub(super) fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
             .and_then(|key| holder.and_then(|h| h.get(&key)).and_then(Value::as_str))
             .unwrap_or("")
             .to_owned(),
+        written_swapped: false,
     }
+}
+
+/// A column's cell: an explanation written with the pair the other way round is marked.
+fn column_cell(slot: &Slot<'_>, column: &Column<'_>) -> Cell {
+    let mut cell = cell(slot, column.answers);
+    cell.written_swapped = column.turned && !cell.why.is_empty();
+    cell
 }
 
 pub fn row_label(slot: &Slot<'_>) -> String {
@@ -115,20 +151,32 @@ fn classification_text(questions: &[Classification], answers: &Answers) -> Optio
 
 /// Rows of questions by columns of answer sets, in the orientation the sets are in.
 /// Rows nobody answered are left out; several sets have their differences marked.
-pub fn rows(rubric: &Rubric, classifications: &[Classification], sets: &[&Answers]) -> Vec<Row> {
+pub fn rows(
+    rubric: &Rubric,
+    classifications: &[Classification],
+    columns: &[Column<'_>],
+) -> Vec<Row> {
+    let swaps = rubric.subject == verdict_core::rubric::Subject::Pair;
     let mut rows: Vec<Row> = rubric
         .slots()
         .iter()
         .map(|slot| Row {
             label: row_label(slot),
-            cells: sets.iter().map(|s| cell(slot, s)).collect(),
+            cells: columns
+                .iter()
+                .map(|c| {
+                    let mut cell = column_cell(slot, c);
+                    cell.written_swapped &= swaps;
+                    cell
+                })
+                .collect(),
             differs: false,
         })
         .filter(|row| row.cells.iter().any(|c| c.answered || !c.why.is_empty()))
         .collect();
-    let classified: Vec<Option<String>> = sets
+    let classified: Vec<Option<String>> = columns
         .iter()
-        .map(|s| classification_text(classifications, s))
+        .map(|c| classification_text(classifications, c.answers))
         .collect();
     if classified.iter().any(Option::is_some) {
         rows.push(Row {
@@ -139,13 +187,14 @@ pub fn rows(rubric: &Rubric, classifications: &[Classification], sets: &[&Answer
                     answered: text.is_some(),
                     value: text.unwrap_or_else(|| "—".into()),
                     why: String::new(),
+                    written_swapped: false,
                     differs: false,
                 })
                 .collect(),
             differs: false,
         });
     }
-    if sets.len() > 1 {
+    if columns.len() > 1 {
         rows.iter_mut().for_each(mark_differences);
     }
     rows
@@ -155,11 +204,15 @@ pub fn rows(rubric: &Rubric, classifications: &[Classification], sets: &[&Answer
 mod tests {
     use serde_json::json;
 
-    use super::rows;
-    use verdict_core::rubric::{Answers, Classification, by_name};
+    use super::{Column, rows};
+    use verdict_core::rubric::{Classification, TaskAnswers, by_name};
 
-    fn set(value: serde_json::Value) -> Answers {
-        value.as_object().unwrap().clone()
+    fn set(value: serde_json::Value) -> TaskAnswers {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn straight<'a>(sets: &[&'a TaskAnswers]) -> Vec<Column<'a>> {
+        sets.iter().map(|s| Column::task(s, false)).collect()
     }
 
     #[test]
@@ -167,7 +220,7 @@ mod tests {
         let blackhat = by_name("blackhat").unwrap();
         let two = set(json!({"sxs": 2, "sxs_explanation": "A runs."}));
         let six = set(json!({"sxs": 6}));
-        let found = rows(blackhat, &[], &[&two, &two, &six]);
+        let found = rows(blackhat, &[], &straight(&[&two, &two, &six]));
         assert_eq!(found.len(), 1, "only the score was answered");
         let row = &found[0];
         let values: Vec<&str> = row.cells.iter().map(|c| c.value.as_str()).collect();
@@ -177,12 +230,12 @@ mod tests {
         assert!(row.differs);
         assert_eq!(row.cells[0].why, "A runs.");
 
-        let tied = rows(blackhat, &[], &[&two, &six]);
+        let tied = rows(blackhat, &[], &straight(&[&two, &six]));
         assert!(
             tied[0].cells.iter().all(|c| c.differs),
             "no answer is the most common"
         );
-        let alone = rows(blackhat, &[], &[&six]);
+        let alone = rows(blackhat, &[], &straight(&[&six]));
         assert!(!alone[0].differs, "one rating differs from nothing");
     }
 
@@ -199,12 +252,41 @@ mod tests {
         let classified =
             set(json!({"sxs": 4, "classifications": {"language": ["python", "rust"]}}));
         let plain = set(json!({"sxs": 4}));
-        let found = rows(blackhat, &[language], &[&classified, &plain]);
+        let found = rows(blackhat, &[language], &straight(&[&classified, &plain]));
         let last = found.last().unwrap();
         assert_eq!(last.label, "Classifications");
         assert_eq!(last.cells[0].value, "Language: python, rust");
         assert!(!last.cells[1].answered);
-        let without = rows(blackhat, &[], &[&plain]);
+        let without = rows(blackhat, &[], &straight(&[&plain]));
         assert!(without.iter().all(|r| r.label != "Classifications"));
+    }
+
+    #[test]
+    fn an_explanation_written_the_other_way_round_is_marked() {
+        let blackhat = by_name("blackhat").unwrap();
+        let turned = set(json!({"sxs": 6, "sxs_explanation": "My A runs."}));
+        let plain = set(json!({"sxs": 2, "sxs_explanation": "A runs."}));
+        let found = rows(
+            blackhat,
+            &[],
+            &[Column::task(&turned, true), Column::task(&plain, false)],
+        );
+        let cells = &found[0].cells;
+        assert!(cells[0].written_swapped, "written when B was shown first");
+        assert!(!cells[1].written_swapped);
+
+        let shown = turned.clone().into_shown(blackhat, true);
+        let as_seen = rows(blackhat, &[], &[Column::shown(&shown)]);
+        assert_eq!(as_seen[0].cells[0].value, "A better");
+        assert!(!as_seen[0].cells[0].written_swapped, "read as written");
+
+        let single = by_name("additive-5").unwrap();
+        let score = set(json!({"score": 3, "justification": "Useful."}));
+        let one = rows(single, &[], &[Column::task(&score, true)]);
+        assert!(
+            one.iter()
+                .all(|r| r.cells.iter().all(|c| !c.written_swapped)),
+            "one response has no order to turn"
+        );
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::batches::Batch;
 use crate::store::ratings::Finish;
-use verdict_core::rubric::{self, Answers};
+use verdict_core::rubric::{self, Answers, ShownAnswers};
 
 /// The longest note or out-of-scope explanation.
 pub const MAX_NOTE_CHARS: usize = 5000;
@@ -63,8 +63,8 @@ pub fn scope_explanation(explanation: &str, batch: &Batch) -> ServiceResult<Stri
 /// Answers given with a request laid over answers kept before (both as the rater was
 /// shown them): a question given replaces the kept one, the rest stay. Per-response
 /// answers and classifications are merged question by question.
-pub fn over(kept: &Answers, given: &Value) -> Value {
-    let mut merged = kept.clone();
+pub fn over(kept: &ShownAnswers, given: &Value) -> Value {
+    let mut merged = Answers::clone(kept);
     if let Some(given) = given.as_object() {
         for (key, value) in given {
             match (merged.get_mut(key), value) {

@@ -14,7 +14,7 @@ use crate::store::batches::Batch;
 use crate::store::ratings::Rating;
 use crate::store::users::User;
 use verdict_core::lifecycle::{self, Outcome, Status};
-use verdict_core::rubric::{self, Answers, Rubric};
+use verdict_core::rubric::{Answers, Rubric, ShownAnswers};
 
 /// Who is looking at a rating, which decides the orientation they get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,9 +74,21 @@ impl Access {
         self.viewer == Viewer::Owner && self.assignment.swapped
     }
 
-    /// The answers in the viewer's orientation.
+    /// The answers as the viewer reads them: its rater in the order the pair was shown
+    /// to them (a swap is never revealed), anyone else in the task's own order.
     pub fn answers(&self) -> Answers {
-        rubric::orient(&self.rubric, self.rating.answers.0.clone(), self.turn())
+        let task = self.rating.answers.0.clone();
+        if self.turn() {
+            task.into_shown(&self.rubric, true).into_map()
+        } else {
+            task.into_map()
+        }
+    }
+
+    /// The answers as its rater was shown them: what a revision starts from.
+    pub fn shown_answers(&self) -> ShownAnswers {
+        let task = self.rating.answers.0.clone();
+        task.into_shown(&self.rubric, self.assignment.swapped)
     }
 
     /// The last review's comments on single answers, by path in the viewer's orientation.

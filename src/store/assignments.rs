@@ -65,7 +65,7 @@ pub struct AssignmentForm {
     model_b: Option<String>,
     metadata: Json<Map<String, Value>>,
     rendered: Option<Json<Value>>,
-    draft_answers: Option<Json<verdict_core::rubric::Answers>>,
+    draft_answers: Option<Json<verdict_core::rubric::TaskAnswers>>,
     draft_evidence: Option<Json<verdict_core::evidence::Evidence>>,
     draft_time_spent_s: Option<i32>,
     /// See [`TASK_NUMBER`].
@@ -75,7 +75,7 @@ pub struct AssignmentForm {
 /// The answers saved on an assignment, canonical, with the code runs and time spent.
 #[derive(Debug, Clone)]
 pub struct Draft {
-    pub answers: verdict_core::rubric::Answers,
+    pub answers: verdict_core::rubric::TaskAnswers,
     pub evidence: Option<verdict_core::evidence::Evidence>,
     pub time_spent_s: i32,
 }

@@ -13,7 +13,7 @@ use super::{StoreError, StoreResult, on_unique, read, transaction, write};
 use verdict_core::judge::{Fields, Params, Plan, Template};
 use verdict_core::lifecycle::{CallStatus, Outcome, RaterKind, RunStatus, Status};
 use verdict_core::metrics::judges::JudgeCall;
-use verdict_core::rubric::Answers;
+use verdict_core::rubric::{ShownAnswers, TaskAnswers};
 
 /// A judge as stored. The sealed key never leaves the store's callers that make calls.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -105,7 +105,7 @@ pub struct Call {
     /// What became of each answer, by path as the judge was shown them.
     pub fields: Json<Fields>,
     /// What was read, in the orientation the judge was shown.
-    pub answers: Json<Answers>,
+    pub answers: Json<ShownAnswers>,
     pub prompt_tokens: Option<i32>,
     pub completion_tokens: Option<i32>,
     pub latency_ms: Option<i32>,
@@ -526,7 +526,7 @@ impl super::Store {
         judge_user: Uuid,
         batch_id: Uuid,
         task_id: Uuid,
-        answers: &Answers,
+        answers: &TaskAnswers,
     ) -> StoreResult<Uuid> {
         let now = Utc::now();
         let lock = self.lock_clause();
@@ -667,7 +667,7 @@ struct JudgeCallRow {
     #[sqlx(try_from = "String")]
     status: CallStatus,
     fields: Json<Fields>,
-    answers: Json<Answers>,
+    answers: Json<ShownAnswers>,
     len_a: i64,
     len_b: i64,
 }

@@ -14,7 +14,7 @@ use super::{StoreResult, read, transaction, write};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{self, Outcome, Refusal, Status};
-use verdict_core::rubric::Answers;
+use verdict_core::rubric::TaskAnswers;
 
 /// A rating as stored: answers in the task's canonical orientation.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -28,7 +28,7 @@ pub struct Rating {
     pub outcome: Outcome,
     #[sqlx(try_from = "String")]
     pub status: Status,
-    pub answers: Json<Answers>,
+    pub answers: Json<TaskAnswers>,
     pub skip_reason: Option<String>,
     /// The skip note, or why the task is out of scope.
     pub note: Option<String>,
@@ -85,25 +85,25 @@ impl Extras {
 #[derive(Debug, Clone)]
 pub enum Finish {
     Rated {
-        answers: Answers,
+        answers: TaskAnswers,
     },
     Skipped {
         reason: String,
         note: Option<String>,
     },
     OutOfScope {
-        answers: Answers,
+        answers: TaskAnswers,
         explanation: String,
     },
 }
 
 impl Finish {
     /// The answers, skip reason and note it stores.
-    fn parts(&self) -> (Answers, Option<String>, Option<String>) {
+    fn parts(&self) -> (TaskAnswers, Option<String>, Option<String>) {
         match self {
             Finish::Rated { answers } => (answers.clone(), None, None),
             Finish::Skipped { reason, note } => {
-                (Answers::new(), Some(reason.clone()), note.clone())
+                (TaskAnswers::default(), Some(reason.clone()), note.clone())
             }
             Finish::OutOfScope {
                 answers,
@@ -334,7 +334,7 @@ impl super::Store {
     pub async fn save_draft(
         &self,
         assignment_id: Uuid,
-        answers: &Answers,
+        answers: &TaskAnswers,
         extras: &Extras,
         time_spent_s: i32,
         lease_until: DateTime<Utc>,

@@ -16,7 +16,7 @@ use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Standing, Status};
 use verdict_core::metrics::RatingFacts;
-use verdict_core::rubric::Answers;
+use verdict_core::rubric::TaskAnswers;
 
 /// A rating in the review queue, with what the queue's filters and summaries read.
 /// How far a reader of a batch's ratings got (see [`Store::ratings_mark`]). A number the
@@ -39,7 +39,7 @@ pub struct QueueRow {
     pub submitted_at: Option<DateTime<Utc>>,
     pub version: i32,
     /// Canonical orientation.
-    pub answers: Json<Answers>,
+    pub answers: Json<TaskAnswers>,
     /// Held for review first.
     pub review_first: bool,
 }
@@ -90,7 +90,7 @@ pub struct Peer {
     pub outcome: Outcome,
     #[sqlx(try_from = "String")]
     pub status: Status,
-    pub answers: Json<Answers>,
+    pub answers: Json<TaskAnswers>,
 }
 
 /// One rater's rating of a task, for the side-by-side view.
@@ -107,7 +107,7 @@ pub struct TaskRating {
     #[sqlx(try_from = "String")]
     pub status: Status,
     pub swapped: bool,
-    pub answers: Json<Answers>,
+    pub answers: Json<TaskAnswers>,
     pub note: Option<String>,
     pub time_spent_s: i32,
 }
@@ -133,7 +133,7 @@ pub struct BatchRating {
     #[sqlx(try_from = "String")]
     pub status: Status,
     /// Canonical orientation.
-    pub answers: Json<Answers>,
+    pub answers: Json<TaskAnswers>,
 }
 
 /// A rating as exported: everything about it, answers in canonical orientation.
@@ -150,7 +150,7 @@ pub struct ExportRow {
     pub swapped: bool,
     pub model_a: Option<String>,
     pub model_b: Option<String>,
-    pub answers: Json<Answers>,
+    pub answers: Json<TaskAnswers>,
     pub skip_reason: Option<String>,
     pub note: Option<String>,
     pub time_spent_s: i32,

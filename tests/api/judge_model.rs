@@ -16,7 +16,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use verdict::judge::{Asked, Fields, combine, parse};
-use verdict_core::rubric::Answers;
+use verdict_core::rubric::ShownAnswers;
 
 use verdict::store::Backend;
 
@@ -165,7 +165,7 @@ async fn check_stored(
     let rubric = verdict_core::rubric::by_name(rubric_name).expect("built-in");
     let format = verdict::judge::template::built_in(rubric).format;
     let stored = calls(app, admin, run, None).await;
-    let mut by_task: BTreeMap<String, Vec<(bool, Answers, Fields)>> = BTreeMap::new();
+    let mut by_task: BTreeMap<String, Vec<(bool, ShownAnswers, Fields)>> = BTreeMap::new();
     for call in &stored {
         let output = call["raw_output"].as_str().expect("a raw output");
         assert!(!output.is_empty(), "{call}");
@@ -191,7 +191,8 @@ async fn check_stored(
             "unparsed"
         };
         assert_eq!(call["status"], status, "{rubric_name}: {output}");
-        let answers: Answers = serde_json::from_value(call["answers"].clone()).expect("answers");
+        let answers: ShownAnswers =
+            serde_json::from_value(call["answers"].clone()).expect("answers");
         assert_eq!(answers, again.answers);
         by_task
             .entry(call["external_id"].as_str().unwrap().to_owned())
@@ -226,7 +227,7 @@ async fn check_stored(
                 );
                 assert_eq!(
                     **answers,
-                    Value::Object(combined.answers.clone()),
+                    serde_json::to_value(&combined.answers).unwrap(),
                     "{rubric_name} {task}"
                 );
             }

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
+use crate::helpers::{
+    Go, Persona, TestApp, complete_answers, db_test, json_with, page_text, tasks_jsonl,
+};
 
 /// Reads every page of a paged API list, `limit` rows at a time: the rows in order, the
 /// total every page gave (it must not change), and how many pages there were.
@@ -472,6 +474,27 @@ async fn a_tasks_ratings_side_by_side_for_leads_of_its_batch(app: &TestApp) {
     );
     assert_eq!(by("other")["counts_in_metrics"], true);
     assert_eq!(by("other")["status"], "submitted");
+
+    // The page reads the same order, and marks the explanations written the other way
+    // round: in the overall row, the swapped rater's only.
+    let page = page_text(
+        app,
+        &lead.browser_for(app).await,
+        &format!("/batches/{batch}/tasks/t1"),
+    )
+    .await;
+    let label = "<th scope=\"row\">Which answer is better overall?</th>";
+    let at = page.find(label).expect("the overall row");
+    let row = &page[at..at + page[at..].find("</tr>").unwrap()];
+    assert_eq!(
+        row.matches("written when B was shown first").count(),
+        1,
+        "{row}"
+    );
+    assert!(
+        row.contains("B better") && row.contains("A better"),
+        "{row}"
+    );
 
     for (who, status) in [
         (&outsider, StatusCode::NOT_FOUND),

@@ -1,5 +1,6 @@
 //! The lead's review queue: filters and totals, going on to the next rating after a
-//! decision, bulk accept, the disagreement view, and a rating read as the rater saw it.
+//! decision, bulk accept, the disagreement view, and a rating read in the task's own order
+//! or, on asking, as the rater saw it.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -797,7 +798,9 @@ fn answer_row<'h>(html: &'h str, label: &str) -> &'h str {
     &html[start..end]
 }
 
-async fn a_swapped_rating_reads_as_the_rater_saw_it_until_asked_otherwise(app: &TestApp) {
+async fn a_swapped_rating_reads_in_the_tasks_order_and_as_the_rater_saw_it_on_asking(
+    app: &TestApp,
+) {
     let admin = app.admin().await;
     let lead = app.lead().await;
     let who = rater(app, "r1").await;
@@ -844,41 +847,70 @@ async fn a_swapped_rating_reads_as_the_rater_saw_it_until_asked_otherwise(app: &
         let browser = browser.clone();
         async move { browser.get(url).go().await.text().await.unwrap() }
     };
-    let shown = page("").await;
-    assert!(shown.contains("As the rater saw it"));
-    let a = answer_row(&shown, "A · Correctness");
-    assert!(
-        a.contains("Minor issue(s)") && a.contains("My A, the first one I saw"),
-        "{a}"
-    );
-    assert!(answer_row(&shown, "Which answer is better overall?").contains("A better"));
     let pane = |html: &str| {
         let start = html.find("Response A</h2>").unwrap();
         let end = html[start..].find("</section>").unwrap() + start;
         html[start..end].to_owned()
     };
-    let first = pane(&shown);
-    assert!(
-        first.contains("Use ") && !first.contains("class=\"code"),
-        "the rater's A was the task's B: {first}"
-    );
-    assert!(shown.contains(&format!("href=\"/review/{rating}?view=canonical\"")));
 
-    let canonical = page("?view=canonical").await;
+    // Every lead view reads the task's own order by default: the rater's A is the
+    // task's B, and its explanation is marked as written the other way round.
+    let canonical = page("").await;
     assert!(canonical.contains("The task's own order"));
     let b = answer_row(&canonical, "B · Correctness");
     assert!(
-        b.contains("My A, the first one I saw"),
-        "canonically it is B: {b}"
+        b.contains("My A, the first one I saw") && b.contains("written when B was shown first"),
+        "canonically it is B, marked: {b}"
     );
     assert!(!answer_row(&canonical, "A · Correctness").contains("My A"));
-    assert!(answer_row(&canonical, "Which answer is better overall?").contains("B better"));
+    let overall = answer_row(&canonical, "Which answer is better overall?");
+    assert!(overall.contains("B better"), "{overall}");
     let canonical_a = pane(&canonical);
     assert!(
         !canonical_a.contains("Use ") && canonical_a.contains("class=\"code"),
         "{canonical_a}"
     );
     assert!(canonical.contains(&format!("href=\"/review/{rating}?view=shown\"")));
+    assert_eq!(
+        page("?view=canonical").await,
+        canonical,
+        "the default, asked by name"
+    );
+
+    // The queue names the same side for the same rating.
+    let queue = browser
+        .get(app.url("/review"))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    let at = queue
+        .find(&format!("href=\"/review/{rating}"))
+        .expect("the rating in the queue");
+    let row = &queue[queue[..at].rfind("<tr").unwrap()..at];
+    assert!(
+        row.contains("B better") && !row.contains("A better"),
+        "{row}"
+    );
+
+    // As the rater saw it, on asking: A is the response they were shown first, and the
+    // explanation reads as written, unmarked.
+    let shown = page("?view=shown").await;
+    assert!(shown.contains("As the rater saw it"));
+    let a = answer_row(&shown, "A · Correctness");
+    assert!(
+        a.contains("Minor issue(s)") && a.contains("My A, the first one I saw"),
+        "{a}"
+    );
+    assert!(!shown.contains("written when B was shown first"));
+    assert!(answer_row(&shown, "Which answer is better overall?").contains("A better"));
+    let first = pane(&shown);
+    assert!(
+        first.contains("Use ") && !first.contains("class=\"code"),
+        "the rater's A was the task's B: {first}"
+    );
+    assert!(shown.contains(&format!("href=\"/review/{rating}?view=canonical\"")));
     let bad = browser
         .get(app.url(&format!("/review/{rating}?view=sideways")))
         .go()
@@ -886,4 +918,4 @@ async fn a_swapped_rating_reads_as_the_rater_saw_it_until_asked_otherwise(app: &
     assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(!swapped_task.is_empty());
 }
-db_test!(a_swapped_rating_reads_as_the_rater_saw_it_until_asked_otherwise: TestApp);
+db_test!(a_swapped_rating_reads_in_the_tasks_order_and_as_the_rater_saw_it_on_asking: TestApp);

@@ -916,7 +916,7 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
                         .await
                         .unwrap()
                         .unwrap();
-                    (case.stored)(&Value::Object(stored.answers.0.clone()), swapped);
+                    (case.stored)(&serde_json::to_value(&stored.answers.0).unwrap(), swapped);
                     rated.push(rating);
                 }
             }

@@ -17,21 +17,23 @@
 use serde_json::Value;
 
 use super::parse::{FieldStatus, Fields, asked_paths};
-use crate::rubric::{Answer, Answers, Favours, Mode, Role, Rubric, orient, validate};
+use crate::rubric::{
+    Answer, Answers, Favours, Mode, Role, Rubric, ShownAnswers, TaskAnswers, validate,
+};
 
 /// One order's answers: whether B was shown as "A", the answers read (in the
 /// orientation shown) and their statuses.
 #[derive(Debug, Clone)]
 pub struct Asked<'a> {
     pub swapped: bool,
-    pub answers: &'a Answers,
+    pub answers: &'a ShownAnswers,
     pub fields: &'a Fields,
 }
 
 /// A task's answer, canonical, and per question path what became of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Combined {
-    pub answers: Answers,
+    pub answers: TaskAnswers,
     pub fields: Fields,
 }
 
@@ -51,7 +53,7 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
         .any(|order| !asked.iter().any(|a| a.swapped == *order))
     {
         return Combined {
-            answers: Answers::new(),
+            answers: TaskAnswers::default(),
             fields: asked_paths(rubric)
                 .into_iter()
                 .chain(rubric.derived.iter().map(|d| d.key.clone()))
@@ -59,9 +61,9 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
                 .collect(),
         };
     }
-    let canonical: Vec<(bool, Answers)> = asked
+    let canonical: Vec<(bool, TaskAnswers)> = asked
         .iter()
-        .map(|a| (a.swapped, orient(rubric, a.answers.clone(), a.swapped)))
+        .map(|a| (a.swapped, a.answers.clone().into_task(rubric, a.swapped)))
         .collect();
     let mut answers = Answers::new();
     let mut fields = Fields::new();
@@ -106,7 +108,7 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
         }
     }
     // Explanations and texts that are not compared: from A-first, else B-first.
-    let mut by_order: Vec<&(bool, Answers)> = canonical.iter().collect();
+    let mut by_order: Vec<&(bool, TaskAnswers)> = canonical.iter().collect();
     by_order.sort_by_key(|(swapped, _)| *swapped);
     for question in rubric.questions.iter() {
         let keys: Vec<String> = question
@@ -166,7 +168,10 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
         };
         fields.insert(derived.key.clone(), status);
     }
-    Combined { answers, fields }
+    Combined {
+        answers: TaskAnswers::canonical(answers),
+        fields,
+    }
 }
 
 /// `a.x` for `b.x` and the other way round; other paths stay.

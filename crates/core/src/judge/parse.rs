@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::template::{Format, choices_parts, score_line_parts};
-use crate::rubric::{Answer, Answers, Mode, Question, Rubric, Subject, validate};
+use crate::rubric::{Answer, Answers, Mode, Question, Rubric, ShownAnswers, Subject, validate};
 
 /// What became of one answer of an output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub type Fields = BTreeMap<String, FieldStatus>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
     /// The answers that were read, checked against the rubric.
-    pub answers: Answers,
+    pub answers: ShownAnswers,
     pub fields: Fields,
 }
 
@@ -105,7 +105,7 @@ pub fn parse(
     let paths = asked_paths(rubric);
     if truncated {
         return Parsed {
-            answers: Answers::new(),
+            answers: ShownAnswers::default(),
             fields: paths
                 .into_iter()
                 .map(|p| (p, FieldStatus::Truncated))
@@ -151,7 +151,7 @@ fn finish(
         }
     };
     Parsed {
-        answers,
+        answers: ShownAnswers::new(answers),
         fields: std::mem::take(fields),
     }
 }

@@ -27,7 +27,7 @@ use super::stats::{self, Estimate};
 use super::{Accumulator, Question};
 use crate::judge::{Asked, Fields, combine};
 use crate::lifecycle::CallStatus;
-use crate::rubric::{Answers, Favours, Rubric, Subject};
+use crate::rubric::{Answers, Favours, Rubric, ShownAnswers, Subject};
 
 /// One call of a judge's latest run over the batch, as metrics read it.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub struct JudgeCall {
     /// By path as the judge was shown them.
     pub fields: Fields,
     /// In the orientation the judge was shown.
-    pub answers: Answers,
+    pub answers: ShownAnswers,
     pub len_a: i64,
     pub len_b: i64,
 }
@@ -185,7 +185,7 @@ impl Accumulator {
                     asked
                         .iter()
                         .find(|a| a.swapped == swapped)
-                        .map(|a| crate::rubric::orient(rubric, a.answers.clone(), swapped))
+                        .map(|a| a.answers.clone().into_task(rubric, swapped))
                 };
                 if let (Some(straight), Some(turned)) = (canonical(false), canonical(true)) {
                     for &qi in &preferences {

@@ -399,7 +399,8 @@ fn turned_codes(rubric: &Rubric, slot: Slot<'_>, values: &[serde_json::Value]) -
                 side: None,
             } => {
                 let one = serde_json::Map::from_iter([(question.key.clone(), value.clone())]);
-                crate::rubric::orient(rubric, one, true)
+                crate::rubric::ShownAnswers::new(one)
+                    .into_task(rubric, true)
                     .get(&question.key)
                     .and_then(|t| values.iter().position(|v| v == t))
                     .map_or(code, |j| j as u8 + 1)

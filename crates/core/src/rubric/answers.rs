@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Answer, Explanation, Question, Required, Rubric, Subject, Swap, Warning};
+use super::{Answer, Explanation, Question, Required, Rubric, Subject, Warning};
 
 /// Answers as a JSON object. A pair rubric keeps the answers asked of each response
 /// under `a` and `b`; the answers asked once, the derived ones, `classifications` and
@@ -518,46 +518,18 @@ pub fn warnings<'r>(rubric: &'r Rubric, answers: &Answers) -> Vec<&'r Warning> {
         .collect()
 }
 
-/// Turns answers between the orientation a rater was shown and the canonical one: with
-/// `swapped`, the answers asked of each response trade places and every question asked
-/// once turns as its `swap` says. Applying it twice gives back what went in.
-pub fn orient(rubric: &Rubric, mut answers: Answers, swapped: bool) -> Answers {
-    if !swapped || rubric.subject == Subject::Single {
-        return answers;
-    }
-    let a = answers.remove("a");
-    let b = answers.remove("b");
-    if let Some(b) = b {
-        answers.insert("a".into(), b);
-    }
-    if let Some(a) = a {
-        answers.insert("b".into(), a);
-    }
-    for question in rubric.questions.iter().filter(|q| !q.each_response) {
-        let Some(value) = answers.get(&question.key) else {
-            continue;
-        };
-        let turned = match (&question.swap, &question.answer, value) {
-            (Swap::MirrorScale, Answer::Scale { min, max, .. }, Value::Number(n)) => {
-                n.as_i64().map(|n| Value::from(min + max - n))
-            }
-            (Swap::SwapValues(map), _, Value::String(s)) => {
-                map.get(s).map(|to| Value::from(to.as_str()))
-            }
-            _ => None,
-        };
-        if let Some(turned) = turned {
-            answers.insert(question.key.clone(), turned);
-        }
-    }
-    answers
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::rubric::ShownAnswers;
+
+    fn orient(rubric: &Rubric, answers: Answers, swapped: bool) -> Answers {
+        ShownAnswers::new(answers)
+            .into_task(rubric, swapped)
+            .into_map()
+    }
     use crate::rubric::by_name;
 
     fn blackhat() -> &'static Rubric {

@@ -15,11 +15,13 @@ use serde_json::Value;
 
 mod answers;
 pub mod document;
+mod orientation;
 
 pub use answers::{
-    Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, orient,
-    take_time_spent, time_spent, validate, warnings,
+    Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, take_time_spent,
+    time_spent, validate, warnings,
 };
+pub use orientation::{ShownAnswers, TaskAnswers};
 
 /// A rating form, as its document declares it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
