@@ -145,7 +145,10 @@ impl Fixture for TestDb {
                         "VERDICT_REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not"
                     );
                     PG_NOT_RUN.call_once(|| {
-                        // Written past the test harness's capture, so it shows in the summary.
+                        // Written past the test harness's capture, so it shows in `cargo
+                        // test`'s summary, once per process. cargo-nextest gives each test
+                        // a process and keeps what a passing one writes, so it shows nothing
+                        // there: README says to set VERDICT_REQUIRE_POSTGRES.
                         let _ = writeln!(
                             std::io::stderr(),
                             "note: PostgreSQL tests were not run: set TEST_DATABASE_URL \
