@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Persona, TestApp, db_test, page_text};
 use crate::judge_server::{ScriptedJudge, prefers_good};
-use crate::judges::{add_judge, batch_metrics, export_rows, start_run, wait_for};
+use crate::judges::{add_judge, export_rows, start_run, wait_for};
 
 /// `n` times `c`.
 fn text(c: &str, n: usize) -> String {
@@ -109,7 +109,12 @@ fn flip(side: &str) -> &str {
 
 /// Takes every task `rater` is offered, shows it swapped when the plan says so, and
 /// submits the planned answers as the rater sees them.
-async fn rate(app: &TestApp, rater: &Persona, batch: &str, plan: fn(usize) -> Plan) -> usize {
+async fn rate_by_plan(
+    app: &TestApp,
+    rater: &Persona,
+    batch: &str,
+    plan: fn(usize) -> Plan,
+) -> usize {
     let mut rated = 0;
     while let Some(next) = app.next(rater, batch).await {
         let external = next["task"]["external_id"].as_str().unwrap();
@@ -185,8 +190,8 @@ async fn each_bias_figure_matches_the_hand_computed_one(app: &TestApp) {
             "&rubric=pairwise-aspects&overlap=3&randomize=false&raters_see_external_ids=true",
         )
         .await;
-    assert_eq!(rate(app, &ana_p, &batch, ana).await, 12);
-    assert_eq!(rate(app, &ben_p, &batch, ben).await, 12);
+    assert_eq!(rate_by_plan(app, &ana_p, &batch, ana).await, 12);
+    assert_eq!(rate_by_plan(app, &ben_p, &batch, ben).await, 12);
     // Cy only saves a draft, choosing the first shown every time: not counted.
     let next = app.next(&cy, &batch).await.unwrap();
     let draft = json!({"helpfulness": "a", "clarity": "a", "factuality": "a", "depth": "a",
@@ -226,7 +231,7 @@ async fn each_bias_figure_matches_the_hand_computed_one(app: &TestApp) {
         (&json!(true), &json!("b"), &json!("b"))
     );
 
-    let m = batch_metrics(app, &admin, &batch).await;
+    let m = app.metrics(&admin, &batch).await;
     let bias = &m["bias"];
     assert_eq!(bias["guidance_s"], 1800);
     let raters: Vec<&str> = bias["raters"]
@@ -398,7 +403,7 @@ async fn a_scale_and_answers_of_each_response_are_read_as_shown(app: &TestApp) {
         let done = app.act(&eve, id, "submit", &shown).await;
         assert_eq!(done.status(), StatusCode::OK, "{:?}", done.text().await);
     }
-    let m = batch_metrics(app, &admin, &batch).await;
+    let m = app.metrics(&admin, &batch).await;
     let e = &m["bias"]["raters"][0];
     assert_eq!(e["rater"], "eve");
     // The first shown chosen every time: 5 of 5. Wilson: centre (1 + 3.8415/10) / (1 +

@@ -6,12 +6,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, page_text, tasks_jsonl,
+    Go, Persona, TestApp, assignment_id, complete_answers, csrf_token, db_test, json_with,
+    page_text, tasks_jsonl,
 };
-
-fn assignment(next: &Value) -> String {
-    next["assignment_id"].as_str().unwrap().to_owned()
-}
 
 /// Blackhat answers that prefer A although A has major correctness issues and B none.
 fn contradictory() -> Value {
@@ -19,17 +16,6 @@ fn contradictory() -> Value {
     answers["a"]["correctness"] = json!("major_issues");
     answers["a"]["correctness_explanation"] = json!("It squares the wrong number entirely.");
     answers
-}
-
-async fn rating(app: &TestApp, who: &Persona, id: &str) -> Value {
-    json_with(
-        who.api
-            .get(app.url(&format!("/api/v1/ratings/{id}")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await
 }
 
 async fn export(app: &TestApp, lead: &Persona, batch: &str, format: &str) -> String {
@@ -90,7 +76,7 @@ async fn a_submission_meeting_a_warning_is_refused_until_confirmed(app: &TestApp
         .batch(&admin, "careful", &tasks_jsonl(2), "&randomize=false")
         .await;
     let next = app.next(&rater, &batch).await.unwrap();
-    let id = assignment(&next);
+    let id = assignment_id(&next);
 
     let refused = app.act(&rater, &id, "submit", &contradictory()).await;
     let body = json_with(refused, StatusCode::CONFLICT).await;
@@ -149,7 +135,7 @@ async fn a_submission_meeting_a_warning_is_refused_until_confirmed(app: &TestApp
     )
     .await;
     let warned = done["rating_id"].as_str().unwrap().to_owned();
-    let stored = rating(app, &lead, &warned).await;
+    let stored = app.rating(&lead, &warned).await;
     assert_eq!(
         stored["confirmed_warnings"],
         json!(["prefers-a-despite-major-issues"])
@@ -160,13 +146,14 @@ async fn a_submission_meeting_a_warning_is_refused_until_confirmed(app: &TestApp
     let mut plain = complete_answers();
     plain["confirmed_warnings"] = json!(["prefers-b-despite-major-issues"]);
     let done = json_with(
-        app.act(&rater, &assignment(&next), "submit", &plain).await,
+        app.act(&rater, &assignment_id(&next), "submit", &plain)
+            .await,
         StatusCode::OK,
     )
     .await;
     let quiet = done["rating_id"].as_str().unwrap().to_owned();
     assert_eq!(
-        rating(app, &lead, &quiet).await["confirmed_warnings"],
+        app.rating(&lead, &quiet).await["confirmed_warnings"],
         json!([])
     );
 
@@ -232,7 +219,7 @@ async fn the_form_asks_to_confirm_a_warning_and_the_revision_too(app: &TestApp) 
         .batch(&admin, "pages", &tasks_jsonl(1), "&randomize=false")
         .await;
     let next = app.next(&rater, &batch).await.unwrap();
-    let id = assignment(&next);
+    let id = assignment_id(&next);
     let browser = rater.browser_for(app).await;
     let page = page_text(app, &browser, &format!("/assignments/{id}")).await;
     let token = csrf_token(&page);
@@ -281,7 +268,7 @@ async fn the_form_asks_to_confirm_a_warning_and_the_revision_too(app: &TestApp) 
     .await;
     let rating_id = ratings["items"][0]["id"].as_str().unwrap().to_owned();
     assert_eq!(
-        rating(app, &lead, &rating_id).await["confirmed_warnings"],
+        app.rating(&lead, &rating_id).await["confirmed_warnings"],
         json!(["prefers-a-despite-major-issues"])
     );
     let review = page_text(
@@ -310,7 +297,7 @@ async fn the_form_asks_to_confirm_a_warning_and_the_revision_too(app: &TestApp) 
     revised["confirmed_warnings"] = json!(["prefers-b-despite-major-issues"]);
     json_with(revise(revised).await, StatusCode::OK).await;
     assert_eq!(
-        rating(app, &lead, &rating_id).await["confirmed_warnings"],
+        app.rating(&lead, &rating_id).await["confirmed_warnings"],
         json!(["prefers-b-despite-major-issues"])
     );
 }
@@ -336,7 +323,7 @@ async fn code_runs_are_kept_canonical_shown_to_leads_and_exported(app: &TestApp)
         .batch(&admin, "runs", &tasks_jsonl(1), "&randomize=false")
         .await;
     let next = app.next(&rater, &batch).await.unwrap();
-    let id = assignment(&next);
+    let id = assignment_id(&next);
     // The rater was shown B first: their "b" is the task's response A.
     app.execute("UPDATE assignments SET swapped = TRUE").await;
 
@@ -391,10 +378,10 @@ async fn code_runs_are_kept_canonical_shown_to_leads_and_exported(app: &TestApp)
     let rating_id = done["rating_id"].as_str().unwrap().to_owned();
 
     // Stored canonical: the attached run is of the task's response A.
-    let as_lead = rating(app, &lead, &rating_id).await;
+    let as_lead = app.rating(&lead, &rating_id).await;
     assert_eq!(as_lead["evidence"]["attachments"][0]["side"], "a");
     assert_eq!(as_lead["evidence"]["runs"][1]["side"], "b");
-    let as_rater = rating(app, &rater, &rating_id).await;
+    let as_rater = app.rating(&rater, &rating_id).await;
     assert_eq!(
         as_rater["evidence"],
         evidence("b"),
@@ -454,7 +441,7 @@ async fn a_status_the_server_does_not_know_is_refused_by_its_path_and_stores_not
         .batch(&admin, "statuses", &tasks_jsonl(1), "&randomize=false")
         .await;
     let next = app.next(&rater, &batch).await.unwrap();
-    let id = assignment(&next);
+    let id = assignment_id(&next);
     // What a block posting `{type: "done", status: "bogus"}` would have put in the form.
     let run = json!({"side": "a", "block": 1, "language": "javascript", "status": "bogus"});
     let attached = json!({"side": "a", "block": 1, "language": "javascript", "code": "1",
@@ -503,7 +490,7 @@ async fn a_run_of_edited_code_is_marked_shown_as_edited_and_never_the_responses_
         .batch(&admin, "edited", &tasks_jsonl(1), "&randomize=false")
         .await;
     let next = app.next(&rater, &batch).await.unwrap();
-    let id = assignment(&next);
+    let id = assignment_id(&next);
     // The response's block failed as written; the rater's own `while True` test of it
     // timed out. Only the first is the response's result.
     let mut answers = complete_answers();
@@ -523,7 +510,7 @@ async fn a_run_of_edited_code_is_marked_shown_as_edited_and_never_the_responses_
     .await;
     let rating_id = done["rating_id"].as_str().unwrap().to_owned();
 
-    let stored = rating(app, &lead, &rating_id).await;
+    let stored = app.rating(&lead, &rating_id).await;
     let attachments = &stored["evidence"]["attachments"];
     assert_eq!(attachments[1]["edited"], true, "{stored}");
     assert!(
@@ -565,7 +552,7 @@ async fn field_comments_reach_the_rater_beside_their_fields_and_the_export(app: 
     let next = app.next(&rater, &batch).await.unwrap();
     app.execute("UPDATE assignments SET swapped = TRUE").await;
     let done = json_with(
-        app.act(&rater, &assignment(&next), "submit", &complete_answers())
+        app.act(&rater, &assignment_id(&next), "submit", &complete_answers())
             .await,
         StatusCode::OK,
     )
@@ -600,7 +587,7 @@ async fn field_comments_reach_the_rater_beside_their_fields_and_the_export(app: 
             .unwrap()
             .contains("at most 2000")
     );
-    assert_eq!(rating(app, &lead, &id).await["status"], "submitted");
+    assert_eq!(app.rating(&lead, &id).await["status"], "submitted");
 
     // A return with comments on single answers needs no overall comment. Paths are
     // canonical: the task's b is what this rater was shown as A.
@@ -614,7 +601,7 @@ async fn field_comments_reach_the_rater_beside_their_fields_and_the_export(app: 
         StatusCode::OK,
     )
     .await;
-    let as_rater = rating(app, &rater, &id).await;
+    let as_rater = app.rating(&rater, &id).await;
     assert_eq!(
         as_rater["review_fields"],
         json!({"a.instruction_following_explanation": "Say which part of the prompt it misses.",

@@ -4,7 +4,9 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, page_text};
+use crate::helpers::{
+    Go, TestApp, complete_answers, db_test, json_with, jsonl, page_text, pair_task, single_task,
+};
 
 async fn page(app: &TestApp, browser: &reqwest::Client, batch: &str) -> String {
     page_text(app, browser, &format!("/batches/{batch}")).await
@@ -18,40 +20,21 @@ fn charts(html: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Takes every task of `batch` as `rater` and submits `answers` for each.
-async fn rate_all(app: &TestApp, rater: &Persona, batch: &str, answers: &Value) -> usize {
-    let mut n = 0;
-    while let Some(next) = app.next(rater, batch).await {
-        let id = next["assignment_id"].as_str().unwrap();
-        json_with(app.act(rater, id, "submit", answers).await, StatusCode::OK).await;
-        n += 1;
-    }
-    n
-}
-
+/// One pairwise task (`t0`, `t1`, ...) for each pair of models, all with the same
+/// responses.
 fn pair_tasks(models: &[(&str, &str)]) -> String {
-    models
-        .iter()
-        .enumerate()
-        .map(|(i, (a, b))| {
-            json!({"external_id": format!("t{i}"), "prompt": format!("Task {i}"),
-                   "response_a": "```python\nprint(1)\n```", "response_b": "Print one.",
-                   "model_a": a, "model_b": b})
-            .to_string()
-                + "\n"
-        })
-        .collect()
+    jsonl(models.iter().enumerate().map(|(i, (a, b))| {
+        let responses = ["```python\nprint(1)\n```", "Print one."];
+        pair_task(&format!("t{i}"), &format!("Task {i}"), responses, [a, b])
+    }))
 }
 
+/// `n` single-response tasks (`s0`, `s1`, ...) by model solo, all with the same response.
 fn single_tasks(n: usize) -> String {
-    (0..n)
-        .map(|i| {
-            json!({"external_id": format!("s{i}"), "prompt": format!("Task {i}"),
-                   "response": "```python\nprint(1)\n```", "model": "solo"})
-            .to_string()
-                + "\n"
-        })
-        .collect()
+    jsonl((0..n).map(|i| {
+        let response = "```python\nprint(1)\n```";
+        single_task(&format!("s{i}"), &format!("Task {i}"), response, "solo")
+    }))
 }
 
 /// The rubric, its tasks, and answers a rater may submit for any of them.
@@ -110,7 +93,11 @@ async fn an_unrated_batch_shows_empty_states_and_a_rated_one_charts_with_legends
             );
         }
 
-        assert_eq!(rate_all(app, &rater, &batch, &answers).await, 2, "{rubric}");
+        assert_eq!(
+            app.rate_all(&rater, &batch, |_| answers.clone()).await,
+            2,
+            "{rubric}"
+        );
         let html = page(app, &browser, &batch).await;
         let drawn = charts(&html);
         assert!(!drawn.is_empty(), "{rubric}: charts once rated");
@@ -143,7 +130,7 @@ async fn an_option_keeps_its_colour_on_every_row_of_the_answers_chart(app: &Test
             "&randomize=false",
         )
         .await;
-    rate_all(app, &rater, &batch, &complete_answers()).await;
+    app.rate_all(&rater, &batch, |_| complete_answers()).await;
     let html = page(app, &lead.browser_for(app).await, &batch).await;
     let answers = charts(&html)
         .into_iter()
@@ -179,15 +166,8 @@ async fn the_model_table_has_one_row_per_unordered_pair(app: &TestApp) {
             "&randomize=false",
         )
         .await;
-    rate_all(app, &rater, &batch, &complete_answers()).await;
-    let metrics = json_with(
-        lead.api
-            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    app.rate_all(&rater, &batch, |_| complete_answers()).await;
+    let metrics = app.metrics(&lead, &batch).await;
     let pairs = metrics["models"]["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 1, "{pairs:?}");
     let p = &pairs[0];
@@ -225,7 +205,7 @@ async fn the_export_form_downloads_what_its_filters_keep(app: &TestApp) {
             "&randomize=false&overlap=2",
         )
         .await;
-    rate_all(app, &rater, &batch, &complete_answers()).await;
+    app.rate_all(&rater, &batch, |_| complete_answers()).await;
     // The other rater rates one task and skips another.
     let next = app.next(&other, &batch).await.unwrap();
     let id = next["assignment_id"].as_str().unwrap();

@@ -24,17 +24,11 @@ async fn batch_of(app: &TestApp, admin: &Persona, jsonl: &str) -> String {
     app.batch(admin, "diffs", jsonl, "&randomize=false").await
 }
 
-/// The rater's assignment of the batch's next task.
-async fn take(app: &TestApp, rater: &Persona, batch: &str) -> String {
-    let next = app.next(rater, batch).await.expect("a task");
-    next["assignment_id"].as_str().unwrap().to_owned()
-}
-
 async fn a_rater_sees_their_own_assignment_as_they_were_shown_it(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
     let batch = batch_of(app, &admin, &pair_task("t1")).await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     // Shown swapped: the rater's "Response A" is the task's response B.
     app.execute("UPDATE assignments SET swapped = TRUE WHERE state = 'open'")
         .await;
@@ -89,7 +83,7 @@ async fn nobody_else_sees_a_raters_assignment(app: &TestApp) {
     let rater = app.rater().await;
     let other = app.persona("other", verdict::auth::Role::Rater).await;
     let batch = batch_of(app, &admin, &pair_task("t1")).await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     let path = format!("/assignments/{assignment}/diff");
     for who in [&other, &lead, &admin] {
         let browser = who.browser_for(app).await;
@@ -117,7 +111,7 @@ async fn leads_see_a_task_in_its_own_order(app: &TestApp) {
     let rater = app.rater().await;
     let batch = batch_of(app, &admin, &pair_task("t/1 x")).await;
     // A rater was shown it swapped; the lead's page keeps the task's own order.
-    take(app, &rater, &batch).await;
+    app.take(&rater, &batch).await;
     app.execute("UPDATE assignments SET swapped = TRUE WHERE state = 'open'")
         .await;
     let path = format!("/batches/{batch}/tasks/t%2F1%20x/diff");
@@ -190,7 +184,7 @@ async fn both_layouts_render_and_a_bad_view_is_refused(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
     let batch = batch_of(app, &admin, &pair_task("t1")).await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     let browser = rater.browser_for(app).await;
     let path = format!("/assignments/{assignment}/diff");
     let default = page_text(app, &browser, &path).await;
@@ -237,7 +231,7 @@ async fn a_single_response_rubric_has_nothing_to_compare(app: &TestApp) {
             "&rubric=additive-5&randomize=false",
         )
         .await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     let form = page_text(
         app,
         &rater.browser_for(app).await,

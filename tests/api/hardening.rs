@@ -26,21 +26,6 @@ async fn patch_batch(
         .await
 }
 
-async fn rating(app: &TestApp, who: &Persona, id: &str) -> Value {
-    let response = who
-        .api
-        .get(app.url(&format!("/api/v1/ratings/{id}")))
-        .go()
-        .await;
-    json_with(response, StatusCode::OK).await
-}
-
-/// The id of the assignment `next` hands `rater`.
-async fn take(app: &TestApp, rater: &Persona, batch: &str) -> String {
-    let next = app.next(rater, batch).await.expect("a task");
-    next["assignment_id"].as_str().expect("id").to_owned()
-}
-
 /// Saves a draft; returns its rating's id.
 async fn draft(app: &TestApp, rater: &Persona, assignment: &str, answers: Value) -> String {
     let saved = app.act(rater, assignment, "draft", &answers).await;
@@ -134,14 +119,16 @@ async fn active_time_and_drafted_answers_are_never_lost(app: &TestApp) {
         .batch(&admin, "kept", &tasks_jsonl(3), "&randomize=false")
         .await;
 
-    let first = take(app, &rater, &batch).await;
+    let first = app.take(&rater, &batch).await;
     let answers = json!({"a": {"executability": "yes_fully"}, "sxs": 3, "time_spent_s": 700});
     draft(app, &rater, &first, answers).await;
     let marked = app
         .act(&rater, &first, "out-of-scope", &json!({"explanation": WHY}))
         .await;
     let marked = json_with(marked, StatusCode::OK).await;
-    let stored = rating(app, &rater, marked["rating_id"].as_str().unwrap()).await;
+    let stored = app
+        .rating(&rater, marked["rating_id"].as_str().unwrap())
+        .await;
     assert_eq!(stored["outcome"], "out_of_scope");
     assert_eq!(stored["time_spent_s"], 700);
     assert_eq!(stored["answers"]["a"]["executability"], "yes_fully");
@@ -151,7 +138,7 @@ async fn active_time_and_drafted_answers_are_never_lost(app: &TestApp) {
     assert_eq!(stored["note"], WHY);
 
     for sent in [None, Some(95)] {
-        let next = take(app, &rater, &batch).await;
+        let next = app.take(&rater, &batch).await;
         draft(app, &rater, &next, json!({"sxs": 2, "time_spent_s": 640})).await;
         let mut answers = complete_answers();
         match sent {
@@ -163,14 +150,16 @@ async fn active_time_and_drafted_answers_are_never_lost(app: &TestApp) {
         };
         let done = app.act(&rater, &next, "submit", &answers).await;
         let done = json_with(done, StatusCode::OK).await;
-        let stored = rating(app, &rater, done["rating_id"].as_str().unwrap()).await;
+        let stored = app
+            .rating(&rater, done["rating_id"].as_str().unwrap())
+            .await;
         assert_eq!(stored["time_spent_s"], 640, "sent {sent:?}");
     }
 }
 db_test!(active_time_and_drafted_answers_are_never_lost: TestApp);
 
 async fn decide(app: &TestApp, lead: &Persona, rating_id: &str, decision: &str) {
-    let current = rating(app, lead, rating_id).await;
+    let current = app.rating(lead, rating_id).await;
     let decided = lead
         .api
         .post(app.url(&format!("/api/v1/ratings/{rating_id}/review")))
@@ -218,7 +207,7 @@ async fn a_returned_out_of_scope_rating_can_be_fixed(app: &TestApp) {
         let marked = json_with(marked, StatusCode::OK).await;
         marked["rating_id"].as_str().unwrap().to_owned()
     };
-    let first = take(app, &rater, &batch).await;
+    let first = app.take(&rater, &batch).await;
     let id = mark(&first).await;
     decide(app, &lead, &id, "return").await;
 
@@ -240,7 +229,7 @@ async fn a_returned_out_of_scope_rating_can_be_fixed(app: &TestApp) {
     assert_eq!(rated["note"], Value::Null);
     assert_eq!(rated["answers"]["sxs"], 2);
 
-    let second = take(app, &rater, &batch).await;
+    let second = app.take(&rater, &batch).await;
     let id = mark(&second).await;
     decide(app, &lead, &id, "return").await;
     let bad = revise(
@@ -282,7 +271,7 @@ async fn drafted_tasks_go_back_to_the_pool(app: &TestApp) {
     }
 
     // Deactivation.
-    let held = take(app, &raters[0], &batch).await;
+    let held = app.take(&raters[0], &batch).await;
     draft(app, &raters[0], &held, json!({"sxs": 3})).await;
     assert!(
         app.next(&raters[1], &batch).await.is_none(),
@@ -295,7 +284,7 @@ async fn drafted_tasks_go_back_to_the_pool(app: &TestApp) {
         .go()
         .await;
     json_with(deactivated, StatusCode::OK).await;
-    let held = take(app, &raters[1], &batch).await;
+    let held = app.take(&raters[1], &batch).await;
 
     // A lease that ran out, drafted or not.
     let rating_id = draft(app, &raters[1], &held, json!({"sxs": 5})).await;
@@ -303,7 +292,7 @@ async fn drafted_tasks_go_back_to_the_pool(app: &TestApp) {
         "UPDATE assignments SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE state = 'open'",
     )
     .await;
-    let held_next = take(app, &raters[2], &batch).await;
+    let held_next = app.take(&raters[2], &batch).await;
     let late = app
         .act(&raters[1], &held, "submit", &complete_answers())
         .await;
@@ -315,7 +304,7 @@ async fn drafted_tasks_go_back_to_the_pool(app: &TestApp) {
             .contains("your time on this task ran out"),
         "{late}"
     );
-    let kept = rating(app, &raters[1], &rating_id).await;
+    let kept = app.rating(&raters[1], &rating_id).await;
     assert_eq!(kept["status"], "draft");
     assert_eq!(
         kept["answers"]["sxs_explanation"],
@@ -363,7 +352,7 @@ async fn explanations_are_capped(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
     let batch = app.batch(&admin, "capped", &tasks_jsonl(1), "").await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     let long = "x".repeat(20_001);
     for action in ["draft", "submit"] {
         let mut answers = complete_answers();
@@ -446,7 +435,7 @@ async fn closed_batches_and_removed_raters_take_no_more_work(app: &TestApp) {
         app.persona("r2", Role::Rater).await,
     );
     let batch = app.batch(&admin, "shut", &tasks_jsonl(1), "").await;
-    let held = take(app, &r1, &batch).await;
+    let held = app.take(&r1, &batch).await;
     let rating_id = draft(app, &r1, &held, json!({"sxs": 6})).await;
     let closed = patch_batch(app, &admin, &batch, json!({"state": "closed"})).await;
     json_with(closed, StatusCode::OK).await;
@@ -466,7 +455,7 @@ async fn closed_batches_and_removed_raters_take_no_more_work(app: &TestApp) {
             "{action}: {refused}"
         );
     }
-    let kept = rating(app, &r1, &rating_id).await;
+    let kept = app.rating(&r1, &rating_id).await;
     assert_eq!(
         (kept["status"].clone(), kept["answers"]["sxs"].clone()),
         (json!("draft"), json!(6))
@@ -498,7 +487,7 @@ async fn closed_batches_and_removed_raters_take_no_more_work(app: &TestApp) {
         app.next(&r2, &batch).await.is_some(),
         "r1's task went back to the pool"
     );
-    let kept = rating(app, &r1, &rating_id).await;
+    let kept = app.rating(&r1, &rating_id).await;
     assert_eq!(kept["answers"]["sxs"], 6, "r1's draft is still theirs");
 }
 db_test!(closed_batches_and_removed_raters_take_no_more_work: TestApp);
@@ -542,7 +531,7 @@ async fn shape_errors_name_the_field(app: &TestApp) {
     let admin = app.admin().await;
     let rater = app.rater().await;
     let batch = app.batch(&admin, "shapes", &tasks_jsonl(1), "").await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     let skip = app.act(&rater, &assignment, "skip", &json!({})).await;
     let skip = json_with(skip, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(skip["fields"]["reason"], "is required", "{skip}");
@@ -693,12 +682,7 @@ async fn metrics_count_classifications_and_merge_model_pairs(app: &TestApp) {
         let done = app.act(&rater, id, "submit", &answers).await;
         json_with(done, StatusCode::OK).await;
     }
-    let metrics = lead
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .go()
-        .await;
-    let metrics = json_with(metrics, StatusCode::OK).await;
+    let metrics = app.metrics(&lead, &batch).await;
     assert_eq!(
         metrics["fields"]["classifications.language"],
         json!({"python": 4})
@@ -734,7 +718,7 @@ async fn a_returned_out_of_scope_rating_is_fixed_on_its_page(app: &TestApp) {
     let lead = app.lead().await;
     let rater = app.rater().await;
     let batch = app.batch(&admin, "scope page", &tasks_jsonl(1), "").await;
-    let assignment = take(app, &rater, &batch).await;
+    let assignment = app.take(&rater, &batch).await;
     let marked = app
         .act(
             &rater,
@@ -782,7 +766,7 @@ async fn a_returned_out_of_scope_rating_is_fixed_on_its_page(app: &TestApp) {
         .go()
         .await;
     assert_eq!(kept.status(), StatusCode::SEE_OTHER);
-    let stored = rating(app, &rater, &id).await;
+    let stored = app.rating(&rater, &id).await;
     assert_eq!(
         (stored["note"].clone(), stored["status"].clone()),
         (json!(better), json!("submitted"))
@@ -798,7 +782,7 @@ async fn a_returned_out_of_scope_rating_is_fixed_on_its_page(app: &TestApp) {
         .go()
         .await;
     assert_eq!(skipped.status(), StatusCode::SEE_OTHER);
-    let stored = rating(app, &rater, &id).await;
+    let stored = app.rating(&rater, &id).await;
     assert_eq!(
         (stored["outcome"].clone(), stored["skip_reason"].clone()),
         (json!("skipped"), json!("too_long"))

@@ -8,6 +8,7 @@ use std::sync::Once;
 
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Client, StatusCode, Url, redirect};
+use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use verdict::auth::Role;
@@ -144,7 +145,10 @@ impl Fixture for TestDb {
                         "VERDICT_REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not"
                     );
                     PG_NOT_RUN.call_once(|| {
-                        // Written past the test harness's capture, so it shows in the summary.
+                        // Written past the test harness's capture, so it shows in `cargo
+                        // test`'s summary, once per process. cargo-nextest gives each test
+                        // a process and keeps what a passing one writes, so it shows nothing
+                        // there: README says to set VERDICT_REQUIRE_POSTGRES.
                         let _ = writeln!(
                             std::io::stderr(),
                             "note: PostgreSQL tests were not run: set TEST_DATABASE_URL \
@@ -383,7 +387,6 @@ impl Persona {
     }
 }
 
-/// A client that authenticates every request with a bearer token.
 /// The resident memory of process `pid` (a server the test started), in KiB.
 pub fn resident_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
@@ -395,6 +398,7 @@ pub fn resident_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
+/// A client that authenticates every request with a bearer token.
 pub fn bearer(token: &str) -> Client {
     let mut headers = HeaderMap::new();
     headers.insert(
@@ -419,7 +423,6 @@ pub fn csrf_token(html: &str) -> String {
     html[start..end].to_owned()
 }
 
-/// The JSON body of a response, with its status checked first.
 /// The HTML of a page, which must load (200) for whoever `browser` is signed in as.
 pub async fn page_text(app: &TestApp, browser: &Client, path: &str) -> String {
     let response = browser.get(app.url(path)).go().await;
@@ -427,7 +430,8 @@ pub async fn page_text(app: &TestApp, browser: &Client, path: &str) -> String {
     response.text().await.unwrap()
 }
 
-pub async fn json_with(response: reqwest::Response, status: StatusCode) -> serde_json::Value {
+/// The JSON body of a response, with its status checked first.
+pub async fn json_with(response: reqwest::Response, status: StatusCode) -> Value {
     let got = response.status();
     let text = response.text().await.expect("body");
     assert_eq!(got, status, "unexpected status; body: {text}");
@@ -492,7 +496,7 @@ pub fn tasks_jsonl_from(first: usize, n: usize) -> String {
 }
 
 /// A complete, valid set of blackhat answers: A is better (score 2).
-pub fn complete_answers() -> serde_json::Value {
+pub fn complete_answers() -> Value {
     serde_json::json!({
         "a": {"executability": "yes_fully", "instruction_following": "no_issues", "correctness": "no_issues"},
         "b": {"executability": "no_code", "instruction_following": "minor_issues",
@@ -501,6 +505,38 @@ pub fn complete_answers() -> serde_json::Value {
         "sxs": 2, "sxs_explanation": "A delivers the function that was asked for; B does not.",
         "time_spent_s": 95
     })
+}
+
+/// Tasks as JSON Lines for an upload, one line each.
+pub fn jsonl(tasks: impl IntoIterator<Item = Value>) -> String {
+    tasks
+        .into_iter()
+        .map(|task| task.to_string() + "\n")
+        .collect()
+}
+
+/// A pairwise task: responses `[a, b]` by models `[model_a, model_b]`.
+pub fn pair_task(
+    id: &str,
+    prompt: &str,
+    [a, b]: [&str; 2],
+    [model_a, model_b]: [&str; 2],
+) -> Value {
+    serde_json::json!({"external_id": id, "prompt": prompt, "response_a": a, "response_b": b,
+                       "model_a": model_a, "model_b": model_b})
+}
+
+/// A task with a single response, by `model`.
+pub fn single_task(id: &str, prompt: &str, response: &str, model: &str) -> Value {
+    serde_json::json!({"external_id": id, "prompt": prompt, "response": response, "model": model})
+}
+
+/// The id of the assignment an answer of `next` hands out.
+pub fn assignment_id(next: &Value) -> String {
+    next["assignment_id"]
+        .as_str()
+        .expect("an assignment id")
+        .to_owned()
 }
 
 impl TestApp {
@@ -518,7 +554,7 @@ impl TestApp {
     }
 
     /// Takes the next task of a batch as `rater`: `None` on 204.
-    pub async fn next(&self, rater: &Persona, batch: &str) -> Option<serde_json::Value> {
+    pub async fn next(&self, rater: &Persona, batch: &str) -> Option<Value> {
         let response = rater
             .api
             .post(self.url(&format!("/api/v1/batches/{batch}/next")))
@@ -536,7 +572,7 @@ impl TestApp {
         rater: &Persona,
         assignment: &str,
         action: &str,
-        body: &serde_json::Value,
+        body: &Value,
     ) -> reqwest::Response {
         let url = self.url(&format!("/api/v1/assignments/{assignment}/{action}"));
         let request = if action == "draft" {
@@ -545,6 +581,78 @@ impl TestApp {
             rater.api.post(url)
         };
         request.json(body).go().await
+    }
+
+    /// Takes `rater`'s next task of `batch`, which there must be; returns the assignment's
+    /// id.
+    pub async fn take(&self, rater: &Persona, batch: &str) -> String {
+        let next = self.next(rater, batch).await.expect("a task");
+        assignment_id(&next)
+    }
+
+    /// Takes `rater`'s next task of `batch` and submits `answers`, which must be accepted;
+    /// returns the rating's id.
+    pub async fn rate(&self, rater: &Persona, batch: &str, answers: &Value) -> String {
+        self.rate_with(rater, batch, |_| answers.clone()).await.0
+    }
+
+    /// Takes `rater`'s next task of `batch` and submits what `answers` makes of the task as
+    /// `next` showed it, which must be accepted; returns the rating's id and that answer
+    /// of `next`.
+    pub async fn rate_with(
+        &self,
+        rater: &Persona,
+        batch: &str,
+        answers: impl FnOnce(&Value) -> Value,
+    ) -> (String, Value) {
+        let next = self.next(rater, batch).await.expect("a task");
+        let done = self
+            .act(rater, &assignment_id(&next), "submit", &answers(&next))
+            .await;
+        let rating = json_with(done, StatusCode::OK).await["rating_id"]
+            .as_str()
+            .expect("a rating id")
+            .to_owned();
+        (rating, next)
+    }
+
+    /// Rates every task of `batch` that `rater` is offered, each with what `answers` makes
+    /// of it as `next` showed it; every submission must be accepted. Returns how many.
+    pub async fn rate_all(
+        &self,
+        rater: &Persona,
+        batch: &str,
+        answers: impl Fn(&Value) -> Value,
+    ) -> usize {
+        let mut rated = 0;
+        while let Some(next) = self.next(rater, batch).await {
+            let done = self
+                .act(rater, &assignment_id(&next), "submit", &answers(&next))
+                .await;
+            json_with(done, StatusCode::OK).await;
+            rated += 1;
+        }
+        rated
+    }
+
+    /// A rating as `who` reads it through the API.
+    pub async fn rating(&self, who: &Persona, id: &str) -> Value {
+        let response = who
+            .api
+            .get(self.url(&format!("/api/v1/ratings/{id}")))
+            .go()
+            .await;
+        json_with(response, StatusCode::OK).await
+    }
+
+    /// A batch's metrics as `who` reads them through the API.
+    pub async fn metrics(&self, who: &Persona, batch: &str) -> Value {
+        let response = who
+            .api
+            .get(self.url(&format!("/api/v1/batches/{batch}/metrics")))
+            .go()
+            .await;
+        json_with(response, StatusCode::OK).await
     }
 
     /// How many ratings differ from their assignment and task in what migration 0011

@@ -21,7 +21,7 @@ use verdict_core::rubric::ShownAnswers;
 use verdict::store::Backend;
 
 use crate::helpers::{Fixture, TestApp};
-use crate::judges::{add_judge, batch_metrics, calls, export_rows, start_run, wait_for_within};
+use crate::judges::{add_judge, calls, export_rows, start_run, wait_for_within};
 
 /// `llama-server` on a free port of loopback, killed when dropped.
 struct ModelServer {
@@ -237,7 +237,7 @@ async fn check_stored(
             ),
         }
     }
-    let metrics = batch_metrics(app, admin, batch).await;
+    let metrics = app.metrics(admin, batch).await;
     assert_eq!(
         metrics["counts"]["ratings"], 0,
         "judge ratings are not human ratings"

@@ -6,38 +6,17 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, csrf_token, db_test, json_with, page_text};
+use crate::helpers::{Go, TestApp, csrf_token, db_test, json_with, page_text};
 use crate::judge_server::{Reply, ScriptedJudge, prefers_good};
-use crate::judges::{add_judge, wait_for};
+use crate::judges::{add_judge, humans_prefer_good, pair_tasks, wait_for};
 
-fn pair_tasks() -> String {
-    [
+/// Three tasks that ask to sum a list, one response of each marked GOOD.
+fn marked_tasks() -> String {
+    pair_tasks(&[
         ("p1", "GOOD: sum(xs)", "a loop that skips the last item"),
         ("p2", "a loop that skips the last item", "GOOD: sum(xs)"),
         ("p3", "GOOD: math.fsum(xs)", "xs[0] + xs[-1]"),
-    ]
-    .iter()
-    .map(|(id, a, b)| {
-        json!({"external_id": id, "prompt": format!("Task {id}: sum a list."), "response_a": a,
-               "response_b": b, "model_a": "alpha", "model_b": "beta"})
-        .to_string()
-            + "\n"
-    })
-    .collect()
-}
-
-/// Each rater says the response marked GOOD is more helpful, and ties the rest.
-async fn rate_all(app: &TestApp, rater: &Persona, batch: &str) {
-    while let Some(next) = app.next(rater, batch).await {
-        let shown_a = next["task"]["response_a"].as_str().unwrap_or("");
-        let help = if shown_a.contains("GOOD") { "a" } else { "b" };
-        let answers = json!({"helpfulness": help, "clarity": "tie", "factuality": "tie",
-            "depth": "tie", "engagement": "tie", "safety": "tie",
-            "rationale": "Read both and ran the code of each."});
-        let assignment = next["assignment_id"].as_str().expect("assignment");
-        let submitted = app.act(rater, assignment, "submit", &answers).await;
-        assert_eq!(submitted.status(), StatusCode::OK);
-    }
+    ])
 }
 
 /// `prefers_good`, with markup in its rationale that no page may render as markup.
@@ -91,12 +70,12 @@ async fn a_judge_is_run_from_the_batch_page_and_its_calls_are_shown_escaped(app:
         .batch(
             &admin,
             "judged",
-            &pair_tasks(),
+            &marked_tasks(),
             "&rubric=pairwise-aspects&overlap=2&randomize=false",
         )
         .await;
     for rater in &raters {
-        rate_all(app, rater, &batch).await;
+        app.rate_all(rater, &batch, humans_prefer_good).await;
     }
     let scripted = ScriptedJudge::start(prefers_good_in_bold).await;
     // Several calls at once: the two orders of a task finish together, and both rate it.

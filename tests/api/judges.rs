@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use verdict::Config;
 use verdict::store::Backend;
 
-use crate::helpers::{Fixture, Go, Persona, TestApp, TestDb, db_test, json_with};
+use crate::helpers::{
+    Fixture, Go, Persona, TestApp, TestDb, db_test, json_with, jsonl, pair_task, single_task,
+};
 use crate::judge_server::{Reply, ScriptedJudge, prefers_good, shown_first};
 
 /// The app with quick retries (20 ms at first) and a short lease, so the fault tests
@@ -106,16 +108,6 @@ pub async fn wait_for_within(
     }
 }
 
-/// The batch's metrics, as `who` reads them.
-pub async fn batch_metrics(app: &TestApp, who: &Persona, batch: &str) -> Value {
-    let metrics = who
-        .api
-        .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-        .go()
-        .await;
-    json_with(metrics, StatusCode::OK).await
-}
-
 /// Posts `action` (pause, resume or cancel) to a run as `who`.
 async fn run_action(app: &TestApp, who: &Persona, run: &str, action: &str) -> reqwest::Response {
     who.api
@@ -153,52 +145,39 @@ pub async fn calls(app: &TestApp, who: &Persona, run: &str, status: Option<&str>
     page["calls"].as_array().expect("calls").clone()
 }
 
-fn pair_tasks(tasks: &[(&str, &str, &str)]) -> String {
-    tasks
-        .iter()
-        .map(|(id, a, b)| {
-            json!({"external_id": id, "prompt": format!("Task {id}: sum a list."), "response_a": a,
-                   "response_b": b, "model_a": "alpha", "model_b": "beta"})
-            .to_string()
-                + "\n"
-        })
-        .collect()
+/// Pairwise tasks `(id, response A, response B)` that ask to sum a list, A by model
+/// alpha and B by beta.
+pub fn pair_tasks(tasks: &[(&str, &str, &str)]) -> String {
+    jsonl(tasks.iter().map(|(id, a, b)| {
+        pair_task(
+            id,
+            &format!("Task {id}: sum a list."),
+            [a, b],
+            ["alpha", "beta"],
+        )
+    }))
 }
 
+/// Single-response tasks `(id, response)` that ask to explain recursion, by model alpha.
 fn single_tasks(tasks: &[(&str, &str)]) -> String {
-    tasks
-        .iter()
-        .map(|(id, response)| {
-            json!({"external_id": id, "prompt": format!("Task {id}: explain recursion."),
-                   "response": response, "model": "alpha"})
-            .to_string()
-                + "\n"
-        })
-        .collect()
+    jsonl(tasks.iter().map(|(id, response)| {
+        single_task(
+            id,
+            &format!("Task {id}: explain recursion."),
+            response,
+            "alpha",
+        )
+    }))
 }
 
-/// A human rating of every task of a pairwise batch: helpfulness `a` where response A
-/// is marked GOOD, else `b`.
-async fn humans_rate(app: &TestApp, rater: &Persona, batch: &str) -> usize {
-    let mut rated = 0;
-    while let Some(next) = app.next(rater, batch).await {
-        let task = &next["task"];
-        let shown_a = task["response_a"].as_str().unwrap_or("");
-        let help = if shown_a.contains("GOOD") { "a" } else { "b" };
-        let answers = json!({"helpfulness": help, "clarity": "tie", "factuality": "tie",
-            "depth": "tie", "engagement": "tie", "safety": "tie",
-            "rationale": "Read both and ran the code of each."});
-        let assignment = next["assignment_id"].as_str().expect("assignment");
-        let submitted = app.act(rater, assignment, "submit", &answers).await;
-        assert_eq!(
-            submitted.status(),
-            StatusCode::OK,
-            "{:?}",
-            submitted.text().await
-        );
-        rated += 1;
-    }
-    rated
+/// A human's answers to a pairwise task as `next` showed it: helpfulness `a` where
+/// response A is marked GOOD, else `b`, and a tie on every other aspect.
+pub fn humans_prefer_good(next: &Value) -> Value {
+    let shown_a = next["task"]["response_a"].as_str().unwrap_or("");
+    let help = if shown_a.contains("GOOD") { "a" } else { "b" };
+    json!({"helpfulness": help, "clarity": "tie", "factuality": "tie",
+        "depth": "tie", "engagement": "tie", "safety": "tie",
+        "rationale": "Read both and ran the code of each."})
 }
 
 async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
@@ -222,7 +201,7 @@ async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
             "&rubric=pairwise-aspects",
         )
         .await;
-    assert_eq!(humans_rate(app, &rater, &batch).await, 3);
+    assert_eq!(app.rate_all(&rater, &batch, humans_prefer_good).await, 3);
     let judge = add_judge(
         app,
         &admin,
@@ -320,7 +299,7 @@ async fn a_pair_is_asked_in_both_orders_and_mapped_back(app: &TestApp) {
     );
 
     // Human metrics count the three human ratings only; the judge is measured beside.
-    let metrics = batch_metrics(app, &admin, &batch).await;
+    let metrics = app.metrics(&admin, &batch).await;
     assert_eq!(metrics["counts"]["ratings"], 3, "{metrics}");
     assert_eq!(metrics["helpfulness"]["n"], 3);
     let raters: Vec<&Value> = metrics["raters"].as_array().unwrap().iter().collect();
@@ -481,7 +460,7 @@ async fn unparsed_outputs_never_count_as_a_score(app: &TestApp) {
     assert_eq!(scores["s1"], 3);
     assert_eq!(scores["s5"], 5);
 
-    let metrics = batch_metrics(app, &admin, &batch).await;
+    let metrics = app.metrics(&admin, &batch).await;
     assert_eq!(
         metrics["counts"]["ratings"], 0,
         "judge ratings are not human ratings"

@@ -83,20 +83,10 @@ fn all_distinct(values: &[String]) -> bool {
 }
 
 /// Submits `n` tasks of `batch` as `rater`; returns the rating ids.
-async fn rate(app: &TestApp, rater: &Persona, batch: &str, n: usize) -> Vec<String> {
+async fn rate_n(app: &TestApp, rater: &Persona, batch: &str, n: usize) -> Vec<String> {
     let mut ids = Vec::new();
     for _ in 0..n {
-        let next = app.next(rater, batch).await.expect("a task");
-        let assignment = next["assignment_id"].as_str().unwrap();
-        let done = app
-            .act(rater, assignment, "submit", &complete_answers())
-            .await;
-        ids.push(
-            json_with(done, StatusCode::OK).await["rating_id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        ids.push(app.rate(rater, batch, &complete_answers()).await);
     }
     ids
 }
@@ -199,8 +189,8 @@ async fn a_raters_history_pages_through_their_own_ratings_only(app: &TestApp) {
     let rater = app.rater().await;
     let other = app.persona("other", verdict::auth::Role::Rater).await;
     let batch = app.batch(&admin, "history", &tasks_jsonl(6), "").await;
-    let mut rated = rate(app, &rater, &batch, 5).await;
-    rate(app, &other, &batch, 1).await;
+    let mut rated = rate_n(app, &rater, &batch, 5).await;
+    rate_n(app, &other, &batch, 1).await;
 
     let (rows, total, pages) = walk(app, &rater, "/api/v1/ratings", 2).await;
     assert_eq!((rows.len(), total, pages), (5, 5, 3));
@@ -272,8 +262,8 @@ async fn the_review_queue_pages_by_batch_for_its_leads_only(app: &TestApp) {
         .go()
         .await;
     assert_eq!(led.status(), StatusCode::OK);
-    let in_first = rate(app, &rater, &first, 5).await;
-    let in_second = rate(app, &rater, &second, 3).await;
+    let in_first = rate_n(app, &rater, &first, 5).await;
+    let in_second = rate_n(app, &rater, &second, 3).await;
 
     let (rows, total, pages) = walk(app, &lead, "/api/v1/review", 2).await;
     assert_eq!((rows.len(), total, pages), (8, 8, 4));

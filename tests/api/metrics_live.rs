@@ -14,7 +14,6 @@ use verdict::auth::Role;
 use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
 use crate::judge_server::{Reply, ScriptedJudge, shown_first};
 use crate::judges::{add_judge, start_run, wait_for};
-use crate::review::metrics;
 
 /// Where two metrics documents first differ, as a path (`agreement.sxs.pairs`), so that
 /// a failure names the figure instead of printing both documents whole.
@@ -44,9 +43,9 @@ fn difference(path: &str, live: Option<&Value>, fresh: Option<&Value>) -> Option
 /// The metrics of `batch` as `app` serves them, checked equal to those of a brand-new
 /// instance on the same database (which has nothing in memory and counts every rating).
 async fn live_equals_fresh(app: &TestApp, lead: &Persona, batch: &str, after: &str) -> Value {
-    let live = metrics(app, lead, batch).await;
+    let live = app.metrics(lead, batch).await;
     let fresh_instance = app.sibling().await;
-    let fresh = metrics(&fresh_instance, lead, batch).await;
+    let fresh = fresh_instance.metrics(lead, batch).await;
     fresh_instance.close().await;
     if let Some(differs) = difference("metrics", Some(&live), Some(&fresh)) {
         panic!("after {after}: {differs}");
@@ -454,10 +453,7 @@ async fn metrics_follow_every_change_and_equal_a_fresh_count(app: &TestApp) {
         }
     }
     for other_batch in &elsewhere {
-        assert_eq!(
-            count(&metrics(app, &lead, other_batch).await, "included"),
-            1
-        );
+        assert_eq!(count(&app.metrics(&lead, other_batch).await, "included"), 1);
     }
     let m = check("other batches' metrics asked for").await;
     assert_eq!(m, before);
@@ -568,22 +564,22 @@ async fn a_rating_made_on_another_instance_shows_at_once(app: &TestApp) {
     let other = app.sibling().await;
     rate(app, &ana, &batch, false, &blackhat(2, false, 60)).await;
     // Both instances have counted the batch once already.
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     assert_eq!(count(&m, "included"), 1);
-    assert_eq!(metrics(&other, &lead, &batch).await, m);
+    assert_eq!(other.metrics(&lead, &batch).await, m);
 
     let rating = rate(&other, &ben, &batch, false, &blackhat(6, false, 90)).await;
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     assert_eq!(count(&m, "included"), 2, "the very next request counts it");
     assert_eq!(m["sxs"]["distribution"]["6"], 1);
     assert_eq!(m["agreement"]["sxs"]["pairs"], 1);
-    assert_eq!(metrics(&other, &lead, &batch).await, m);
+    assert_eq!(other.metrics(&lead, &batch).await, m);
 
     decide(&other, &lead, &rating, "return").await;
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     assert_eq!((count(&m, "included"), count(&m, "returned")), (1, 1));
     revise(&other, &ben, &rating, &blackhat(3, false, 120)).await;
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     assert_eq!((count(&m, "included"), count(&m, "returned")), (2, 0));
     assert_eq!(
         (
@@ -693,7 +689,7 @@ async fn rate_the_fixture(
             if submitted % 7 == 3 {
                 let first = altered(rubric, answers);
                 let rating = finish(app, who, assignment, "submit", &first).await;
-                let m = metrics(app, lead, &batch).await;
+                let m = app.metrics(lead, &batch).await;
                 assert_eq!(count(&m, "included"), submitted + 1);
                 revise(app, who, &rating, answers).await;
             } else {
@@ -703,7 +699,7 @@ async fn rate_the_fixture(
             last = if submitted % 40 == 0 {
                 live_equals_fresh(app, lead, &batch, "fixture ratings").await
             } else {
-                metrics(app, lead, &batch).await
+                app.metrics(lead, &batch).await
             };
             assert_eq!(count(&last, "included"), submitted, "{rubric}");
         }

@@ -6,11 +6,9 @@ use std::collections::HashMap;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
-
-fn assignment_id(next: &Value) -> String {
-    next["assignment_id"].as_str().unwrap().to_owned()
-}
+use crate::helpers::{
+    Go, Persona, TestApp, assignment_id, complete_answers, db_test, json_with, tasks_jsonl,
+};
 
 async fn next_returns_the_open_assignment_until_it_is_finished(app: &TestApp) {
     let admin = app.admin().await;
@@ -428,19 +426,6 @@ async fn randomised_batches_swap_about_half_and_store_canonical_answers(app: &Te
 }
 db_test!(randomised_batches_swap_about_half_and_store_canonical_answers: TestApp);
 
-/// Rates everything `rater` can get from `batch`, returning how many they rated.
-async fn rate_all(app: &TestApp, rater: &Persona, batch: &str) -> usize {
-    let mut rated = 0;
-    while let Some(next) = app.next(rater, batch).await {
-        let response = app
-            .act(rater, &assignment_id(&next), "submit", &complete_answers())
-            .await;
-        assert_eq!(response.status(), StatusCode::OK);
-        rated += 1;
-    }
-    rated
-}
-
 async fn completed_ratings_per_task(app: &TestApp) -> HashMap<String, i64> {
     let mut per_task = HashMap::new();
     for task in app
@@ -471,7 +456,12 @@ async fn no_task_gets_more_than_k_ratings_with_eight_concurrent_raters(app: &Tes
                 .await,
         );
     }
-    let rated: Vec<usize> = futures_join_all(raters.iter().map(|r| rate_all(app, r, &batch))).await;
+    let rated: Vec<usize> = futures_join_all(
+        raters
+            .iter()
+            .map(|r| app.rate_all(r, &batch, |_| complete_answers())),
+    )
+    .await;
     assert_eq!(
         rated.iter().sum::<usize>(),
         tasks * 3,
@@ -499,7 +489,7 @@ async fn two_app_instances_on_one_database_keep_exactly_k(app: &TestApp) {
     }
     let rated: Vec<usize> = futures_join_all(raters.iter().enumerate().map(|(i, r)| {
         let instance = if i % 2 == 0 { app } else { &sibling };
-        rate_all(instance, r, &batch)
+        instance.rate_all(r, &batch, |_| complete_answers())
     }))
     .await;
     assert_eq!(rated.iter().sum::<usize>(), 30, "{rated:?}");

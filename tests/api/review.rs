@@ -5,24 +5,12 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, complete_answers, db_test, json_with, tasks_jsonl};
+use crate::helpers::{
+    Go, Persona, TestApp, assignment_id, complete_answers, db_test, json_with, tasks_jsonl,
+};
 
 async fn rater(app: &TestApp, name: &str) -> Persona {
     app.persona(name, verdict::auth::Role::Rater).await
-}
-
-fn assignment(next: &Value) -> String {
-    next["assignment_id"].as_str().unwrap().to_owned()
-}
-
-/// Takes the batch's next task as `who` and submits `answers`; returns the rating id.
-async fn submit(app: &TestApp, who: &Persona, batch: &str, answers: &Value) -> String {
-    let next = app.next(who, batch).await.expect("a task");
-    let done = app.act(who, &assignment(&next), "submit", answers).await;
-    json_with(done, StatusCode::OK).await["rating_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 async fn review(app: &TestApp, lead: &Persona, rating: &str, body: Value) -> reqwest::Response {
@@ -31,18 +19,6 @@ async fn review(app: &TestApp, lead: &Persona, rating: &str, body: Value) -> req
         .json(&body)
         .go()
         .await
-}
-
-/// A batch's metrics as a lead gets them.
-pub async fn metrics(app: &TestApp, lead: &Persona, batch: &str) -> Value {
-    json_with(
-        lead.api
-            .get(app.url(&format!("/api/v1/batches/{batch}/metrics")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await
 }
 
 fn score(s: i64) -> Value {
@@ -62,8 +38,12 @@ async fn every_kind_of_excluded_rating_is_left_out_of_metrics(app: &TestApp) {
             "&overlap=7&randomize=false",
         )
         .await;
-    let counted = submit(app, &rater(app, "counted").await, &batch, &score(1)).await;
-    let accepted = submit(app, &rater(app, "accepted").await, &batch, &score(2)).await;
+    let counted = app
+        .rate(&rater(app, "counted").await, &batch, &score(1))
+        .await;
+    let accepted = app
+        .rate(&rater(app, "accepted").await, &batch, &score(2))
+        .await;
     review(
         app,
         &lead,
@@ -71,7 +51,9 @@ async fn every_kind_of_excluded_rating_is_left_out_of_metrics(app: &TestApp) {
         json!({"decision": "accept", "version": 1}),
     )
     .await;
-    let rejected = submit(app, &rater(app, "rejected").await, &batch, &score(7)).await;
+    let rejected = app
+        .rate(&rater(app, "rejected").await, &batch, &score(7))
+        .await;
     review(
         app,
         &lead,
@@ -79,7 +61,9 @@ async fn every_kind_of_excluded_rating_is_left_out_of_metrics(app: &TestApp) {
         json!({"decision": "reject", "version": 1}),
     )
     .await;
-    let returned = submit(app, &rater(app, "returned").await, &batch, &score(7)).await;
+    let returned = app
+        .rate(&rater(app, "returned").await, &batch, &score(7))
+        .await;
     review(
         app,
         &lead,
@@ -91,7 +75,7 @@ async fn every_kind_of_excluded_rating_is_left_out_of_metrics(app: &TestApp) {
     let next = app.next(&skipper, &batch).await.unwrap();
     app.act(
         &skipper,
-        &assignment(&next),
+        &assignment_id(&next),
         "skip",
         &json!({"reason": "unfamiliar"}),
     )
@@ -99,14 +83,14 @@ async fn every_kind_of_excluded_rating_is_left_out_of_metrics(app: &TestApp) {
     let scoper = rater(app, "scoper").await;
     let next = app.next(&scoper, &batch).await.unwrap();
     let oos = json!({"explanation": "The prompt is a request for a poem.", "answers": score(7)});
-    app.act(&scoper, &assignment(&next), "out-of-scope", &oos)
+    app.act(&scoper, &assignment_id(&next), "out-of-scope", &oos)
         .await;
     let drafter = rater(app, "drafter").await;
     let next = app.next(&drafter, &batch).await.unwrap();
-    app.act(&drafter, &assignment(&next), "draft", &score(7))
+    app.act(&drafter, &assignment_id(&next), "draft", &score(7))
         .await;
 
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     let c = &m["counts"];
     assert_eq!(
         (
@@ -156,10 +140,10 @@ async fn agreement_in_metrics_matches_the_reference_value(app: &TestApp) {
     for (name, scores) in [("r1", [1, 2, 3, 4]), ("r2", [1, 3, 3, 5])] {
         let who = rater(app, name).await;
         for s in scores {
-            submit(app, &who, &batch, &score(s)).await;
+            app.rate(&who, &batch, &score(s)).await;
         }
     }
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     let alpha = m["agreement"]["sxs"]["krippendorff_alpha"]
         .as_f64()
         .unwrap();
@@ -183,10 +167,11 @@ async fn swapped_ratings_are_canonical_in_metrics_and_exports(app: &TestApp) {
                 .unwrap()
                 .starts_with("Use `"),
         );
-        app.act(&who, &assignment(&next), "submit", &score(2)).await;
+        app.act(&who, &assignment_id(&next), "submit", &score(2))
+            .await;
     }
     assert!(swapped > 0 && swapped < 40);
-    let m = metrics(app, &lead, &batch).await;
+    let m = app.metrics(&lead, &batch).await;
     assert_eq!(
         m["sxs"]["distribution"]["6"].as_u64(),
         Some(swapped as u64),
@@ -242,7 +227,7 @@ async fn the_review_loop_with_stale_versions_refused(app: &TestApp) {
     let other_lead = app.persona("lead2", verdict::auth::Role::Lead).await;
     let who = rater(app, "r1").await;
     let batch = app.batch(&admin, "loop", &tasks_jsonl(1), "").await;
-    let rating = submit(app, &who, &batch, &score(3)).await;
+    let rating = app.rate(&who, &batch, &score(3)).await;
 
     let no_comment = review(
         app,
@@ -353,13 +338,13 @@ async fn the_review_loop_with_stale_versions_refused(app: &TestApp) {
             "history shows {change}"
         );
     }
-    let own = submit(
-        app,
-        &lead,
-        &app.batch(&admin, "own", &tasks_jsonl(1), "").await,
-        &score(4),
-    )
-    .await;
+    let own = app
+        .rate(
+            &lead,
+            &app.batch(&admin, "own", &tasks_jsonl(1), "").await,
+            &score(4),
+        )
+        .await;
     assert_eq!(
         review(
             app,
@@ -379,7 +364,7 @@ async fn a_rejected_rating_frees_the_task_for_another_rater(app: &TestApp) {
     let admin = app.admin().await;
     let lead = app.lead().await;
     let batch = app.batch(&admin, "reject", &tasks_jsonl(1), "").await;
-    let rating = submit(app, &rater(app, "r1").await, &batch, &score(3)).await;
+    let rating = app.rate(&rater(app, "r1").await, &batch, &score(3)).await;
     let second = rater(app, "r2").await;
     assert!(app.next(&second, &batch).await.is_none(), "full");
     review(
@@ -408,7 +393,7 @@ async fn raters_get_403_on_metrics_exports_and_review(app: &TestApp) {
     let admin = app.admin().await;
     let who = rater(app, "r1").await;
     let batch = app.batch(&admin, "doors", &tasks_jsonl(1), "").await;
-    let rating = submit(app, &who, &batch, &score(3)).await;
+    let rating = app.rate(&who, &batch, &score(3)).await;
     for path in [
         format!("/api/v1/batches/{batch}/metrics"),
         format!("/api/v1/batches/{batch}/export?format=csv"),
@@ -461,18 +446,19 @@ async fn exports_stream_filter_and_neutralise_formulas(app: &TestApp) {
     let r1 = rater(app, "r1").await;
     let mut formula = score(3);
     formula["sxs_explanation"] = json!("=HYPERLINK(\"http://evil.example\",\"click\")");
-    submit(app, &r1, &batch, &formula).await;
+    app.rate(&r1, &batch, &formula).await;
     let next = app.next(&r1, &batch).await.unwrap();
     app.act(
         &r1,
-        &assignment(&next),
+        &assignment_id(&next),
         "skip",
         &json!({"reason": "other", "note": "@SUM(1)"}),
     )
     .await;
     let r2 = rater(app, "r2").await;
     let next = app.next(&r2, &batch).await.unwrap();
-    app.act(&r2, &assignment(&next), "draft", &score(4)).await;
+    app.act(&r2, &assignment_id(&next), "draft", &score(4))
+        .await;
 
     let url = |q: &str| app.url(&format!("/api/v1/batches/{batch}/export?{q}"));
     let csv = lead.api.get(url("format=csv")).go().await;
@@ -547,8 +533,8 @@ async fn the_batch_page_shows_charts_and_the_disagreement_view(app: &TestApp) {
             "&overlap=2&randomize=false",
         )
         .await;
-    submit(app, &rater(app, "r1").await, &batch, &score(2)).await;
-    submit(app, &rater(app, "r2").await, &batch, &score(6)).await;
+    app.rate(&rater(app, "r1").await, &batch, &score(2)).await;
+    app.rate(&rater(app, "r2").await, &batch, &score(6)).await;
     let browser = lead.browser_for(app).await;
     let page = browser
         .get(app.url(&format!("/batches/{batch}")))
@@ -600,7 +586,7 @@ async fn a_server_error_carries_a_request_id_and_no_sql(app: &TestApp) {
     let batch = app
         .batch(&admin, "broken", &tasks_jsonl(1), "&randomize=false")
         .await;
-    let rating = submit(app, &rater, &batch, &complete_answers()).await;
+    let rating = app.rate(&rater, &batch, &complete_answers()).await;
     // The table a review writes to disappears under the running server.
     app.execute("DROP TABLE reviews").await;
     let failed = review(

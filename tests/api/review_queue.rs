@@ -15,21 +15,15 @@ async fn rater(app: &TestApp, name: &str) -> Persona {
 
 /// Takes `who`'s next task of `batch` and submits what `answers` gives for its external
 /// id; returns the rating id and the task's external id.
-async fn rate(
+async fn rate_by_task(
     app: &TestApp,
     who: &Persona,
     batch: &str,
     answers: impl Fn(&str) -> Value,
 ) -> (String, String) {
-    let next = app.next(who, batch).await.expect("a task");
-    let task = next["task"]["external_id"].as_str().unwrap().to_owned();
-    let assignment = next["assignment_id"].as_str().unwrap();
-    let done = app.act(who, assignment, "submit", &answers(&task)).await;
-    let id = json_with(done, StatusCode::OK).await["rating_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (id, task)
+    let task = |next: &Value| next["task"]["external_id"].as_str().unwrap().to_owned();
+    let (id, next) = app.rate_with(who, batch, |next| answers(&task(next))).await;
+    (id, task(&next))
 }
 
 fn score(s: i64) -> Value {
@@ -104,11 +98,11 @@ async fn scene(app: &TestApp) -> Scene {
         rater(app, "r3").await,
     );
     let by_task = |t1: i64, t2: i64| move |task: &str| score(if task == "t1" { t1 } else { t2 });
-    let (a, ta) = rate(app, &r1, &first, by_task(2, 6)).await;
-    let (b, _) = rate(app, &r1, &first, by_task(2, 6)).await;
+    let (a, ta) = rate_by_task(app, &r1, &first, by_task(2, 6)).await;
+    let (b, _) = rate_by_task(app, &r1, &first, by_task(2, 6)).await;
     let (r1_t1, r1_t2) = if ta == "t1" { (a, b) } else { (b, a) };
-    let (a, ta) = rate(app, &r2, &first, by_task(2, 2)).await;
-    let (b, _) = rate(app, &r2, &first, by_task(2, 2)).await;
+    let (a, ta) = rate_by_task(app, &r2, &first, by_task(2, 2)).await;
+    let (b, _) = rate_by_task(app, &r2, &first, by_task(2, 2)).await;
     let (r2_t1, r2_t2) = if ta == "t1" { (a, b) } else { (b, a) };
     let next = app.next(&r3, &first).await.unwrap();
     let oos = app
@@ -123,7 +117,7 @@ async fn scene(app: &TestApp) -> Scene {
         .as_str()
         .unwrap()
         .to_owned();
-    let (r1_second, _) = rate(app, &r1, &second, |_| score(3)).await;
+    let (r1_second, _) = rate_by_task(app, &r1, &second, |_| score(3)).await;
     Scene {
         admin,
         lead,
@@ -664,7 +658,7 @@ async fn the_disagreement_view_puts_the_widest_spread_first(app: &TestApp) {
     for i in 0..3 {
         let who = rater(app, &format!("s{i}")).await;
         for _ in 0..3 {
-            rate(app, &who, &batch, |task| {
+            rate_by_task(app, &who, &batch, |task| {
                 let (_, s) = scores.iter().find(|(t, _)| *t == task).unwrap();
                 score(s[i])
             })
@@ -744,7 +738,7 @@ async fn the_disagreement_view_puts_the_widest_spread_first(app: &TestApp) {
     for (i, helpful) in ["a", "b"].into_iter().enumerate() {
         let who = rater(app, &format!("p{i}")).await;
         for _ in 0..2 {
-            rate(app, &who, &pairwise, |task| {
+            rate_by_task(app, &who, &pairwise, |task| {
                 if task == "t2" {
                     aspects(helpful, "tie")
                 } else {

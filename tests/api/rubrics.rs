@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Go, Persona, TestApp, db_test, json_with, tasks_jsonl};
+use crate::helpers::{Go, Persona, TestApp, db_test, json_with, jsonl, single_task, tasks_jsonl};
 
 /// The metrics of a batch, as a lead reads them.
 async fn metrics_of(app: &TestApp, lead: &Persona, batch: &str) -> Value {
@@ -528,18 +528,14 @@ db_test!(rubrics_are_versioned_documents_and_batches_keep_theirs: TestApp);
 
 /// `n` tasks of one response each, ids `s1`..`sn`, with a model.
 fn single_tasks(n: usize) -> String {
-    (1..=n)
-        .map(|i| {
-            json!({
-                "external_id": format!("s{i}"),
-                "prompt": format!("Write a function that returns {i} squared."),
-                "response": format!("```python\ndef f():\n    return {i} ** 2\n```"),
-                "model": if i % 2 == 0 { "even" } else { "odd" },
-            })
-            .to_string()
-                + "\n"
-        })
-        .collect()
+    jsonl((1..=n).map(|i| {
+        single_task(
+            &format!("s{i}"),
+            &format!("Write a function that returns {i} squared."),
+            &format!("```python\ndef f():\n    return {i} ** 2\n```"),
+            if i % 2 == 0 { "even" } else { "odd" },
+        )
+    }))
 }
 
 fn criteria(met: [bool; 5], repetitive: bool, justification: &str) -> Value {

@@ -3,27 +3,12 @@
 //! with its denominator, and tasks no rater is left for flagged to leads.
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::helpers::{
-    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, page_text as page,
-    tasks_jsonl,
+    Go, Persona, TestApp, assignment_id, complete_answers, csrf_token, db_test, json_with,
+    page_text as page, tasks_jsonl,
 };
-
-fn assignment_id(next: &Value) -> String {
-    next["assignment_id"].as_str().unwrap().to_owned()
-}
-
-async fn rating_of(app: &TestApp, who: &Persona, rating: &str) -> Value {
-    json_with(
-        who.api
-            .get(app.url(&format!("/api/v1/ratings/{rating}")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await
-}
 
 async fn skips_and_out_of_scope_keep_the_time_spent(app: &TestApp) {
     let admin = app.admin().await;
@@ -62,7 +47,9 @@ async fn skips_and_out_of_scope_keep_the_time_spent(app: &TestApp) {
 
     let body = json!({"reason": "too_long", "time_spent_s": 1900});
     let skipped = json_with(app.act(&rater, &first, "skip", &body).await, StatusCode::OK).await;
-    let skipped = rating_of(app, &rater, skipped["rating_id"].as_str().unwrap()).await;
+    let skipped = app
+        .rating(&rater, skipped["rating_id"].as_str().unwrap())
+        .await;
     assert_eq!(skipped["time_spent_s"], 1900);
 
     let second = assignment_id(&app.next(&rater, &batch).await.unwrap());
@@ -73,7 +60,9 @@ async fn skips_and_out_of_scope_keep_the_time_spent(app: &TestApp) {
         StatusCode::OK,
     )
     .await;
-    let marked = rating_of(app, &rater, marked["rating_id"].as_str().unwrap()).await;
+    let marked = app
+        .rating(&rater, marked["rating_id"].as_str().unwrap())
+        .await;
     assert_eq!(marked["time_spent_s"], 240);
     assert!(
         marked["answers"].get("time_spent_s").is_none(),
@@ -174,7 +163,7 @@ async fn a_revision_is_saved_as_it_is_written_and_sent_with_its_time(app: &TestA
         .batch(&admin, "revisions", &tasks_jsonl(1), "&randomize=false")
         .await;
     let rating = returned_rating(app, &rater, &lead, &batch).await;
-    let before = rating_of(app, &rater, &rating).await;
+    let before = app.rating(&rater, &rating).await;
     let browser = rater.browser_for(app).await;
     let form = page(app, &browser, &format!("/ratings/{rating}")).await;
     assert!(form.contains(&format!(r#"data-draft-url="/ratings/{rating}/draft""#)));
@@ -198,7 +187,7 @@ async fn a_revision_is_saved_as_it_is_written_and_sent_with_its_time(app: &TestA
         .go()
         .await;
     assert!(json_with(saved, StatusCode::OK).await["saved_at"].is_string());
-    let now = rating_of(app, &rater, &rating).await;
+    let now = app.rating(&rater, &rating).await;
     assert_eq!(now["answers"], before["answers"], "the rating is unchanged");
     assert_eq!(
         (now["status"].as_str(), now["version"].as_i64()),
@@ -268,7 +257,7 @@ async fn a_revision_is_saved_as_it_is_written_and_sent_with_its_time(app: &TestA
         sent.headers()["location"].to_str().unwrap(),
         format!("/ratings/{rating}?sent=1")
     );
-    let after = rating_of(app, &rater, &rating).await;
+    let after = app.rating(&rater, &rating).await;
     assert_eq!(after["status"], "submitted");
     assert_eq!(after["answers"]["b"]["executability"], "no");
     assert_eq!(after["time_spent_s"], 460);
