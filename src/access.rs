@@ -13,7 +13,7 @@ use verdict_core::role::Role;
 impl User {
     /// Leads and admins: review, metrics, exports, the per-task view, releasing tasks.
     pub fn can_lead(&self) -> bool {
-        self.role >= Role::Lead
+        self.role.can_lead()
     }
 
     /// Admins: accounts, batches and their settings, every token, the audit log.
@@ -24,36 +24,12 @@ impl User {
 
 pub use crate::store::batches::batch_filter;
 
-/// Whether `user` is shown the external ids of the batch's tasks: leads and admins
-/// always, raters only where the batch says so. An external id can name a benchmark
-/// task a rater could look up, and ids that raters compare tell shared (gold) tasks
-/// apart; a rater otherwise knows each task by its number among their own.
+pub use verdict_core::access::{task_heading, task_name};
+
+/// Whether `user` is shown the external ids of the batch's tasks (see
+/// [`verdict_core::access::sees_external_ids`]).
 pub fn sees_external_ids(user: &User, raters_see_external_ids: bool) -> bool {
-    user.can_lead() || raters_see_external_ids
-}
-
-/// How a task is named to someone working on it: its external id where they may see it
-/// (`sees`, from [`sees_external_ids`]), else `Task N`, N counting their own tasks of
-/// the batch in the order they were handed out.
-pub fn task_name(sees: bool, external_id: &str, number: i64) -> String {
-    if sees {
-        external_id.to_owned()
-    } else {
-        format!("Task {number}")
-    }
-}
-
-/// How a page heads a task named by [`task_name`]: "task d1" for an external id, and a
-/// neutral name ("Task 3") as it is, so it never reads "task Task 3".
-pub fn task_heading(name: &str) -> String {
-    let neutral = name
-        .strip_prefix("Task ")
-        .is_some_and(|n| n.parse::<u64>().is_ok());
-    if neutral {
-        name.to_owned()
-    } else {
-        format!("task {name}")
-    }
+    verdict_core::access::sees_external_ids(user.role, raters_see_external_ids)
 }
 
 /// Whether `user` may take and work on tasks of the batch: it is open, and opened to

@@ -576,10 +576,12 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
             if let Some(why) = auth::password::policy_violation(&password, &[&user.username]) {
                 bail!("password {why}");
             }
-            let hash = auth::password::Hasher::new(&Config::default())
-                .hash(password)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let defaults = Config::default();
+            let hash =
+                auth::password::Hasher::new(defaults.max_concurrent_hashes, defaults.hash_wait)
+                    .hash(password)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
             store.set_password_hash(user.id, &hash).await?;
             let detail = serde_json::json!({
                 "user_id": user.id, "changed": ["password"], "before": {}, "after": {}

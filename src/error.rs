@@ -12,6 +12,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::credentials::CredentialError;
 use crate::services::ServiceError;
 use crate::store::StoreError;
 use verdict_core::lifecycle::Refusal;
@@ -235,6 +236,19 @@ impl From<Refusal> for AppError {
                 "this rating changed since you loaded it (it is at version {current} now); \
                  reload and decide again"
             )),
+        }
+    }
+}
+
+impl From<CredentialError> for AppError {
+    fn from(err: CredentialError) -> Self {
+        match err {
+            CredentialError::Busy => AppError::Busy,
+            CredentialError::TooManyAttempts { retry_after_s } => {
+                AppError::TooManyRequests { retry_after_s }
+            }
+            CredentialError::Store(e) => e.into(),
+            CredentialError::Internal(why) => AppError::Internal(why),
         }
     }
 }

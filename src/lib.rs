@@ -37,7 +37,6 @@ pub mod demo;
 pub mod diff;
 pub mod error;
 pub mod export;
-pub mod gold;
 pub mod heavy;
 pub mod home;
 pub mod judge;

@@ -33,8 +33,11 @@ pub struct App {
 
 impl AppState {
     pub fn new(store: Store, config: Config) -> Self {
-        let login_limiter = LoginLimiter::new(&config);
-        let hasher = Hasher::new(&config);
+        let login_limiter = LoginLimiter::new(
+            config.login_per_account_and_address_per_min,
+            config.login_per_address_per_min,
+        );
+        let hasher = Hasher::new(config.max_concurrent_hashes, config.hash_wait);
         let heavy_reads = HeavyReads::new(config.max_heavy_reads);
         let judging = Judging::new(
             store.clone(),

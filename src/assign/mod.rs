@@ -501,8 +501,8 @@ async fn finish_with(
     time: i32,
 ) -> AppResult<Rating> {
     let mut extras = extras.clone();
-    (extras.gold_grade, extras.review_first) = crate::gold::assess(
-        state,
+    (extras.gold_grade, extras.review_first) = crate::services::gold::assess(
+        state.store(),
         &owned.batch,
         owned.assignment.task_id,
         user.id,

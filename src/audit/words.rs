@@ -72,7 +72,7 @@ fn label(setting: &str) -> String {
         "role" => "Role".into(),
         "active" => "Active".into(),
         "password" => "Password".into(),
-        other => crate::batches::settings::label(other).into(),
+        other => verdict_core::settings::label(other).into(),
     }
 }
 
@@ -92,7 +92,7 @@ pub fn words(entry: &AuditView) -> EntryWords {
     let (target_href, lines) = match entry.action.as_str() {
         "batch.settings" => {
             let lines = if d.get("before").is_some() {
-                changes(d, crate::batches::settings::describe)
+                changes(d, verdict_core::settings::describe)
             } else {
                 vec![format!("Changed: {}", list(&d["changed"]))]
             };

@@ -7,10 +7,10 @@ use bytes::Bytes;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::gold::{GoldRequest, GoldSettings};
 use super::{BatchView, SettingsRequest, UploadParams, view, visible};
 use crate::auth::{CurrentUser, RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
-use crate::gold::{GoldRequest, GoldSettings};
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
@@ -132,7 +132,7 @@ pub async fn gold(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<GoldSettings>> {
-    Ok(Json(crate::gold::settings(&state, id, &lead).await?))
+    Ok(Json(super::gold::settings(&state, id, &lead).await?))
 }
 
 /// Changes the batch's gold settings (a lead of the batch); an absent field is kept.
@@ -146,5 +146,5 @@ pub async fn set_gold(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<GoldRequest>,
 ) -> AppResult<Json<GoldSettings>> {
-    Ok(Json(crate::gold::set(&state, id, &lead, &request).await?))
+    Ok(Json(super::gold::set(&state, id, &lead, &request).await?))
 }

@@ -13,6 +13,7 @@ use verdict_core::import;
 use verdict_core::rubric::{Classification, Subject};
 
 pub mod api;
+pub mod gold;
 pub mod pages;
 pub mod settings;
 
@@ -261,7 +262,8 @@ pub async fn import(
         };
         let (file, progress) = (bytes.clone(), progress.clone());
         let checked = tokio::task::spawn_blocking(move || {
-            let gold = |expected: &serde_json::Value| crate::gold::check_task(&rubric, expected);
+            let gold =
+                |expected: &serde_json::Value| verdict_core::gold::check_task(&rubric, expected);
             import::check(format, &file, responses, gold, &hashes, progress)
         })
         .await

@@ -17,8 +17,7 @@
 
 use std::net::IpAddr;
 
-use crate::config::Config;
-use crate::error::AppError;
+use super::CredentialError;
 use crate::store::Store;
 
 /// How long a window lasts.
@@ -52,10 +51,11 @@ fn address_key(address: IpAddr) -> String {
 }
 
 impl LoginLimiter {
-    pub fn new(config: &Config) -> Self {
+    /// Allowances per minute: for one account from one address, and for one address.
+    pub fn new(per_account_and_address: u32, per_address: u32) -> Self {
         Self {
-            per_account_and_address: i64::from(config.login_per_account_and_address_per_min),
-            per_address: i64::from(config.login_per_address_per_min),
+            per_account_and_address: i64::from(per_account_and_address),
+            per_address: i64::from(per_address),
         }
     }
 
@@ -67,7 +67,7 @@ impl LoginLimiter {
         store: &Store,
         username: &str,
         address: IpAddr,
-    ) -> Result<Counted, AppError> {
+    ) -> Result<Counted, CredentialError> {
         let address = address_key(address);
         let keys = [
             super::tokens::digest(&format!("address\n{address}")),
@@ -85,7 +85,7 @@ impl LoginLimiter {
             .map(|(attempts, _)| attempts.window_start + WINDOW_MS - now)
             .max();
         match spent {
-            Some(wait_ms) => Err(AppError::TooManyRequests {
+            Some(wait_ms) => Err(CredentialError::TooManyAttempts {
                 retry_after_s: u64::try_from((wait_ms + 999) / 1000).unwrap_or(1).max(1),
             }),
             None => Ok(Counted {
@@ -96,7 +96,7 @@ impl LoginLimiter {
     }
 
     /// Takes back the count of an attempt that signed in: only failures count.
-    pub async fn succeeded(&self, store: &Store, counted: Counted) -> Result<(), AppError> {
+    pub async fn succeeded(&self, store: &Store, counted: Counted) -> Result<(), CredentialError> {
         store
             .uncount_login_attempts(&counted.keys, &counted.window_starts)
             .await?;
@@ -104,7 +104,7 @@ impl LoginLimiter {
     }
 
     /// Forgets windows that have ended, so the table stays small.
-    pub async fn prune(&self, store: &Store) -> Result<u64, AppError> {
+    pub async fn prune(&self, store: &Store) -> Result<u64, CredentialError> {
         let now = chrono::Utc::now().timestamp_millis();
         Ok(store.prune_login_attempts(now - WINDOW_MS).await?)
     }

@@ -7,3 +7,28 @@ pub mod limits;
 pub mod password;
 pub mod sealed;
 pub mod tokens;
+
+use crate::store::StoreError;
+
+/// Why a credential check could not be answered (a wrong password is an answer, not an
+/// error); the web layer turns it into a response in one `From`.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    /// Every password check is busy and this one waited its turn too long.
+    #[error("every password check is busy")]
+    Busy,
+    /// A sign-in allowance is spent until this many seconds from now.
+    #[error("too many sign-in attempts; try again in {retry_after_s} s")]
+    TooManyAttempts { retry_after_s: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored hash that cannot be read, or the hashing threads gone.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl CredentialError {
+    fn internal(err: impl std::fmt::Display) -> Self {
+        Self::Internal(err.to_string())
+    }
+}

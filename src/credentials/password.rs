@@ -9,8 +9,7 @@ use argon2::password_hash::{Output, ParamsString, PasswordHash, PasswordHasher, 
 use argon2::{Algorithm, Argon2, Block, Params, Version};
 use tokio::sync::Semaphore;
 
-use crate::config::Config;
-use crate::error::AppError;
+use super::CredentialError;
 
 pub const MIN_PASSWORD_LEN: usize = 10;
 /// Argon2 takes any length; the cap keeps a request from making us hash megabytes.
@@ -89,8 +88,9 @@ pub struct Hasher {
 type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
 
 impl Hasher {
-    pub fn new(config: &Config) -> Self {
-        let threads = config.max_concurrent_hashes.max(1);
+    /// `threads` hash at once (at least one); a check waits at most `wait` for its turn.
+    pub fn new(threads: usize, wait: Duration) -> Self {
+        let threads = threads.max(1);
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for n in 0..threads {
@@ -118,7 +118,7 @@ impl Hasher {
         }
         Self {
             permits: Arc::new(Semaphore::new(threads)),
-            wait: config.hash_wait,
+            wait,
             jobs,
             in_flight: Arc::default(),
             peak: Arc::default(),
@@ -136,11 +136,11 @@ impl Hasher {
     async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
-    ) -> Result<T, AppError> {
+    ) -> Result<T, CredentialError> {
         let permit = tokio::time::timeout(self.wait, self.permits.clone().acquire_owned())
             .await
-            .map_err(|_| AppError::Busy)?
-            .map_err(AppError::internal)?;
+            .map_err(|_| CredentialError::Busy)?
+            .map_err(CredentialError::internal)?;
         let (in_flight, peak) = (self.in_flight.clone(), self.peak.clone());
         let (done, answer) = tokio::sync::oneshot::channel();
         self.jobs
@@ -152,22 +152,26 @@ impl Hasher {
                 drop(permit);
                 let _ = done.send(out);
             }))
-            .map_err(|_| AppError::internal("the password hashing threads have stopped"))?;
+            .map_err(|_| CredentialError::internal("the password hashing threads have stopped"))?;
         answer
             .await
-            .map_err(|_| AppError::internal("a password hash did not finish"))
+            .map_err(|_| CredentialError::internal("a password hash did not finish"))
     }
 
     /// Hashes with argon2id and the crate's default parameters.
-    pub async fn hash(&self, password: String) -> Result<String, AppError> {
+    pub async fn hash(&self, password: String) -> Result<String, CredentialError> {
         self.run(move |memory| hash_in(memory, password.as_bytes()))
             .await?
-            .map_err(AppError::internal)
+            .map_err(CredentialError::internal)
     }
 
     /// Checks a password against a stored hash. With no stored hash (unknown user) it
     /// still does the work of one check, so the answer takes as long either way.
-    pub async fn verify(&self, stored: Option<String>, password: String) -> Result<bool, AppError> {
+    pub async fn verify(
+        &self,
+        stored: Option<String>,
+        password: String,
+    ) -> Result<bool, CredentialError> {
         self.run(move |memory| {
             let known = stored.is_some();
             let stored = stored.as_deref().unwrap_or(DUMMY_HASH.as_str());
@@ -213,23 +217,29 @@ fn hash_in(memory: &mut Vec<Block>, password: &[u8]) -> Result<String, String> {
 
 /// Whether `password` matches the PHC hash `stored`, worked out in `memory`; an error
 /// when `stored` is not a readable argon2 hash.
-fn verify_in(memory: &mut Vec<Block>, stored: &str, password: &[u8]) -> Result<bool, AppError> {
-    let parsed = PasswordHash::new(stored).map_err(AppError::internal)?;
-    let algorithm = Algorithm::try_from(parsed.algorithm).map_err(AppError::internal)?;
+fn verify_in(
+    memory: &mut Vec<Block>,
+    stored: &str,
+    password: &[u8],
+) -> Result<bool, CredentialError> {
+    let parsed = PasswordHash::new(stored).map_err(CredentialError::internal)?;
+    let algorithm = Algorithm::try_from(parsed.algorithm).map_err(CredentialError::internal)?;
     let version = parsed
         .version
         .map(Version::try_from)
         .transpose()
-        .map_err(AppError::internal)?
+        .map_err(CredentialError::internal)?
         .unwrap_or_default();
-    let params = Params::try_from(&parsed).map_err(AppError::internal)?;
+    let params = Params::try_from(&parsed).map_err(CredentialError::internal)?;
     let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
-        return Err(AppError::internal(
+        return Err(CredentialError::internal(
             "a stored password hash lacks its salt or hash",
         ));
     };
     let mut raw_salt = [0u8; 64];
-    let raw_salt = salt.decode_b64(&mut raw_salt).map_err(AppError::internal)?;
+    let raw_salt = salt
+        .decode_b64(&mut raw_salt)
+        .map_err(CredentialError::internal)?;
     let mut out = vec![0u8; expected.len()];
     let hashed = Argon2::new(algorithm, version, params.clone()).hash_password_into_with_memory(
         password,
@@ -274,7 +284,7 @@ mod tests {
     }
 
     fn hasher() -> Hasher {
-        Hasher::new(&Config::default())
+        Hasher::new(2, Duration::from_secs(10))
     }
 
     #[tokio::test]
@@ -321,7 +331,7 @@ mod tests {
         assert!(!hasher.verify(Some(theirs), "another".into()).await.unwrap());
         assert!(matches!(
             hasher.verify(Some("not a hash".into()), "x".into()).await,
-            Err(AppError::Internal(_))
+            Err(CredentialError::Internal(_))
         ));
     }
 
@@ -337,15 +347,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_hash_waits_for_a_permit_and_gives_up_with_busy() {
-        let config = Config {
-            max_concurrent_hashes: 1,
-            hash_wait: Duration::from_millis(50),
-            ..Config::default()
-        };
-        let hasher = Hasher::new(&config);
+        let hasher = Hasher::new(1, Duration::from_millis(50));
         let held = hasher.permits.clone().acquire_owned().await.unwrap();
         let refused = hasher.verify(None, "anything at all".into()).await;
-        assert!(matches!(refused, Err(AppError::Busy)), "{refused:?}");
+        assert!(matches!(refused, Err(CredentialError::Busy)), "{refused:?}");
         drop(held);
         assert!(!hasher.verify(None, "anything at all".into()).await.unwrap());
         assert_eq!(hasher.peak_in_flight(), 1);

@@ -27,9 +27,10 @@ use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
-use verdict_core::rubric::{Answer, Role, Rubric};
+use verdict_core::rubric::{self, Answer, Role, Rubric};
 
 pub mod charts;
+mod judge_runs;
 
 pub fn api_router() -> ApiRouter {
     ApiRouter::new().routes(routes!(metrics_api))
@@ -37,6 +38,7 @@ pub fn api_router() -> ApiRouter {
 
 pub fn page_router() -> Router<AppState> {
     Router::new()
+        .merge(judge_runs::router())
         .route("/batches/{id}", get(page))
         .route("/batches/{id}/export", get(export))
         .route("/batches/{id}/gold", axum::routing::post(save_gold))
@@ -78,7 +80,7 @@ async fn measure(
     let (folded, mut slot) = fold(state, id, batch, &rubric).await?;
     let calls = state.store().judge_call_facts(id).await?;
     let store = state.store();
-    let grades: Vec<(String, crate::gold::Grade)> = store
+    let grades: Vec<(String, verdict_core::gold::Grade)> = store
         .gold_grades(id)
         .await?
         .into_iter()
@@ -241,38 +243,6 @@ pub struct RunForm {
     pub errors: FieldErrors,
 }
 
-/// An answer's label for people: the rubric's words, with the response a question about
-/// each response is about; the path itself when the rubric has no such answer.
-fn answer_label(rubric: &Rubric, path: &str) -> String {
-    rubric
-        .slots()
-        .iter()
-        .find(|s| s.path() == path)
-        .map_or_else(
-            || path.to_owned(),
-            |slot| match slot.side() {
-                Some(side) => format!("{} ({})", slot.label(), side.key().to_uppercase()),
-                None => slot.label().to_owned(),
-            },
-        )
-}
-
-/// Values by answer path, in the order the rubric asks them (paths it does not have
-/// last), each with its label for people.
-pub fn labelled_in_order<T>(
-    rubric: &Rubric,
-    by_path: impl IntoIterator<Item = (String, T)>,
-) -> Vec<(String, T)> {
-    let order: Vec<String> = rubric.slots().iter().map(|s| s.path()).collect();
-    let rank = |path: &str| order.iter().position(|p| p == path).unwrap_or(order.len());
-    let mut items: Vec<(String, T)> = by_path.into_iter().collect();
-    items.sort_by_key(|(path, _)| rank(path));
-    items
-        .into_iter()
-        .map(|(path, value)| (answer_label(rubric, &path), value))
-        .collect()
-}
-
 /// A share as a page shows it: `75%`, or a dash when there is none.
 fn percent(share: &Option<f64>) -> String {
     share.map_or_else(|| "—".into(), |x| format!("{:.0}%", x * 100.0))
@@ -320,7 +290,7 @@ fn coefficient_with_interval(e: &Option<Estimate>) -> String {
 fn bias_view(metrics: &Metrics, rubric: &Rubric) -> BiasView {
     let bias = &metrics.bias;
     let b = &bias.batch;
-    let label_of = |path: &str| answer_label(rubric, path);
+    let label_of = |path: &str| rubric::answer_label(rubric, path);
     let mut rows = vec![BiasRow {
         label: "All raters".into(),
         pooled: true,
@@ -372,7 +342,7 @@ fn bias_view(metrics: &Metrics, rubric: &Rubric) -> BiasView {
                     .join(", ")
             },
         });
-        let questions = labelled_in_order(
+        let questions = rubric::labelled_in_order(
             rubric,
             r.straight_lining
                 .questions
@@ -964,7 +934,7 @@ fn judge_figures(metrics: &Metrics, rubric: &Rubric) -> Vec<JudgeFigures> {
         .judges
         .iter()
         .map(|(name, judge)| {
-            let fields = labelled_in_order(
+            let fields = rubric::labelled_in_order(
                 rubric,
                 judge.fields.iter().map(|(p, f)| (p.clone(), f.clone())),
             );
@@ -1009,7 +979,7 @@ impl GoldForm {
     }
 
     /// The settings it asks for, or what is wrong with it by field.
-    fn request(&self) -> Result<crate::gold::GoldRequest, FieldErrors> {
+    fn request(&self) -> Result<crate::batches::gold::GoldRequest, FieldErrors> {
         let mut errors = FieldErrors::new();
         let mut read = |field: &str, text: &str| {
             let text = text.trim().trim_end_matches('%').trim();
@@ -1033,7 +1003,7 @@ impl GoldForm {
             );
         }
         if errors.is_empty() {
-            Ok(crate::gold::GoldRequest {
+            Ok(crate::batches::gold::GoldRequest {
                 gold_rate: Some(rate),
                 review_first_below: Some(below),
             })
@@ -1052,7 +1022,7 @@ async fn save_gold(
     crate::auth::csrf::CsrfForm(form): crate::auth::csrf::CsrfForm<GoldForm>,
 ) -> AppResult<Response> {
     let errors = match form.request() {
-        Ok(request) => match crate::gold::set(&state, id, &lead, &request).await {
+        Ok(request) => match crate::batches::gold::set(&state, id, &lead, &request).await {
             Ok(_) => {
                 let to = format!("/batches/{id}#gold");
                 return Ok(axum::response::Redirect::to(&to).into_response());

@@ -307,7 +307,7 @@ pub struct JsonRecord<'a> {
     evidence: Option<&'a Evidence>,
     external_id: &'a str,
     gold: bool,
-    gold_grade: Option<&'a crate::gold::Grade>,
+    gold_grade: Option<&'a verdict_core::gold::Grade>,
     model_a: Option<&'a str>,
     model_b: Option<&'a str>,
     note: Option<&'a str>,

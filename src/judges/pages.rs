@@ -1,28 +1,26 @@
-//! The judges' pages: the admin's list of judges with the form that adds one, the batch
-//! page's buttons that start, pause, resume and cancel runs, and a run's calls with their
-//! raw output. They do what the API does (`read_settings`, `start_run`, the runs'
-//! transitions), so whatever the API can do, a page can.
+//! The judges' pages: the admin's list of judges with the form that adds one, and a run's
+//! calls with their raw output. They do what the API does (`read_settings`, the runs'
+//! calls), so whatever the API can do, a page can; the batch page's buttons that start,
+//! pause, resume and cancel runs are the batch page's (`dashboard::judge_runs`).
 
 use askama::Template;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{JudgeView, RunAction, RunView, launch, move_run, read_settings, run_view};
+use super::{JudgeView, RunView, read_settings, run_view};
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, RequireLead};
-use crate::dashboard::{RunForm, labelled_in_order};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::services::ServiceError;
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::store::judges::{CallRow, Judge, JudgeSettings};
-use crate::store::users::User;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use verdict_core::lifecycle::CallStatus;
@@ -31,10 +29,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/judges", get(judges_page).post(create))
         .route("/admin/judges/{id}", get(edit_page).post(update))
-        .route("/batches/{id}/judge-runs", post(start))
-        .route("/judge-runs/{id}/pause", post(pause))
-        .route("/judge-runs/{id}/resume", post(resume))
-        .route("/judge-runs/{id}/cancel", post(cancel))
         .route("/judge-runs/{id}/calls", get(calls_page))
 }
 
@@ -547,127 +541,6 @@ async fn update(
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
 
-/// The batch page's start form.
-#[derive(Deserialize)]
-struct StartForm {
-    /// The judge, by name.
-    #[serde(default)]
-    judge: String,
-}
-
-/// `POST /batches/{id}/judge-runs`: starts a run of the judge picked over the batch, as
-/// `POST /api/v1/batches/{id}/judge-runs` does, and goes back to the batch page; what is
-/// wrong is shown on the batch page, and no run is started.
-async fn start(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(batch_id): ApiPath<Uuid>,
-    CsrfForm(form): CsrfForm<StartForm>,
-) -> AppResult<Response> {
-    let batch = state
-        .store()
-        .batch(batch_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let name = form.judge.trim();
-    let started = if name.is_empty() {
-        Err(ServiceError::field("judge", "is required: choose a judge"))
-    } else {
-        launch(&state, &admin, &batch, name).await
-    };
-    let (status, errors) = match started {
-        Ok(_) => {
-            return Ok(Redirect::to(&format!("/batches/{batch_id}#judge-runs")).into_response());
-        }
-        Err(ServiceError::Invalid(fields)) => (StatusCode::UNPROCESSABLE_ENTITY, fields),
-        Err(ServiceError::Refused(refusal)) => (
-            StatusCode::CONFLICT,
-            FieldErrors::from([("judge".to_owned(), AppError::from(refusal).to_string())]),
-        ),
-        Err(other) => return Err(other.into()),
-    };
-    let run_form = RunForm {
-        judge: name.to_owned(),
-        errors,
-    };
-    let html =
-        crate::dashboard::with_run_form(&state, &admin, page_user.layout, batch_id, run_form)
-            .await?;
-    Ok((status, html).into_response())
-}
-
-/// Moves a run as the API's pause, resume and cancel do (`super::move_run`), then goes
-/// back to the batch page. A run that cannot move now (it moved meanwhile) shows the
-/// batch page saying why.
-async fn transition(
-    state: AppState,
-    admin: User,
-    layout: Layout,
-    id: Uuid,
-    action: RunAction,
-) -> AppResult<Response> {
-    let run = state.store().run(id).await?.ok_or(AppError::NotFound)?;
-    match move_run(&state, &admin, id, action)
-        .await
-        .map_err(AppError::from)
-    {
-        Ok(_) => Ok(Redirect::to(&format!("/batches/{}#judge-runs", run.batch_id)).into_response()),
-        Err(AppError::Conflict(why)) => {
-            let judge = state
-                .store()
-                .judge(run.judge_id)
-                .await?
-                .map_or_else(String::new, |j| j.name);
-            let run_form = RunForm {
-                errors: FieldErrors::from([(
-                    "run".to_owned(),
-                    format!("The run of {judge}: {why}."),
-                )]),
-                ..RunForm::default()
-            };
-            let html =
-                crate::dashboard::with_run_form(&state, &admin, layout, run.batch_id, run_form)
-                    .await?;
-            Ok((StatusCode::CONFLICT, html).into_response())
-        }
-        Err(other) => Err(other),
-    }
-}
-
-/// `POST /judge-runs/{id}/pause`: the batch page's Pause button.
-async fn pause(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
-) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, RunAction::Pause).await
-}
-
-/// `POST /judge-runs/{id}/resume`: the batch page's Resume button.
-async fn resume(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
-) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, RunAction::Resume).await
-}
-
-/// `POST /judge-runs/{id}/cancel`: the batch page's Cancel button.
-async fn cancel(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
-) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, RunAction::Cancel).await
-}
-
 /// Calls a page shows at once.
 const CALLS_SHOWN: i64 = 100;
 
@@ -736,7 +609,7 @@ async fn calls_page(
     let calls: Vec<CallItem> = rows
         .into_iter()
         .map(|row| CallItem {
-            fields: labelled_in_order(
+            fields: verdict_core::rubric::labelled_in_order(
                 &rubric,
                 row.call
                     .fields

@@ -310,8 +310,8 @@ pub async fn revise(
         ),
     };
     let mut extras = extras;
-    (extras.gold_grade, extras.review_first) = crate::gold::assess(
-        state,
+    (extras.gold_grade, extras.review_first) = crate::services::gold::assess(
+        state.store(),
         &access.batch,
         access.rating.task_id,
         access.rating.rater_id,

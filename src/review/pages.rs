@@ -967,7 +967,7 @@ async fn disagreements(
 
 /// A gold grade in words: `2 of 3 expected answers right; wrong: sxs` (paths in the
 /// task's own A/B order).
-fn gold_words(grade: &crate::gold::Grade) -> String {
+fn gold_words(grade: &verdict_core::gold::Grade) -> String {
     let mut words = format!(
         "{} of {} expected answers right",
         grade.right, grade.expected

@@ -11,6 +11,7 @@ pub use verdict_core::fields::FieldErrors;
 use verdict_core::lifecycle::Refusal;
 
 pub mod finish;
+pub mod gold;
 pub mod judging;
 pub mod rating;
 pub mod task;

@@ -175,7 +175,7 @@ pub struct RatingView {
     /// Leads only (a rater is never told a task is gold): how a rating of a gold task did
     /// against its expected answers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gold_grade: Option<crate::gold::Grade>,
+    pub gold_grade: Option<verdict_core::gold::Grade>,
     /// Leads only: the rating waits for review first, and counts in no metric until it
     /// is accepted.
     #[serde(skip_serializing_if = "Option::is_none")]

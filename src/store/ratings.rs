@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT, TASK_NUMBER};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
+use verdict_core::access;
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{self, Outcome, Refusal, Status};
@@ -137,10 +138,10 @@ pub struct HistoryRow {
 
 impl HistoryRow {
     /// The row with its task named as `viewer` (its rater) may see it
-    /// ([`crate::access::task_name`]).
+    /// ([`verdict_core::access::task_name`]).
     pub fn shown_to(mut self, viewer: &crate::store::users::User) -> Self {
-        let sees = crate::access::sees_external_ids(viewer, self.raters_see_external_ids);
-        self.external_id = crate::access::task_name(sees, &self.external_id, self.task_number);
+        let sees = access::sees_external_ids(viewer.role, self.raters_see_external_ids);
+        self.external_id = access::task_name(sees, &self.external_id, self.task_number);
         self
     }
 }

@@ -7,6 +7,7 @@
 //! and the app serves it.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod evidence;
 pub mod fields;
 pub mod gold;
@@ -17,3 +18,4 @@ pub mod metrics;
 pub mod render;
 pub mod role;
 pub mod rubric;
+pub mod settings;

@@ -17,6 +17,11 @@ pub enum Role {
 }
 
 impl Role {
+    /// Leads and admins: review, metrics, exports, the per-task view, releasing tasks.
+    pub fn can_lead(self) -> bool {
+        self >= Role::Lead
+    }
+
     pub const ALL: [Role; 3] = [Role::Rater, Role::Lead, Role::Admin];
 
     pub fn as_str(self) -> &'static str {

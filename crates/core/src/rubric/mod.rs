@@ -681,3 +681,34 @@ pub const SKIP_REASONS: [(&str, &str); 3] = [
 pub fn side_names(swapped: bool) -> (&'static str, &'static str) {
     if swapped { ("b", "a") } else { ("a", "b") }
 }
+/// An answer's label for people: the rubric's words, with the response a question about
+/// each response is about; the path itself when the rubric has no such answer.
+pub fn answer_label(rubric: &Rubric, path: &str) -> String {
+    rubric
+        .slots()
+        .iter()
+        .find(|s| s.path() == path)
+        .map_or_else(
+            || path.to_owned(),
+            |slot| match slot.side() {
+                Some(side) => format!("{} ({})", slot.label(), side.key().to_uppercase()),
+                None => slot.label().to_owned(),
+            },
+        )
+}
+
+/// Values by answer path, in the order the rubric asks them (paths it does not have
+/// last), each with its label for people.
+pub fn labelled_in_order<T>(
+    rubric: &Rubric,
+    by_path: impl IntoIterator<Item = (String, T)>,
+) -> Vec<(String, T)> {
+    let order: Vec<String> = rubric.slots().iter().map(|s| s.path()).collect();
+    let rank = |path: &str| order.iter().position(|p| p == path).unwrap_or(order.len());
+    let mut items: Vec<(String, T)> = by_path.into_iter().collect();
+    items.sort_by_key(|(path, _)| rank(path));
+    items
+        .into_iter()
+        .map(|(path, value)| (answer_label(rubric, &path), value))
+        .collect()
+}

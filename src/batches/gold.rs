@@ -1,61 +1,14 @@
-//! Gold in the running app: whether a rating being finished is graded or held for review
-//! first (which reads the rater's recent grades from the store), and a batch's gold
-//! settings as leads read and change them. The grading itself is in the core
-//! ([`verdict_core::gold`]).
+//! A batch's gold settings as its leads read and change them: how often gold tasks are
+//! handed out, and the accuracy below which a rater's ratings wait for review first.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-pub use verdict_core::gold::*;
-
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::batches::Batch;
-use crate::store::ratings::Finish;
 use crate::store::users::User;
 use verdict_core::fields::FieldErrors;
-
-/// How a rating being finished stands with the batch's gold: its grade when its task is
-/// gold (rated answers only: out of scope on a gold task is not graded), and whether it
-/// goes to review first. A rating waits for review first when it was held already, or
-/// when the batch sets a threshold and its rater's accuracy over their latest
-/// [`RECENT`] graded gold ratings (at least [`FEWEST_TO_HOLD`]) is below it. A gold
-/// rating is never held: it counts in no metric anyway.
-pub async fn assess(
-    state: &AppState,
-    batch: &Batch,
-    task_id: Uuid,
-    rater_id: Uuid,
-    finish: &Finish,
-    held_before: bool,
-) -> AppResult<(Option<Grade>, bool)> {
-    if matches!(finish, Finish::Skipped { .. }) {
-        return Ok((None, false));
-    }
-    let store = state.store();
-    let expected = if batch.has_gold {
-        store.gold_expected(task_id).await?
-    } else {
-        None
-    };
-    if let Some(expected) = expected {
-        let grade = match finish {
-            Finish::Rated { answers } => Some(grade(&expected, answers)),
-            _ => None,
-        };
-        return Ok((grade, false));
-    }
-    if held_before {
-        return Ok((None, true));
-    }
-    let Some(threshold) = batch.review_first_below else {
-        return Ok((None, false));
-    };
-    let limit = i64::try_from(RECENT).unwrap_or(i64::MAX);
-    let recent = store.recent_gold(batch.id, rater_id, limit).await?;
-    let passed = recent.iter().filter(|g| g.passed()).count();
-    Ok((None, below(passed, recent.len(), threshold)))
-}
 
 /// A batch's gold settings and how many gold tasks it holds.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

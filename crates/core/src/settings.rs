@@ -1,0 +1,107 @@
+//! A batch's settings by name, in words: what the settings page, its confirmation and the
+//! audit log call each one and how they read its value.
+
+use serde_json::Value;
+
+/// Every setting's name in the API, in the order the settings page asks them.
+pub const SETTINGS: [&str; 9] = [
+    "state",
+    "overlap",
+    "randomize",
+    "raters_see_external_ids",
+    "lease_minutes",
+    "min_explanation_len",
+    "classifications",
+    "raters",
+    "leads",
+];
+
+/// A setting's name in words.
+pub fn label(setting: &str) -> &'static str {
+    match setting {
+        "state" => "State",
+        "overlap" => "Raters per task",
+        "randomize" => "Random A/B order",
+        "raters_see_external_ids" => "Raters see external ids",
+        "lease_minutes" => "Lease",
+        "min_explanation_len" => "Shortest explanation",
+        "classifications" => "Classification questions",
+        "raters" => "Raters",
+        "leads" => "Leads",
+        _ => "Setting",
+    }
+}
+
+/// A setting's value in words, as the confirmation and the audit log show it.
+pub fn describe(setting: &str, value: &Value) -> String {
+    match (setting, value) {
+        ("randomize" | "raters_see_external_ids", Value::Bool(on)) => {
+            if *on { "on" } else { "off" }.into()
+        }
+        ("lease_minutes", Value::Number(n)) => format!("{n} minutes"),
+        ("min_explanation_len", Value::Number(n)) => format!("{n} characters"),
+        ("raters", Value::Null) => "every rater".into(),
+        ("leads", Value::Null) => "every lead".into(),
+        ("raters" | "leads", Value::Array(names)) if names.is_empty() => "nobody".into(),
+        ("raters" | "leads", Value::Array(names)) => names
+            .iter()
+            .map(|n| n.as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(", "),
+        ("classifications", Value::Array(questions)) if questions.is_empty() => "none".into(),
+        ("classifications", Value::Array(questions)) => questions
+            .iter()
+            .map(|q| {
+                let options: Vec<&str> = q["options"]
+                    .as_array()
+                    .map(|o| o.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let mut flags = Vec::new();
+                if q["multiple"] == Value::Bool(true) {
+                    flags.push("several choices");
+                }
+                if q["required"] == Value::Bool(false) {
+                    flags.push("optional");
+                }
+                let flags = if flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", flags.join(", "))
+                };
+                format!(
+                    "{} ({}{flags}): {}",
+                    q["label"].as_str().unwrap_or_default(),
+                    q["key"].as_str().unwrap_or_default(),
+                    options.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        (_, Value::String(s)) => s.clone(),
+        (_, other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn settings_read_as_words() {
+        assert_eq!(label("overlap"), "Raters per task");
+        assert_eq!(label("nonsense"), "Setting");
+        assert_eq!(describe("randomize", &json!(false)), "off");
+        assert_eq!(describe("lease_minutes", &json!(30)), "30 minutes");
+        assert_eq!(describe("raters", &Value::Null), "every rater");
+        assert_eq!(describe("leads", &json!(["ada", "bo"])), "ada, bo");
+        let question = json!([{"key": "language", "label": "Language", "multiple": true,
+                               "required": false, "options": ["python", "rust"]}]);
+        assert_eq!(
+            describe("classifications", &question),
+            "Language (language, several choices, optional): python, rust"
+        );
+        assert!(SETTINGS.iter().all(|s| label(s) != "Setting"));
+    }
+}
