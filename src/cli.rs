@@ -546,12 +546,12 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
                     anyhow::anyhow!(reasons.join("; "))
                 },
             )?;
-            let state = AppState::new(store.clone(), Config::default());
-            let user = users::create(&state, new, None)
+            let hasher = cli_hasher();
+            let user = users::create(store, &hasher, new, None)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
-            audit::record_in(store, Actor::Cli, "user.create", &user.username, detail).await;
+            audit::record(store, Actor::Cli, "user.create", &user.username, detail).await;
             println!("created {} ({})", user.username, user.role);
         }
         UserCommand::List => {
@@ -576,17 +576,15 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
             if let Some(why) = auth::password::policy_violation(&password, &[&user.username]) {
                 bail!("password {why}");
             }
-            let defaults = Config::default();
-            let hash =
-                auth::password::Hasher::new(defaults.max_concurrent_hashes, defaults.hash_wait)
-                    .hash(password)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let hash = cli_hasher()
+                .hash(password)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             store.set_password_hash(user.id, &hash).await?;
             let detail = serde_json::json!({
                 "user_id": user.id, "changed": ["password"], "before": {}, "after": {}
             });
-            audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
+            audit::record(store, Actor::Cli, "user.update", &user.username, detail).await;
             println!(
                 "password changed for {username}; their sessions have ended and their API \
                  tokens are revoked"
@@ -600,7 +598,7 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
                     "user_id": user.id, "changed": ["active"],
                     "before": {"active": true}, "after": {"active": false}
                 });
-                audit::record_in(store, Actor::Cli, "user.update", &user.username, detail).await;
+                audit::record(store, Actor::Cli, "user.update", &user.username, detail).await;
             }
             println!(
                 "deactivated {username}; their sessions have ended, their API tokens are \
@@ -611,6 +609,12 @@ async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The password hasher for account commands, with the server's default settings.
+fn cli_hasher() -> auth::password::Hasher {
+    let defaults = Config::default();
+    auth::password::Hasher::new(defaults.max_concurrent_hashes, defaults.hash_wait)
+}
+
 async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
     match cmd {
         TokenCommand::Create { username, name } => {
@@ -618,12 +622,11 @@ async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
             if !user.active {
                 bail!("{username} is deactivated");
             }
-            let state = AppState::new(store.clone(), Config::default());
-            let (token, secret) = users::tokens::issue(&state, &user, &name)
+            let (token, secret) = users::tokens::issue(store, &user, &name)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let detail = serde_json::json!({ "name": token.name });
-            audit::record_in(store, Actor::Cli, "token.create", &user.username, detail).await;
+            audit::record(store, Actor::Cli, "token.create", &user.username, detail).await;
             println!("{secret}");
         }
     }
@@ -713,12 +716,11 @@ async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let state = AppState::new(store.clone(), Config::default());
     let ticker = bar.clone();
     let started = std::time::Instant::now();
     let size = bytes.len();
     let result = crate::batches::import(
-        &state,
+        store,
         new,
         format,
         bytes.into(),
@@ -771,7 +773,7 @@ async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
                     .await
                     .map_err(|e| describe(e.into()))?;
             let judge = store.create_judge(&name, &settings).await?;
-            crate::audit::record_in(
+            crate::audit::record(
                 store,
                 crate::audit::Actor::Cli,
                 "judge.create",
@@ -928,7 +930,6 @@ async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()> {
         .await?
         .with_context(|| format!("no batch named {:?}", args.batch))?;
     let rubric = store.batch_rubric(&batch).await?;
-    let state = AppState::new(store.clone(), Config::default());
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
     let output = args.output.clone();
     let writer = tokio::spawn(async move {
@@ -942,17 +943,16 @@ async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()> {
         out.flush().await?;
         Ok::<(), std::io::Error>(())
     });
-    let rows = crate::export::write(
-        &state,
-        batch.id,
+    let export = crate::export::Export {
+        batch_id: batch.id,
         rubric,
-        batch.rubric_version,
+        rubric_version: batch.rubric_version,
         format,
-        &filter,
-        tx,
-    )
-    .await
-    .map_err(describe)?;
+        filter: &filter,
+    };
+    let rows = crate::export::write(store, export, None, tx)
+        .await
+        .map_err(describe)?;
     writer
         .await
         .context("the writer stopped")?

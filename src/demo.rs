@@ -77,7 +77,7 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         let password = crate::auth::tokens::generate()[4..20].to_owned();
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(&password))
             .map_err(|e| anyhow::anyhow!("demo account: {e:?}"))?;
-        crate::users::create(&state, new, None)
+        crate::users::create(state.store(), state.hasher(), new, None)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         credentials.push((username, role, password));
@@ -170,7 +170,14 @@ async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Impor
     let new = crate::batches::new_batch(state.store(), &params, None)
         .await
         .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))?;
-    crate::batches::import(state, new, Format::Jsonl, batch.tasks.into(), |_| {}, None)
-        .await
-        .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))
+    crate::batches::import(
+        state.store(),
+        new,
+        Format::Jsonl,
+        batch.tasks.into(),
+        |_| {},
+        None,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))
 }

@@ -219,7 +219,14 @@ pub async fn release(state: &AppState, id: Uuid, lead: &User) -> AppResult<Assig
         "batch": batch.batch.name, "batch_id": batch.batch.id, "task": assignment.task_id,
         "rater": assignment.rater_id
     });
-    crate::audit::record(state, lead, "assignment.release", &id.to_string(), detail).await;
+    crate::audit::record(
+        state.store(),
+        lead,
+        "assignment.release",
+        &id.to_string(),
+        detail,
+    )
+    .await;
     Ok(ended)
 }
 

@@ -61,17 +61,13 @@ impl<'a> From<&'a User> for Actor<'a> {
 /// Records that `actor` did `action` to `target`. The action has already happened, so a
 /// failure to record it is logged rather than turned into an error for the caller.
 pub async fn record<'a>(
-    state: &AppState,
+    store: &Store,
     actor: impl Into<Actor<'a>>,
     action: &str,
     target: &str,
     detail: Value,
 ) {
-    record_in(state.store(), actor.into(), action, target, detail).await;
-}
-
-/// [`record`] for callers without a web state (the command line).
-pub async fn record_in(store: &Store, actor: Actor<'_>, action: &str, target: &str, detail: Value) {
+    let actor = actor.into();
     let (id, name) = actor.ids();
     let who = match actor {
         Actor::User(user) => user.username.as_str(),

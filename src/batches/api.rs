@@ -66,7 +66,15 @@ pub async fn upload(
         StatusCode::PAYLOAD_TOO_LARGE => crate::web::too_large(&state),
         _ => AppError::BadRequest(e.body_text()),
     })?;
-    let imported = super::import(&state, new, format, bytes, |_| {}, Some((&admin).into())).await?;
+    let imported = super::import(
+        state.store(),
+        new,
+        format,
+        bytes,
+        |_| {},
+        Some((&admin).into()),
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(UploadResult {

@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
+use crate::store::Store;
 use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchSummary, Imported, NewBatch, Progress};
 use crate::store::users::User;
@@ -222,7 +223,7 @@ const IMPORT_ATTEMPTS: usize = 5;
 /// Imports an uploaded file: checks every record first (nothing is stored if any is
 /// bad), then stores the new tasks in one transaction. `progress` hears bytes checked.
 pub async fn import(
-    state: &AppState,
+    store: &Store,
     new: NewBatch,
     format: import::Format,
     bytes: bytes::Bytes,
@@ -240,14 +241,13 @@ pub async fn import(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let existing = state.store().batch_by_name(&new.name).await?;
+        let existing = store.batch_by_name(&new.name).await?;
         if let Some(batch) = &existing {
             settings_differ(batch, &new)?;
         }
         let rubric = match &existing {
-            Some(batch) => state.store().batch_rubric(batch).await?,
-            None => state
-                .store()
+            Some(batch) => store.batch_rubric(batch).await?,
+            None => store
                 .rubric(&new.rubric, new.rubric_version)
                 .await?
                 .ok_or_else(|| AppError::field("rubric", format!("no rubric {:?}", new.rubric)))?,
@@ -257,7 +257,7 @@ pub async fn import(
             Subject::Single => import::Responses::One,
         };
         let hashes = match &existing {
-            Some(batch) => state.store().task_hashes(batch.id).await?,
+            Some(batch) => store.task_hashes(batch.id).await?,
             None => Default::default(),
         };
         let (file, progress) = (bytes.clone(), progress.clone());
@@ -278,11 +278,7 @@ pub async fn import(
             .map_err(|e| AppError::internal(e.message))?;
         let tasks = records.filter_map(|(_, task)| task.ok());
         let seen = existing.as_ref().map(|b| b.id);
-        match state
-            .store()
-            .import_tasks(&new, seen, tasks, entry.as_ref())
-            .await
-        {
+        match store.import_tasks(&new, seen, tasks, entry.as_ref()).await {
             Err(StoreError::Retry) if attempt < IMPORT_ATTEMPTS => {
                 // The other upload's commit may not be visible yet: give it a moment.
                 let pause = 20 * u64::try_from(attempt).unwrap_or(1);

@@ -344,7 +344,7 @@ pub async fn apply(
             "before": pick(true),
             "after": pick(false),
         });
-        crate::audit::record(state, actor, "batch.settings", &batch.name, detail).await;
+        crate::audit::record(state.store(), actor, "batch.settings", &batch.name, detail).await;
     }
     Ok((batch, changes))
 }

@@ -63,16 +63,15 @@ pub async fn export(
     tokio::spawn(async move {
         // Held until the last row is written (or the client goes away).
         let _turn = writer_state.heavy_reads().turn().await;
-        let written = super::write(
-            &writer_state,
-            id,
+        let export = super::Export {
+            batch_id: id,
             rubric,
-            summary.batch.rubric_version,
+            rubric_version: summary.batch.rubric_version,
             format,
-            &filter,
-            tx,
-        )
-        .await;
+            filter: &filter,
+        };
+        let fault_after = writer_state.config().export_fault_after_rows;
+        let written = super::write(writer_state.store(), export, fault_after, tx).await;
         if let Err(err) = &written {
             tracing::error!(%err, batch = %id, "export failed part way");
         }
@@ -98,7 +97,14 @@ pub async fn export(
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
     let mut detail = serde_json::to_value(&query).map_err(AppError::internal)?;
     detail["batch_id"] = serde_json::json!(id);
-    crate::audit::record(&state, &lead, "batch.export", &summary.batch.name, detail).await;
+    crate::audit::record(
+        state.store(),
+        &lead,
+        "batch.export",
+        &summary.batch.name,
+        detail,
+    )
+    .await;
     let filename = format!(
         "{}-ratings-{}.{}",
         slug(&summary.batch.name),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::state::AppState;
+use crate::store::Store;
 use crate::store::review::{ExportFilter, ExportRow};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, Status};
@@ -367,17 +367,32 @@ pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> 
 /// Rows gathered into one chunk of output before it is handed on.
 const ROWS_PER_CHUNK: usize = 256;
 
+/// What to export: a batch's ratings under its rubric (and the version it was rated
+/// under), in a format, those the filter selects.
+pub struct Export<'a> {
+    pub batch_id: uuid::Uuid,
+    pub rubric: Arc<Rubric>,
+    pub rubric_version: i32,
+    pub format: Format,
+    pub filter: &'a ExportFilter,
+}
+
 /// Sends a batch's export to `out` in chunks (the CSV header first). Returns how many
-/// rows were written; stops early if the receiver goes away.
+/// rows were written; stops early if the receiver goes away. `fault_after` stops it with
+/// an error after that many rows (the tests' way to break an export part way).
 pub async fn write(
-    state: &AppState,
-    batch_id: uuid::Uuid,
-    rubric: Arc<Rubric>,
-    rubric_version: i32,
-    format: Format,
-    filter: &ExportFilter,
+    store: &Store,
+    export: Export<'_>,
+    fault_after: Option<u64>,
     out: tokio::sync::mpsc::Sender<Vec<u8>>,
 ) -> AppResult<u64> {
+    let Export {
+        batch_id,
+        rubric,
+        rubric_version,
+        format,
+        filter,
+    } = export;
     let mut buffer: Vec<u8> = Vec::with_capacity(64 * 1024);
     if format == Format::Csv {
         let mut header = csv::Writer::from_writer(Vec::new());
@@ -387,7 +402,6 @@ pub async fn write(
         buffer.extend(header.into_inner().map_err(AppError::internal)?);
     }
     let mut pending = 0usize;
-    let fault_after = state.config().export_fault_after_rows;
     let mut faulted = false;
     // One CSV writer per chunk, not per row (each keeps a buffer of its own).
     let csv_writer = || {
@@ -419,10 +433,7 @@ pub async fn write(
             std::mem::take(&mut buffer)
         })
     };
-    let rows = state
-        .store()
-        .export_rows(batch_id, filter, each, &out)
-        .await?;
+    let rows = store.export_rows(batch_id, filter, each, &out).await?;
     if faulted {
         return Err(AppError::internal(
             "export stopped by the configured test fault",

@@ -76,7 +76,7 @@ pub async fn create(
             other => other.into(),
         })?;
     crate::audit::record(
-        &state,
+        state.store(),
         &admin,
         "judge.create",
         &judge.name,
@@ -135,7 +135,7 @@ pub async fn update(
         .map(|o| o.keys().collect())
         .unwrap_or_default();
     crate::audit::record(
-        &state,
+        state.store(),
         &admin,
         "judge.update",
         &judge.name,

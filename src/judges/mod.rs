@@ -607,7 +607,7 @@ pub async fn launch(
     .await?;
     state.judging().spawn(run.id);
     crate::audit::record(
-        state,
+        state.store(),
         admin,
         "judge_run.start",
         &batch.name,
@@ -679,7 +679,7 @@ pub async fn move_run(
         _ => state.judging().stop(id),
     }
     crate::audit::record(
-        state,
+        state.store(),
         admin,
         &format!("judge_run.{}", action.verb()),
         &id.to_string(),

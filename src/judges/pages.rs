@@ -389,7 +389,7 @@ async fn create(
             match store.create_judge(&name, &settings).await {
                 Ok(judge) => {
                     crate::audit::record(
-                        &state,
+                        state.store(),
                         &admin,
                         "judge.create",
                         &judge.name,
@@ -511,7 +511,7 @@ async fn update(
                     .await?
                     .ok_or(AppError::NotFound)?;
                 crate::audit::record(
-                    &state,
+                    state.store(),
                     &admin,
                     "judge.update",
                     &judge.name,

@@ -196,7 +196,7 @@ pub async fn decide(
                 "comment": comment, "field_comments": field_comments
             });
             let target = rating.id.to_string();
-            crate::audit::record(state, lead, "rating.review", &target, detail).await;
+            crate::audit::record(state.store(), lead, "rating.review", &target, detail).await;
             Ok(rating)
         }
         Err(refusal) => Err(refusal.into()),

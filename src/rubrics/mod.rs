@@ -131,7 +131,7 @@ pub async fn add(store: &Store, document: &Value, actor: Actor<'_>) -> AppResult
     };
     if created {
         let detail = serde_json::json!({ "version": version, "title": rubric.title });
-        crate::audit::record_in(store, actor, "rubric.add", &rubric.name, detail).await;
+        crate::audit::record(store, actor, "rubric.add", &rubric.name, detail).await;
     }
     Ok(AddedView {
         name: rubric.name,

@@ -66,7 +66,7 @@ pub async fn create(
         body.password.as_deref(),
     )
     .map_err(AppError::invalid)?;
-    let user = super::create(&state, new, Some(&admin)).await?;
+    let user = super::create(state.store(), state.hasher(), new, Some(&admin)).await?;
     Ok((StatusCode::CREATED, Json(user.into())))
 }
 

@@ -5,8 +5,10 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::auth::{Role, password};
+use crate::credentials::password::Hasher;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
+use crate::store::Store;
 use crate::store::users::User;
 
 pub mod api;
@@ -113,16 +115,18 @@ impl NewUser {
 
 /// Hashes the password and stores the account; 409 when the username is taken.
 /// `actor` is the admin who asked (recorded in the audit log), `None` from the CLI.
-pub async fn create(state: &AppState, new: NewUser, actor: Option<&User>) -> AppResult<User> {
-    let hash = state.hasher().hash(new.password).await?;
-    let user = state
-        .store()
-        .create_user(&new.username, new.role, &hash)
-        .await?;
+pub async fn create(
+    store: &Store,
+    hasher: &Hasher,
+    new: NewUser,
+    actor: Option<&User>,
+) -> AppResult<User> {
+    let hash = hasher.hash(new.password).await?;
+    let user = store.create_user(&new.username, new.role, &hash).await?;
     tracing::info!(username = %user.username, role = %user.role, "user created");
     if let Some(actor) = actor {
         let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
-        crate::audit::record(state, actor, "user.create", &user.username, detail).await;
+        crate::audit::record(store, actor, "user.create", &user.username, detail).await;
     }
     Ok(user)
 }
@@ -207,7 +211,7 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
         let detail = serde_json::json!({
             "user_id": user.id, "changed": changed, "before": before, "after": after
         });
-        crate::audit::record(state, admin, "user.update", &user.username, detail).await;
+        crate::audit::record(state.store(), admin, "user.update", &user.username, detail).await;
     }
     find(state, id).await
 }

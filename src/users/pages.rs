@@ -126,14 +126,16 @@ async fn create(
 ) -> AppResult<Response> {
     let parsed = NewUser::parse(Some(&form.username), Some(&form.role), Some(&form.password));
     let (status, errors) = match parsed {
-        Ok(new) => match super::create(&state, new, Some(&page_user.user)).await {
-            Ok(_) => return Ok(Redirect::to("/admin/users").into_response()),
-            Err(AppError::Conflict(why)) => (
-                StatusCode::CONFLICT,
-                FieldErrors::from([("username".to_owned(), why)]),
-            ),
-            Err(other) => return Err(other),
-        },
+        Ok(new) => {
+            match super::create(state.store(), state.hasher(), new, Some(&page_user.user)).await {
+                Ok(_) => return Ok(Redirect::to("/admin/users").into_response()),
+                Err(AppError::Conflict(why)) => (
+                    StatusCode::CONFLICT,
+                    FieldErrors::from([("username".to_owned(), why)]),
+                ),
+                Err(other) => return Err(other),
+            }
+        }
         Err(errors) => (StatusCode::UNPROCESSABLE_ENTITY, errors),
     };
     // The password is never echoed back into the page.

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::auth::{CurrentUser, Role, tokens};
 use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
+use crate::store::Store;
 use crate::store::tokens::ApiToken;
 use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
@@ -42,10 +43,9 @@ pub struct NewToken {
 pub const MAX_TOKEN_NAME_LEN: usize = 100;
 
 /// Makes a token for `owner` and returns its secret.
-pub async fn issue(state: &AppState, owner: &User, name: &str) -> AppResult<(ApiToken, String)> {
+pub async fn issue(store: &Store, owner: &User, name: &str) -> AppResult<(ApiToken, String)> {
     let secret = tokens::generate();
-    let token = state
-        .store()
+    let token = store
         .create_token(owner, name, &tokens::digest(&secret))
         .await?;
     tracing::info!(username = %owner.username, token = %token.id, "API token created");
@@ -81,10 +81,17 @@ pub async fn create_for(
         }
         _ => caller.clone(),
     };
-    let (token, secret) = issue(state, &owner, &name).await?;
+    let (token, secret) = issue(state.store(), &owner, &name).await?;
     if owner.id != caller.id {
         let detail = serde_json::json!({ "name": token.name });
-        crate::audit::record(state, caller, "token.create", &owner.username, detail).await;
+        crate::audit::record(
+            state.store(),
+            caller,
+            "token.create",
+            &owner.username,
+            detail,
+        )
+        .await;
     }
     Ok((token, secret))
 }
@@ -162,7 +169,14 @@ pub async fn revoke_for(state: &AppState, caller: &User, id: Uuid) -> AppResult<
     tracing::info!(by = %caller.username, owner = %token.username, token = %token.id, "API token revoked");
     if token.username != caller.username {
         let detail = serde_json::json!({ "name": token.name });
-        crate::audit::record(state, caller, "token.revoke", &token.username, detail).await;
+        crate::audit::record(
+            state.store(),
+            caller,
+            "token.revoke",
+            &token.username,
+            detail,
+        )
+        .await;
     }
     Ok(token)
 }

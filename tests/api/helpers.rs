@@ -300,10 +300,10 @@ impl TestApp {
     pub async fn persona(&self, username: &str, role: Role) -> Persona {
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(PASSWORD))
             .expect("valid user");
-        let user = verdict::users::create(&self.state, new, None)
+        let user = verdict::users::create(self.state.store(), self.state.hasher(), new, None)
             .await
             .expect("create user");
-        let (_, token) = verdict::users::tokens::issue(&self.state, &user, "tests")
+        let (_, token) = verdict::users::tokens::issue(self.state.store(), &user, "tests")
             .await
             .expect("token");
         Persona {
