@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, Rating, insert_history};
-use super::{Backend, PoolRef, StoreResult, read, scan, transaction};
+use super::{PoolRef, StoreResult, read, scan, transaction};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Standing, Status};
@@ -483,14 +483,16 @@ impl super::Store {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Where the ratings stand now, for [`Store::for_each_rating`]: a read of what
-    /// changed since this mark misses nothing committed after it was taken. On SQLite,
-    /// the count of rating changes (migration 0013); on PostgreSQL, the oldest
-    /// transaction still running (its snapshot's xmin).
+    /// Where the ratings stand now, for [`Store::for_each_rating`]: the lowest change
+    /// number a change committed after it can have, so a read of the ratings changed at
+    /// or above the mark misses none of them (and may read some again). On SQLite, one
+    /// above the count of rating changes (migration 0013: one writer, so later changes
+    /// count higher); on PostgreSQL, the oldest transaction still running (its snapshot's
+    /// xmin: every transaction below it had committed, and was read, by then).
     pub async fn ratings_mark(&self) -> StoreResult<RatingsMark> {
         let (mark,): (i64,) = match self.pools() {
             PoolRef::Sqlite { read, .. } => {
-                sqlx::query_as("SELECT value FROM rating_clock")
+                sqlx::query_as("SELECT value + 1 FROM rating_clock")
                     .fetch_one(read)
                     .await?
             }
@@ -528,14 +530,10 @@ impl super::Store {
                              CAST(r.answers AS TEXT) AS answers, r.swapped, r.time_spent_s,
                              r.model_a, r.model_b, r.len_a, r.len_b";
         let from = "FROM ratings r JOIN users u ON u.id = r.rater_id WHERE r.batch_id = $1";
-        let sql = match (since, self.backend()) {
-            (None, _) => format!("{select}, TRUE AS counted {from} AND {counted}"),
-            // SQLite counts changes one by one: later ones are above the mark.
-            (Some(RatingsMark(mark)), Backend::Sqlite) => {
-                format!("{select}, ({counted}) AS counted {from} AND r.changed > {mark}")
-            }
-            // PostgreSQL: every transaction at or above the oldest one running then.
-            (Some(RatingsMark(mark)), Backend::Postgres) => {
+        // Both backends read the changes at or above the mark (see `ratings_mark`).
+        let sql = match since {
+            None => format!("{select}, TRUE AS counted {from} AND {counted}"),
+            Some(RatingsMark(mark)) => {
                 format!("{select}, ({counted}) AS counted {from} AND r.changed >= {mark}")
             }
         };
