@@ -1,0 +1,266 @@
+//! Tests of `document`.
+
+use serde_json::json;
+
+use super::*;
+
+fn blackhat() -> Value {
+    serde_json::from_str(include_str!("../../../../../rubrics/blackhat.json")).unwrap()
+}
+
+fn errors_of(doc: Value) -> DocumentErrors {
+    from_value(&doc).expect_err("the document should be refused")
+}
+
+#[test]
+fn the_built_in_rubrics_load_and_read_back_the_same() {
+    for rubric in super::super::built_in() {
+        let again = from_value(&to_value(rubric)).unwrap();
+        assert_eq!(&again, rubric, "{}", rubric.name);
+    }
+    let names: Vec<&str> = super::super::built_in()
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["blackhat", "additive-5", "pairwise-aspects"]);
+}
+
+#[test]
+fn every_part_of_the_wrong_shape_is_named() {
+    let mut doc = blackhat();
+    doc["subject"] = json!("trio");
+    doc["questions"][1]["answer"]["type"] = json!("slider");
+    doc["questions"][3]["explanation"]["required"] = json!("sometimes");
+    doc["colour"] = json!("blue");
+    doc["questions"][0]["answer"]["options"][1]["value"] = json!("yes_fully");
+    let errors = errors_of(doc);
+    assert!(
+        errors["questions[0].answer.options[1].value"].contains("offered twice"),
+        "the parts that read are checked too: {errors:?}"
+    );
+    assert!(
+        errors["subject"].contains("unknown variant `trio`"),
+        "{errors:?}"
+    );
+    assert!(
+        errors["questions[1].answer.type"].contains("slider"),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .keys()
+            .any(|k| k.starts_with("questions[3].explanation.required")),
+        "{errors:?}"
+    );
+    assert_eq!(errors["colour"], "is not a field of a rubric document");
+}
+
+#[test]
+fn a_document_without_its_required_parts_names_each() {
+    let errors = errors_of(json!({"title": "x"}));
+    for key in ["name", "subject", "questions"] {
+        assert_eq!(errors[key], "is required", "{errors:?}");
+    }
+    assert!(parse("{not json").unwrap_err()["document"].starts_with("not valid JSON"));
+    assert_eq!(errors_of(json!([1]))["document"], "must be a JSON object");
+}
+
+#[test]
+fn every_broken_rule_is_reported_with_its_path() {
+    let mut doc = blackhat();
+    doc["name"] = json!("Black Hat");
+    doc["questions"][0]["answer"]["options"][1]["value"] = json!("yes_fully");
+    doc["questions"][0]["explanation"]["required"] = json!({"when": ["maybe"]});
+    doc["questions"][1]["key"] = json!("executability");
+    doc["questions"][2]["out_of_scope"] = json!("unknowable");
+    doc["questions"][2]["metrics"]["unscaled"] = json!(["never"]);
+    doc["questions"][3]["swap"] = json!("none");
+    doc["questions"][3]["metrics"]["midpoint"] = json!(9);
+    doc["questions"][3]["answer"]["labels"] = json!(["only one"]);
+    let errors = errors_of(doc);
+    let expect = [
+        ("name", "lower-case letters"),
+        ("questions[0].answer.options[1].value", "offered twice"),
+        (
+            "questions[0].explanation.required.when[0]",
+            "\"maybe\" is not an answer",
+        ),
+        (
+            "questions[1].key",
+            "executability is also the answer key of questions[0].key",
+        ),
+        (
+            "questions[2].out_of_scope",
+            "not an answer this question takes",
+        ),
+        (
+            "questions[2].metrics.unscaled[0]",
+            "\"never\" is not an answer",
+        ),
+        ("questions[3].swap", "must say how it turns"),
+        ("questions[3].metrics.midpoint", "strictly between 1 and 7"),
+        (
+            "questions[3].answer.labels",
+            "must label each of the 7 values",
+        ),
+    ];
+    for (path, part) in expect {
+        assert!(
+            errors.get(path).is_some_and(|e| e.contains(part)),
+            "{path}: {:?} (all: {errors:?})",
+            errors.get(path)
+        );
+    }
+}
+
+#[test]
+fn swaps_must_fit_the_question() {
+    let mut doc =
+        serde_json::from_str::<Value>(include_str!("../../../../../rubrics/pairwise-aspects.json"))
+            .unwrap();
+    doc["questions"][0]["swap"] = json!({"swap_values": {"a": "b"}});
+    doc["questions"][1]["swap"] = json!("mirror_scale");
+    doc["questions"][2]["swap"] = json!({"swap_values": {"a": "c", "c": "a"}});
+    let errors = errors_of(doc);
+    assert!(errors["questions[0].swap.swap_values.a"].contains("must turn back"));
+    assert!(errors["questions[1].swap"].contains("needs a scale"));
+    assert!(errors["questions[2].swap.swap_values.a"].contains("must both be options"));
+    let mut single =
+        serde_json::from_str::<Value>(include_str!("../../../../../rubrics/additive-5.json"))
+            .unwrap();
+    single["questions"][0]["swap"] = json!({"swap_values": {"a": "b", "b": "a"}});
+    single["questions"][1]["each_response"] = json!(true);
+    let errors = errors_of(single);
+    assert!(errors["questions[0].swap"].contains("never shown swapped"));
+    assert!(errors["questions[1].each_response"].contains("no sides"));
+}
+
+#[test]
+fn derived_answers_sum_yes_no_questions_asked_once() {
+    let mut doc =
+        serde_json::from_str::<Value>(include_str!("../../../../../rubrics/additive-5.json"))
+            .unwrap();
+    doc["derived"][0]["sum_of"][0] = json!("justification");
+    doc["derived"][0]["zero_when"] = json!(["nothing"]);
+    doc["derived"][0]["key"] = json!("relevant");
+    let errors = errors_of(doc);
+    assert!(errors["derived[0].sum_of[0]"].contains("must be a yes/no or scale"));
+    assert!(errors["derived[0].zero_when[0]"].contains("must be a yes/no"));
+    assert!(errors["derived[0].key"].contains("also the answer key"));
+}
+
+#[test]
+fn reserved_keys_and_explanation_clashes_are_refused() {
+    let mut doc = blackhat();
+    doc["questions"][3]["key"] = json!("time_spent_s");
+    doc["questions"].as_array_mut().unwrap().push(json!({
+        "key": "executability_explanation", "each_response": true, "label": "x",
+        "answer": {"type": "text"}
+    }));
+    let errors = errors_of(doc);
+    assert!(errors["questions[3].key"].contains("reserved"));
+    assert!(errors["questions[4].key"].contains("also the answer key"));
+}
+
+#[test]
+fn comparable_questions_are_those_unchanged() {
+    let old = super::super::by_name("blackhat").unwrap().clone();
+    let mut new = old.clone();
+    new.questions[0].label = "Did it run?".into();
+    new.questions[2].help = "New help, same meaning.".into();
+    if let Answer::Choice { options } = &mut new.questions[1].answer {
+        options.pop();
+    }
+    assert_eq!(comparable(&old, &new), ["correctness", "sxs"]);
+    assert_eq!(comparable(&old, &old).len(), 4);
+}
+
+#[test]
+fn warnings_name_answers_the_rubric_has_with_values_they_take() {
+    let mut doc = blackhat();
+    doc["warnings"] = json!([
+        {"when": {"c.correctness": "no_issues"}, "message": "x"},
+        {"when": {"sxs": [0, 4]}, "message": "y"},
+        {"when": {"a.correctness": "maybe"}, "message": " "},
+        {"when": {}, "message": "z"}
+    ]);
+    let errors = errors_of(doc);
+    assert!(
+        errors["warnings[0].id"].contains("lower-case letters"),
+        "{errors:?}"
+    );
+    assert!(errors["warnings[0].when.c.correctness"].contains("not an answer of this rubric"));
+    assert!(errors["warnings[1].when.sxs"].contains("0 is not an answer it takes"));
+    assert!(errors["warnings[2].when.a.correctness"].contains("\"maybe\""));
+    assert_eq!(errors["warnings[2].message"], "must not be empty");
+    assert_eq!(errors["warnings[3].when"], "must name at least one answer");
+    let mut additive: Value =
+        serde_json::from_str(include_str!("../../../../../rubrics/additive-5.json")).unwrap();
+    additive["warnings"][0]["when"] = json!({"score": [6], "justification": "x"});
+    additive["warnings"][1]["id"] = additive["warnings"][2]["id"].clone();
+    let errors = errors_of(additive);
+    assert!(errors["warnings[0].when.score"].contains("6 is not an answer"));
+    assert!(errors["warnings[0].when.justification"].contains("is written text"));
+    assert!(
+        errors["warnings[2].id"].contains("names another warning too"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn text_conditions_test_written_answers_only() {
+    let mut doc = blackhat();
+    doc["warnings"] = json!([
+        {"id": "ok", "message": "m", "when": {
+            "a.executability_explanation": {"mentions": ["ran"]},
+            "sxs_explanation": {"more_words_than": 50}}},
+        {"id": "on-a-choice", "message": "m", "when": {"a.correctness": {"mentions": ["x"]}}},
+        {"id": "empty-words", "message": "m", "when": {"sxs_explanation": {"mentions": [" "]}}},
+        {"id": "no-such-explanation", "message": "m", "when": {"a.sxs_explanation": {"mentions": ["x"]}}}
+    ]);
+    let errors = errors_of(doc);
+    assert!(
+        !errors.keys().any(|k| k.starts_with("warnings[0]")),
+        "{errors:?}"
+    );
+    assert!(errors["warnings[1].when.a.correctness"].contains("takes set values"));
+    assert!(errors["warnings[2].when.sxs_explanation"].contains("none empty"));
+    assert!(errors["warnings[3].when.a.sxs_explanation"].contains("not an answer of this rubric"));
+    assert_eq!(errors.len(), 3, "{errors:?}");
+}
+
+#[test]
+fn documents_stored_before_warnings_had_ids_get_them_by_place() {
+    let mut doc = blackhat();
+    for w in doc["warnings"].as_array_mut().unwrap() {
+        w.as_object_mut().unwrap().remove("id");
+    }
+    let stored: Rubric = serde_json::from_value(doc).unwrap();
+    let named = stored.name_warnings();
+    assert_eq!(named.warnings[0].id, "warning-1");
+    assert_eq!(named.warnings[8].id, "warning-9");
+    assert!(named.warning("warning-2").is_some());
+}
+
+#[test]
+fn every_option_has_a_key_so_a_question_offers_at_most_twenty() {
+    let mut doc = blackhat();
+    let options: Vec<Value> = (0..21)
+        .map(|i| json!({"value": format!("v{i}"), "label": format!("V{i}")}))
+        .collect();
+    doc["questions"][0]["answer"]["options"] = json!(options);
+    doc["questions"][0]["explanation"]["required"] = json!("always");
+    doc["questions"][3]["answer"] = json!({"type": "scale", "min": 0, "max": 20,
+        "labels": (0..21).map(|i| i.to_string()).collect::<Vec<_>>()});
+    let errors = errors_of(doc);
+    assert!(errors["questions[0].answer.options"].contains("from 2 to 20 options"));
+    assert!(errors["questions[3].answer.max"].contains("at most 20 values"));
+    let keys: Vec<String> = (1..=20).map(super::super::option_key).collect();
+    assert_eq!(keys[..3], ["1", "2", "3"]);
+    assert_eq!(
+        (keys[9].as_str(), keys[10].as_str(), keys[19].as_str()),
+        ("0", "⇧1", "⇧0")
+    );
+    let unique: BTreeSet<&String> = keys.iter().collect();
+    assert_eq!(unique.len(), 20, "one key per option");
+}
