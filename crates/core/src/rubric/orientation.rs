@@ -36,6 +36,7 @@ impl ShownAnswers {
         TaskAnswers(orient(rubric, self.0, swapped))
     }
 
+    /// The plain map, for output (a JSON body, a form's fields).
     pub fn into_map(self) -> Answers {
         self.0
     }
@@ -47,12 +48,12 @@ impl TaskAnswers {
         ShownAnswers(orient(rubric, self.0, swapped))
     }
 
+    /// The plain map, for output (a JSON body, a form's fields).
     pub fn into_map(self) -> Answers {
         self.0
     }
 
-    /// Answers already in the task's own order (a single response, a gold task's
-    /// expectations, answers combined from both orders).
+    /// Answers already in the task's own order: a judge's two orders combined.
     pub(crate) fn canonical(answers: Answers) -> Self {
         TaskAnswers(answers)
     }
