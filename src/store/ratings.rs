@@ -156,7 +156,6 @@ pub(crate) fn snapshot(rating: &Rating) -> Value {
     })
 }
 
-/// Why a finished assignment takes no more changes.
 /// Reads the rating of an assignment (`$1`).
 fn rating_of_assignment_sql() -> String {
     format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.assignment_id = $1")

@@ -1,6 +1,9 @@
 //! The rating lifecycle: what a rater finished a task with ([`Outcome`]), where the rating
-//! stands ([`Status`]), what a lead decides on it ([`Decision`]), and the transitions
-//! between them, as plain values with their rules beside them.
+//! stands ([`Status`]), what a lead decides on it ([`Decision`]), where a rater's hold on
+//! a task stands ([`AssignmentState`]), whether a batch hands out work ([`BatchState`]),
+//! why a task was given back ([`SkipReason`]), where a judge run stands ([`RunStatus`]),
+//! and the transitions between them, as plain values with their rules beside them. Code
+//! outside asks these types (`state.is_open()`), never compares their names as strings.
 //!
 //! Each name is stored in the database, sent in JSON and shown in pages as its
 //! snake_case name (`out_of_scope`, `submitted`, `return`). The columns are TEXT on both
@@ -269,7 +272,8 @@ impl AssignmentState {
 }
 
 named! {
-    /// Whether a batch hands out work.
+    /// Whether a batch hands out work. Its refusal says "unknown state": the settings
+    /// show it under their `state` field as it is.
     BatchState("state") {
         /// Raters take tasks and work on the ones they hold.
         Open = "open",
