@@ -39,7 +39,7 @@ async fn home(page_user: PageUser, State(state): State<AppState>) -> AppResult<H
     let returned = returned.into_iter().map(|r| r.shown_to(&user)).collect();
     let mut stranded = Vec::new();
     if user.can_lead() {
-        for s in batches.iter().filter(|s| s.batch.state == "open") {
+        for s in batches.iter().filter(|s| s.batch.state.is_open()) {
             let (count, first) = state.store().stranded_tasks(s.batch.id, 10).await?;
             if count > 0 {
                 stranded.push((s.batch.id, s.batch.name.clone(), count, first));

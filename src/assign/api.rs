@@ -18,6 +18,7 @@ use crate::store::ratings::Rating;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
+use verdict_core::lifecycle::AssignmentState;
 use verdict_core::rubric::{Classification, Rubric};
 
 pub fn router() -> ApiRouter {
@@ -231,7 +232,7 @@ pub async fn out_of_scope(
 pub struct Released {
     pub assignment_id: Uuid,
     /// `expired`: the task went back to the pool.
-    pub state: String,
+    pub state: AssignmentState,
 }
 
 /// Ends a rater's open assignment so its task goes back to the pool for other raters

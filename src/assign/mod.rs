@@ -20,6 +20,7 @@ use crate::store::batches::Batch;
 use crate::store::ratings::{Extras, Finish, Rating};
 use crate::store::users::User;
 use verdict_core::evidence;
+use verdict_core::lifecycle::AssignmentState;
 use verdict_core::rubric::{self, Mode, Rubric, ShownAnswers, TaskAnswers};
 
 pub mod api;
@@ -153,8 +154,8 @@ async fn owned_of(state: &AppState, assignment: Assignment, user: &User) -> AppR
     let rubric = state.store().batch_rubric(&batch).await?;
     // Work on a task held (or held until lately) needs the batch open and the rater
     // still one of its raters; a finished one may still be looked at.
-    if matches!(assignment.state.as_str(), "open" | "expired") {
-        if batch.state != "open" {
+    if assignment.state.is_unfinished() {
+        if !batch.state.takes_new_assignments() {
             return Err(AppError::Conflict(
                 "this batch is closed; your draft is kept for when it opens again".into(),
             ));
@@ -214,7 +215,7 @@ pub async fn release(state: &AppState, id: Uuid, lead: &User) -> AppResult<Assig
             assignment.state
         )));
     };
-    ended.state = "expired".into();
+    ended.state = AssignmentState::Expired;
     let detail = serde_json::json!({
         "batch": batch.batch.name, "batch_id": batch.batch.id, "task": assignment.task_id,
         "rater": assignment.rater_id

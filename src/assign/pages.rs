@@ -18,6 +18,7 @@ use crate::store::assignments::Task;
 use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
 use verdict_core::evidence::Evidence;
+use verdict_core::lifecycle::{Outcome, SkipReason};
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
 
 pub fn router() -> Router<AppState> {
@@ -363,7 +364,7 @@ struct FormPage {
     b_html: String,
     form: FormView,
     time_spent_s: i32,
-    skip_reasons: [(&'static str, &'static str); 3],
+    skip_reasons: &'static [SkipReason],
     /// How many fields were refused by the last submission, and what the form says of it.
     error_count: usize,
     error_summary: String,
@@ -433,7 +434,7 @@ async fn form_page(
         b_html,
         form,
         time_spent_s,
-        skip_reasons: rubric::SKIP_REASONS,
+        skip_reasons: SkipReason::ALL,
         error_count: errors.len(),
         error_summary: attention(errors.len()),
         oos_explanation: errors
@@ -468,7 +469,7 @@ pub fn confirmed_of(answers: &Answers) -> Vec<String> {
 /// An open assignment of this user's, or a trip back to their queue if it is finished.
 async fn open_owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Result<Owned, Response>> {
     let owned = owned(state, id, user).await?;
-    if owned.assignment.state != "open" {
+    if !owned.assignment.state.is_open() {
         return Ok(Err(finished(state, id).await?));
     }
     Ok(Ok(owned))
@@ -488,7 +489,7 @@ async fn form(
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
     let (owned, task, draft) = super::owned_form(&state, id, &page_user.user).await?;
-    if owned.assignment.state != "open" {
+    if !owned.assignment.state.is_open() {
         return finished(&state, id).await;
     }
     let (answers, time) = match draft {
@@ -684,7 +685,7 @@ async fn check(
     let owned = owned(&state, id, &page_user.user).await?;
     let out_of_scope = pairs
         .iter()
-        .any(|(k, v)| k == "check" && v == "out_of_scope");
+        .any(|(k, v)| k == "check" && v == Outcome::OutOfScope.as_str());
     let result = if out_of_scope {
         super::scope_explanation(scope_explanation_of(&pairs), &owned.batch).map(|_| vec![])
     } else {

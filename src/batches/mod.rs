@@ -11,6 +11,7 @@ use crate::store::StoreError;
 use crate::store::batches::{Batch, BatchSummary, Imported, NewBatch, Progress};
 use crate::store::users::User;
 use verdict_core::import;
+use verdict_core::lifecycle::BatchState;
 use verdict_core::rubric::{Classification, Subject};
 
 pub mod api;
@@ -41,8 +42,7 @@ pub struct BatchView {
     pub rubric: String,
     /// The version of the rubric the batch was created with; its ratings follow it.
     pub rubric_version: i32,
-    /// `open` or `closed`.
-    pub state: String,
+    pub state: BatchState,
     /// How many distinct raters must rate each task.
     pub overlap: i32,
     /// Show each assignment's A and B in a random order.

@@ -210,7 +210,7 @@ impl SettingsForm {
             .collect();
         questions.push(QuestionRow::blank());
         Self {
-            state: settings.state.clone(),
+            state: settings.state.to_string(),
             overlap: settings.overlap.to_string(),
             randomize: settings.randomize,
             raters_see_external_ids: settings.raters_see_external_ids,

@@ -14,6 +14,7 @@ use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
 use crate::store::batches::{Batch, BatchChanges};
 use crate::store::users::User;
+use verdict_core::lifecycle::BatchState;
 use verdict_core::rubric::Classification;
 
 /// Settings as a PATCH body.
@@ -56,7 +57,7 @@ impl From<Settings> for SettingsRequest {
     /// A request that sets every setting to these.
     fn from(s: Settings) -> Self {
         Self {
-            state: Some(s.state),
+            state: Some(s.state.to_string()),
             overlap: Some(s.overlap),
             randomize: Some(s.randomize),
             raters_see_external_ids: Some(s.raters_see_external_ids),
@@ -73,7 +74,7 @@ impl From<Settings> for SettingsRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    pub state: String,
+    pub state: BatchState,
     pub overlap: i32,
     pub randomize: bool,
     pub raters_see_external_ids: bool,
@@ -101,7 +102,7 @@ impl Settings {
             })
         };
         Self {
-            state: batch.state.clone(),
+            state: batch.state,
             overlap: batch.overlap,
             randomize: batch.randomize,
             raters_see_external_ids: batch.raters_see_external_ids,
@@ -193,15 +194,15 @@ pub async fn preview(
     let now = state.store().batch_members(id).await?;
     let before = Settings::of(&batch, &now);
     let fields = &mut known;
-    if let Some(s) = request.state.as_deref()
-        && s != "open"
-        && s != "closed"
-    {
-        fields.insert(
-            "state".into(),
-            format!("unknown state {s:?}: use open or closed"),
-        );
-    }
+    let batch_state = match request.state.as_deref().map(str::parse::<BatchState>) {
+        Some(Err(unknown)) => {
+            // `unknown state "x": use open or closed`
+            fields.insert("state".into(), unknown.to_string());
+            None
+        }
+        Some(Ok(state)) => Some(state),
+        None => None,
+    };
     let ranges = [
         ("overlap", request.overlap, 1, MAX_OVERLAP),
         ("lease_minutes", request.lease_minutes, 1, MAX_LEASE_MINUTES),
@@ -239,7 +240,7 @@ pub async fn preview(
         }
     };
     let after = Settings {
-        state: request.state.unwrap_or_else(|| before.state.clone()),
+        state: batch_state.unwrap_or(before.state),
         overlap: request.overlap.unwrap_or(before.overlap),
         randomize: request.randomize.unwrap_or(before.randomize),
         raters_see_external_ids: request
@@ -302,7 +303,7 @@ pub async fn apply(
     }
     let changed = |setting: &str| changes.iter().any(|c| c.setting == setting);
     let write = BatchChanges {
-        state: changed("state").then(|| after.state.clone()),
+        state: changed("state").then_some(after.state),
         overlap: changed("overlap").then_some(after.overlap),
         randomize: changed("randomize").then_some(after.randomize),
         raters_see_external_ids: changed("raters_see_external_ids")
@@ -426,7 +427,7 @@ mod tests {
 
     fn settings() -> Settings {
         Settings {
-            state: "open".into(),
+            state: BatchState::Open,
             overlap: 2,
             randomize: true,
             raters_see_external_ids: false,

@@ -799,7 +799,7 @@ async fn build(
         None
     };
     let held = state.store().held(id, HELD_SHOWN).await?;
-    let stranded = if batch.state == "open" {
+    let stranded = if batch.state.is_open() {
         state.store().stranded_tasks(id, STRANDED_SHOWN).await?
     } else {
         (0, Vec::new())

@@ -84,7 +84,7 @@ async fn assignment_diff(
     ApiQuery(query): ApiQuery<DiffQuery>,
 ) -> AppResult<Response> {
     let owned = crate::assign::owned(&state, id, &page_user.user).await?;
-    let (back_href, back_label) = if owned.assignment.state == "open" {
+    let (back_href, back_label) = if owned.assignment.state.is_open() {
         (format!("/assignments/{id}"), "Back to the task")
     } else {
         match state.store().rating_of_assignment(id).await? {

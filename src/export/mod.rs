@@ -12,7 +12,7 @@ use crate::error::{AppError, AppResult, FieldErrors};
 use crate::store::Store;
 use crate::store::review::{ExportFilter, ExportRow};
 use verdict_core::evidence::Evidence;
-use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::lifecycle::{Outcome, SkipReason, Status};
 use verdict_core::rubric::Rubric;
 use verdict_core::rubric::Side;
 
@@ -271,7 +271,7 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
             .map(|c| neutral(&c.to_string()))
             .unwrap_or_default(),
     );
-    record.push(neutral(row.skip_reason.as_deref().unwrap_or("")));
+    record.push(neutral(row.skip_reason.map_or("", SkipReason::as_str)));
     record.push(neutral(row.note.as_deref().unwrap_or("")));
     record.push(row.time_spent_s.to_string());
     record.push(row.version.to_string());
@@ -321,7 +321,7 @@ pub struct JsonRecord<'a> {
     reviewed_at: Option<DateTime<Utc>>,
     rubric: &'a str,
     rubric_version: i32,
-    skip_reason: Option<&'a str>,
+    skip_reason: Option<SkipReason>,
     status: Status,
     submitted_at: Option<DateTime<Utc>>,
     swapped: bool,
@@ -354,7 +354,7 @@ pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> 
         reviewed_at: row.reviewed_at,
         rubric: &rubric.name,
         rubric_version: version,
-        skip_reason: row.skip_reason.as_deref(),
+        skip_reason: row.skip_reason,
         status: row.status,
         submitted_at: row.submitted_at,
         swapped: row.swapped,

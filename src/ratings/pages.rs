@@ -21,7 +21,7 @@ use crate::store::page::ListKind;
 use crate::store::ratings::HistoryRow;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
-use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::lifecycle::{Outcome, SkipReason, Status};
 use verdict_core::rubric::Answers;
 
 pub fn router() -> Router<AppState> {
@@ -71,7 +71,7 @@ struct RatingPage {
     outcome: Outcome,
     status: Status,
     note: Option<String>,
-    skip_reason: Option<String>,
+    skip_reason: Option<SkipReason>,
     review_comment: Option<String>,
     /// The rubric's warnings a refused revision's answers meet, and those ticked.
     warnings: Vec<WarningView>,
@@ -81,7 +81,7 @@ struct RatingPage {
     error_count: usize,
     /// Why the out-of-scope explanation (or the outcome, or a skip's reason) was refused.
     explanation_error: Option<String>,
-    skip_reasons: [(&'static str, &'static str); 3],
+    skip_reasons: &'static [SkipReason],
     /// Sanitised HTML of the prompt and responses, in the viewer's orientation.
     prompt_html: String,
     a_html: String,
@@ -159,7 +159,7 @@ async fn page(
         outcome: r.outcome,
         status: r.status,
         note: r.note.clone(),
-        skip_reason: r.skip_reason.clone(),
+        skip_reason: r.skip_reason,
         review_comment: r.review_comment.clone(),
         revisable,
         confirmed: confirmed_of(&answers),
@@ -179,7 +179,7 @@ async fn page(
         explanation_error: ["explanation", "outcome", "reason", "note"]
             .iter()
             .find_map(|key| errors.get(*key).map(|why| format!("{key} {why}"))),
-        skip_reasons: verdict_core::rubric::SKIP_REASONS,
+        skip_reasons: SkipReason::ALL,
         prompt_html,
         a_html,
         b_html,

@@ -159,7 +159,7 @@ async fn queue(
         ]
         .map(|s| (s.as_str(), s.as_str().to_owned())),
         Some(if status.is_empty() {
-            "submitted"
+            Status::Submitted.as_str()
         } else {
             status.as_str()
         }),

@@ -7,7 +7,8 @@ use serde_json::Value;
 use super::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::batches::Batch;
 use crate::store::ratings::Finish;
-use verdict_core::rubric::{self, Answers, ShownAnswers};
+use verdict_core::lifecycle::SkipReason;
+use verdict_core::rubric::{Answers, ShownAnswers};
 
 /// The longest note or out-of-scope explanation.
 pub const MAX_NOTE_CHARS: usize = 5000;
@@ -15,12 +16,14 @@ pub const MAX_NOTE_CHARS: usize = 5000;
 /// A skip, checked: a known reason and a note of a sensible length.
 pub fn skip_of(reason: &str, note: Option<&str>) -> ServiceResult<Finish> {
     let mut fields = FieldErrors::new();
-    if !rubric::SKIP_REASONS.iter().any(|(r, _)| *r == reason) {
-        let reasons: Vec<&str> = rubric::SKIP_REASONS.iter().map(|(r, _)| *r).collect();
+    let parsed = reason.parse::<SkipReason>();
+    if parsed.is_err() {
+        // The field's own words, not the enum's: the field is named already.
+        let reasons = SkipReason::NAMES.join(", ");
         let why = if reason.is_empty() {
-            format!("is required: use {}", reasons.join(", "))
+            format!("is required: use {reasons}")
         } else {
-            format!("unknown reason {reason:?}: use {}", reasons.join(", "))
+            format!("unknown reason {reason:?}: use {reasons}")
         };
         fields.insert("reason".into(), why);
     }
@@ -31,13 +34,13 @@ pub fn skip_of(reason: &str, note: Option<&str>) -> ServiceResult<Finish> {
             format!("must be at most {MAX_NOTE_CHARS} characters"),
         );
     }
-    if !fields.is_empty() {
-        return Err(ServiceError::Invalid(fields));
+    match parsed {
+        Ok(reason) if fields.is_empty() => Ok(Finish::Skipped {
+            reason,
+            note: note.map(str::to_owned),
+        }),
+        _ => Err(ServiceError::Invalid(fields)),
     }
-    Ok(Finish::Skipped {
-        reason: reason.to_owned(),
-        note: note.map(str::to_owned),
-    })
 }
 
 /// Why a prompt is out of scope, checked: required, and of the batch's minimum length.

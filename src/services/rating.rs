@@ -13,7 +13,7 @@ use crate::store::assignments::Assignment;
 use crate::store::batches::Batch;
 use crate::store::ratings::Rating;
 use crate::store::users::User;
-use verdict_core::lifecycle::{self, Outcome, Status};
+use verdict_core::lifecycle::{self, Outcome, SkipReason, Status};
 use verdict_core::rubric::{Answers, Rubric, ShownAnswers};
 
 /// Who is looking at a rating, which decides the orientation they get.
@@ -152,7 +152,7 @@ pub struct RatingView {
     /// canonical, for leads.
     #[schema(value_type = Object)]
     pub answers: Answers,
-    pub skip_reason: Option<String>,
+    pub skip_reason: Option<SkipReason>,
     pub note: Option<String>,
     pub time_spent_s: i32,
     pub version: i32,
@@ -207,7 +207,7 @@ pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
         outcome: r.outcome,
         status: r.status,
         answers: access.answers(),
-        skip_reason: r.skip_reason.clone(),
+        skip_reason: r.skip_reason,
         note: r.note.clone(),
         time_spent_s: r.time_spent_s,
         version: r.version,

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::batches::Batch;
 use super::{StoreError, StoreResult, read, transaction};
+use verdict_core::lifecycle::AssignmentState;
 
 /// One rater on one task.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,8 +22,8 @@ pub struct Assignment {
     pub rater_id: Uuid,
     /// The rater was shown the task's B as "A" and A as "B".
     pub swapped: bool,
-    /// `open`, `done` (rated or out of scope), `skipped` or `expired`.
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: AssignmentState,
     pub lease_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
 }
@@ -464,7 +465,7 @@ impl super::Store {
                             batch_id: batch.id,
                             rater_id,
                             swapped,
-                            state: "open".into(),
+                            state: AssignmentState::Open,
                             lease_expires_at: lease,
                             created_at: now,
                         };

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{StoreError, StoreResult, read, transaction, write};
 use verdict_core::import::NewTask;
+use verdict_core::lifecycle::{BatchState, Outcome};
 use verdict_core::role::Role;
 use verdict_core::rubric::Classification;
 
@@ -45,7 +46,8 @@ pub struct Batch {
     pub rubric_version: i32,
     pub overlap: i32,
     pub randomize: bool,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: BatchState,
     pub lease_minutes: i32,
     pub min_explanation_len: i32,
     pub classifications: Json<Vec<Classification>>,
@@ -166,7 +168,7 @@ pub struct Imported {
 /// opens the batch to everyone of that role and `Some(Some(ids))` to those users only.
 #[derive(Debug, Clone, Default)]
 pub struct BatchChanges {
-    pub state: Option<String>,
+    pub state: Option<BatchState>,
     pub overlap: Option<i32>,
     pub randomize: Option<bool>,
     pub raters_see_external_ids: Option<bool>,
@@ -195,7 +197,7 @@ fn progress_sql(rater: &str, role: Role) -> String {
         return rater_progress_sql(rater);
     }
     // The same count as the batch's own, over gold tasks only.
-    let gold_ratings = |statuses: &str, outcome: &str, human: &str| {
+    let gold_ratings = |statuses: &str, outcome: Outcome, human: &str| {
         format!(
             "(SELECT COUNT(*) FROM gold_tasks g JOIN ratings r ON r.task_id = g.task_id
                 WHERE g.batch_id = b.id AND r.status IN ({statuses}) AND r.outcome = '{outcome}'{human})"
@@ -222,9 +224,9 @@ fn progress_sql(rater: &str, role: Role) -> String {
          (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open') AS in_progress,
          (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.rater_id = {rater}
               AND a.state IN ('done', 'skipped')) AS mine",
-        rated_gold = gold_ratings(FINISHED, "rated", " AND r.rater_kind = 'human'"),
-        scope_gold = gold_ratings(&drafts_too, "out_of_scope", ""),
-        skipped_gold = gold_ratings(&drafts_too, "skipped", ""),
+        rated_gold = gold_ratings(FINISHED, Outcome::Rated, " AND r.rater_kind = 'human'"),
+        scope_gold = gold_ratings(&drafts_too, Outcome::OutOfScope, ""),
+        skipped_gold = gold_ratings(&drafts_too, Outcome::Skipped, ""),
     )
 }
 
@@ -580,7 +582,7 @@ impl super::Store {
                  WHERE id = $1",
             )
             .bind(id)
-            .bind(changes.state.as_deref())
+            .bind(changes.state.map(BatchState::as_str))
             .bind(changes.overlap)
             .bind(changes.randomize)
             .bind(changes.lease_minutes)

@@ -84,6 +84,21 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// A nullable column holding a name (a skip reason), as read before it is parsed: row
+/// types read it with `#[sqlx(try_from = "NullableName")]` into an `Option` of the core's
+/// enum, which knows no database.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub struct NullableName(Option<String>);
+
+impl TryFrom<NullableName> for Option<verdict_core::lifecycle::SkipReason> {
+    type Error = verdict_core::lifecycle::UnknownName;
+
+    fn try_from(name: NullableName) -> Result<Self, Self::Error> {
+        name.0.map(String::try_into).transpose()
+    }
+}
+
 /// Whether an error says the database cannot serve anyone right now (down, restarting,
 /// out of connections, its connection cut, or a SQLite file still locked after the busy
 /// timeout) rather than anything about the request: such a request gets 503 and may be

@@ -14,7 +14,7 @@ use super::{StoreResult, read, transaction, write};
 use verdict_core::access;
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
-use verdict_core::lifecycle::{self, Outcome, Refusal, Status};
+use verdict_core::lifecycle::{self, AssignmentState, Outcome, Refusal, SkipReason, Status};
 use verdict_core::rubric::TaskAnswers;
 
 /// A rating as stored: answers in the task's canonical orientation.
@@ -30,7 +30,8 @@ pub struct Rating {
     #[sqlx(try_from = "String")]
     pub status: Status,
     pub answers: Json<TaskAnswers>,
-    pub skip_reason: Option<String>,
+    #[sqlx(try_from = "super::NullableName")]
+    pub skip_reason: Option<SkipReason>,
     /// The skip note, or why the task is out of scope.
     pub note: Option<String>,
     pub time_spent_s: i32,
@@ -89,7 +90,7 @@ pub enum Finish {
         answers: TaskAnswers,
     },
     Skipped {
-        reason: String,
+        reason: SkipReason,
         note: Option<String>,
     },
     OutOfScope {
@@ -100,11 +101,11 @@ pub enum Finish {
 
 impl Finish {
     /// The answers, skip reason and note it stores.
-    fn parts(&self) -> (TaskAnswers, Option<String>, Option<String>) {
+    fn parts(&self) -> (TaskAnswers, Option<&'static str>, Option<String>) {
         match self {
             Finish::Rated { answers } => (answers.clone(), None, None),
             Finish::Skipped { reason, note } => {
-                (TaskAnswers::default(), Some(reason.clone()), note.clone())
+                (TaskAnswers::default(), Some(reason.as_str()), note.clone())
             }
             Finish::OutOfScope {
                 answers,
@@ -155,9 +156,6 @@ pub(crate) fn snapshot(rating: &Rating) -> Value {
         "review_fields": rating.review_fields.0,
     })
 }
-
-/// Why a finished assignment takes no more changes.
-const FINISHED: &str = "this task is already finished; open it from your ratings to revise it";
 
 /// Reads the rating of an assignment (`$1`).
 fn rating_of_assignment_sql() -> String {
@@ -348,14 +346,15 @@ impl super::Store {
                 .bind(assignment_id)
                 .fetch_one(&mut *tx)
                 .await?;
-            if assignment.state == "expired" {
-                upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
-                Err(Refusal::Expired)
-            } else if assignment.state != "open" {
-                Err(Refusal::Closed(FINISHED.into()))
-            } else {
-                upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
-                sqlx::query(
+            match assignment.state.check_work() {
+                Err(Refusal::Expired) => {
+                    upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
+                    Err(Refusal::Expired)
+                }
+                Err(refusal) => Err(refusal),
+                Ok(()) => {
+                    upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
+                    sqlx::query(
                     "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
                 )
                 .bind(assignment.id)
@@ -363,10 +362,11 @@ impl super::Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-                Ok(sqlx::query_as::<_, Rating>(&rating_sql)
-                    .bind(assignment.id)
-                    .fetch_one(&mut *tx)
-                    .await?)
+                    Ok(sqlx::query_as::<_, Rating>(&rating_sql)
+                        .bind(assignment.id)
+                        .fetch_one(&mut *tx)
+                        .await?)
+                }
             }
         });
         Ok(outcome)
@@ -400,27 +400,30 @@ impl super::Store {
                 .bind(assignment.id)
                 .fetch_optional(&mut *tx)
                 .await?;
-            if assignment.state == "expired" {
-                // What the rater wrote is kept where they can read it again.
-                if outcome.has_answers() {
-                    upsert_draft!(&mut *tx, &assignment, &answers, extras, time_spent_s, now)?;
+            match assignment.state.check_work() {
+                Err(Refusal::Expired) => {
+                    // What the rater wrote is kept where they can read it again.
+                    if outcome.has_answers() {
+                        upsert_draft!(&mut *tx, &assignment, &answers, extras, time_spent_s, now)?;
+                    }
+                    Err(Refusal::Expired)
                 }
-                Err(Refusal::Expired)
-            } else if assignment.state != "open" {
-                let same = before.as_ref().is_some_and(|r| {
-                    !r.status.is_draft()
-                        && r.outcome == outcome
-                        && r.answers.0 == answers
-                        && r.note == note
-                });
-                match before {
-                    Some(rating) if same => Ok(rating),
-                    _ => Err(Refusal::Closed(FINISHED.into())),
+                Err(refusal) => {
+                    let same = before.as_ref().is_some_and(|r| {
+                        !r.status.is_draft()
+                            && r.outcome == outcome
+                            && r.answers.0 == answers
+                            && r.note == note
+                    });
+                    match before {
+                        Some(rating) if same => Ok(rating),
+                        _ => Err(refusal),
+                    }
                 }
-            } else {
-                // The stored rating comes back with the write (RETURNING) rather than from
-                // a read after it: one statement less in the writer's turn.
-                let rating = sqlx::query_as::<_, Rating>(&format!(
+                Ok(()) => {
+                    // The stored rating comes back with the write (RETURNING) rather than from
+                    // a read after it: one statement less in the writer's turn.
+                    let rating = sqlx::query_as::<_, Rating>(&format!(
                     "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
                                           skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at,
                                           confirmed_warnings, evidence, gold_grade, review_first)
@@ -445,7 +448,7 @@ impl super::Store {
                 .bind(assignment.rater_id)
                 .bind(outcome.as_str())
                 .bind(Json(&answers))
-                .bind(&skip_reason)
+                .bind(skip_reason)
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
@@ -457,28 +460,24 @@ impl super::Store {
                 .bind(extras.review_first)
                 .fetch_one(&mut *tx)
                 .await?;
-                let state = if outcome.frees_the_task() {
-                    "skipped"
-                } else {
-                    "done"
-                };
-                sqlx::query("UPDATE assignments SET state = $2, updated_at = $3 WHERE id = $1")
-                    .bind(assignment.id)
-                    .bind(state)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                if outcome.frees_the_task() {
-                    sqlx::query(RELEASE_SLOT)
-                        .bind(assignment.task_id)
-                        .bind(overlap)
+                    sqlx::query("UPDATE assignments SET state = $2, updated_at = $3 WHERE id = $1")
+                        .bind(assignment.id)
+                        .bind(AssignmentState::finished_with(outcome).as_str())
+                        .bind(now)
                         .execute(&mut *tx)
                         .await?;
+                    if outcome.frees_the_task() {
+                        sqlx::query(RELEASE_SLOT)
+                            .bind(assignment.task_id)
+                            .bind(overlap)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    let before = before.filter(|b| !b.status.is_draft());
+                    let action = outcome.finish_action();
+                    insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
+                    Ok(rating)
                 }
-                let before = before.filter(|b| !b.status.is_draft());
-                let action = outcome.finish_action();
-                insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
-                Ok(rating)
             }
         });
         Ok(result)
@@ -523,7 +522,7 @@ impl super::Store {
                 .bind(rating_id)
                 .bind(finish.outcome().as_str())
                 .bind(Json(&answers))
-                .bind(&skip_reason)
+                .bind(skip_reason)
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
@@ -536,13 +535,12 @@ impl super::Store {
                 .execute(&mut *tx)
                 .await?;
                 if finish.outcome().frees_the_task() && !before.outcome.frees_the_task() {
-                    sqlx::query(
-                        "UPDATE assignments SET state = 'skipped', updated_at = $2 WHERE id = $1",
-                    )
-                    .bind(before.assignment_id)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
+                    sqlx::query("UPDATE assignments SET state = $3, updated_at = $2 WHERE id = $1")
+                        .bind(before.assignment_id)
+                        .bind(now)
+                        .bind(AssignmentState::finished_with(finish.outcome()).as_str())
+                        .execute(&mut *tx)
+                        .await?;
                     sqlx::query(RELEASE_SLOT)
                         .bind(before.task_id)
                         .bind(overlap)

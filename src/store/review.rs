@@ -14,7 +14,9 @@ use super::ratings::{RATING_COLUMNS, Rating, insert_history};
 use super::{PoolRef, StoreResult, read, scan, transaction};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
-use verdict_core::lifecycle::{self, Decision, Outcome, RaterKind, Refusal, Standing, Status};
+use verdict_core::lifecycle::{
+    self, Decision, Outcome, RaterKind, Refusal, SkipReason, Standing, Status,
+};
 use verdict_core::metrics::RatingFacts;
 use verdict_core::rubric::TaskAnswers;
 
@@ -151,7 +153,8 @@ pub struct ExportRow {
     pub model_a: Option<String>,
     pub model_b: Option<String>,
     pub answers: Json<TaskAnswers>,
-    pub skip_reason: Option<String>,
+    #[sqlx(try_from = "super::NullableName")]
+    pub skip_reason: Option<SkipReason>,
     pub note: Option<String>,
     pub time_spent_s: i32,
     pub version: i32,
@@ -686,7 +689,7 @@ fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
         model_a: row.get(7)?,
         model_b: row.get(8)?,
         answers: Json(answers),
-        skip_reason: row.get(10)?,
+        skip_reason: scan::get_parsed_opt(row, 10)?,
         note: row.get(11)?,
         time_spent_s: row.get(12)?,
         version: row.get(13)?,

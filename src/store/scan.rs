@@ -52,6 +52,18 @@ where
     })
 }
 
+/// Reads a nullable text column holding a name (a skip reason) and parses it.
+pub(crate) fn get_parsed_opt<T>(row: &Row, i: usize) -> rusqlite::Result<Option<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    match row.get::<_, Option<String>>(i)? {
+        None => Ok(None),
+        Some(_) => get_parsed(row, i).map(Some),
+    }
+}
+
 /// Reads a column sqlx stored as a time.
 pub(crate) fn get_time(row: &Row, i: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
     let text: Option<String> = row.get(i)?;

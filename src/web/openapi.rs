@@ -19,15 +19,11 @@ pub(crate) fn one_of(values: &[&str]) -> utoipa::openapi::Object {
 
 /// The skip reasons the server takes.
 pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
-    let reasons: Vec<&str> = verdict_core::rubric::SKIP_REASONS
-        .iter()
-        .map(|(r, _)| *r)
-        .collect();
-    one_of(&reasons)
+    one_of(verdict_core::lifecycle::SkipReason::NAMES)
 }
 
 pub(crate) fn batch_states() -> utoipa::openapi::Object {
-    one_of(&["open", "closed"])
+    one_of(verdict_core::lifecycle::BatchState::NAMES)
 }
 
 pub(crate) fn decisions() -> utoipa::openapi::Object {

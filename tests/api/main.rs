@@ -37,6 +37,7 @@ mod rubrics;
 mod runner;
 mod schema;
 mod settings_page;
+mod states;
 
 mod tokens;
 mod upgrade;

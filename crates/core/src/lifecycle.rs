@@ -1,6 +1,9 @@
 //! The rating lifecycle: what a rater finished a task with ([`Outcome`]), where the rating
-//! stands ([`Status`]), what a lead decides on it ([`Decision`]), and the transitions
-//! between them, as plain values with their rules beside them.
+//! stands ([`Status`]), what a lead decides on it ([`Decision`]), where a rater's hold on
+//! a task stands ([`AssignmentState`]), whether a batch hands out work ([`BatchState`]),
+//! why a task was given back ([`SkipReason`]), where a judge run stands ([`RunStatus`]),
+//! and the transitions between them, as plain values with their rules beside them. Code
+//! outside asks these types (`state.is_open()`), never compares their names as strings.
 //!
 //! Each name is stored in the database, sent in JSON and shown in pages as its
 //! snake_case name (`out_of_scope`, `submitted`, `return`). The columns are TEXT on both
@@ -214,6 +217,101 @@ named! {
         /// The endpoint never answered usefully (errors, time-outs, retries spent); asked
         /// again when the run resumes.
         Failed = "failed",
+    }
+}
+
+named! {
+    /// Where one rater's hold on one task stands.
+    AssignmentState("assignment state") {
+        /// Held by its rater, who may work on it until the lease runs out.
+        Open = "open",
+        /// Finished with a rating: rated or out of scope.
+        Done = "done",
+        /// Given back by its rater with a reason; the task went to another rater.
+        Skipped = "skipped",
+        /// The lease ran out (or a lead released it) before it was finished; any draft
+        /// is kept, and the rater may pick it up again while the task has room.
+        Expired = "expired",
+    }
+}
+
+impl AssignmentState {
+    /// Whether its rater holds it now.
+    pub fn is_open(self) -> bool {
+        self == AssignmentState::Open
+    }
+
+    /// Whether its rater is (or was lately) working on it: open, or expired with its
+    /// draft kept. Work on such an assignment needs the batch open and the rater still
+    /// one of its raters; a finished one may only be looked at.
+    pub fn is_unfinished(self) -> bool {
+        matches!(self, AssignmentState::Open | AssignmentState::Expired)
+    }
+
+    /// The state an assignment finished with this outcome has.
+    pub fn finished_with(outcome: Outcome) -> AssignmentState {
+        if outcome.frees_the_task() {
+            AssignmentState::Skipped
+        } else {
+            AssignmentState::Done
+        }
+    }
+
+    /// Whether a rater may finish (or save a draft of) an assignment in this state; the
+    /// refusal says why not. `Expired` is its own refusal: the caller keeps the answers
+    /// sent as the rating's draft.
+    pub fn check_work(self) -> Result<(), Refusal> {
+        match self {
+            AssignmentState::Open => Ok(()),
+            AssignmentState::Expired => Err(Refusal::Expired),
+            AssignmentState::Done | AssignmentState::Skipped => Err(Refusal::Closed(
+                "this task is already finished; open it from your ratings to revise it".into(),
+            )),
+        }
+    }
+}
+
+named! {
+    /// Whether a batch hands out work. Its refusal says "unknown state": the settings
+    /// show it under their `state` field as it is.
+    BatchState("state") {
+        /// Raters take tasks and work on the ones they hold.
+        Open = "open",
+        /// No new assignments and no work on held ones; drafts are kept for when it
+        /// opens again, and everything finished can still be read and reviewed.
+        Closed = "closed",
+    }
+}
+
+impl BatchState {
+    pub fn is_open(self) -> bool {
+        self == BatchState::Open
+    }
+
+    /// Whether raters may take new tasks from it (and go on with the ones they hold).
+    pub fn takes_new_assignments(self) -> bool {
+        self.is_open()
+    }
+}
+
+named! {
+    /// Why a rater gives a task back.
+    SkipReason("skip reason") {
+        Unfamiliar = "unfamiliar",
+        TooLong = "too_long",
+        /// Any other reason; the note says which.
+        Other = "other",
+    }
+}
+
+impl SkipReason {
+    /// What the rater is offered to choose, in their words.
+    pub fn description(self) -> &'static str {
+        match self {
+            SkipReason::Unfamiliar => "I don't know this language or domain well enough",
+            SkipReason::TooLong => "It can't be verified in about 30 minutes",
+            SkipReason::Other => "Another reason (say which in the note)",
+        }
     }
 }
 
@@ -483,6 +581,62 @@ mod tests {
             "{refused}"
         );
         assert_eq!(Outcome::OutOfScope.label(), "out of scope");
+    }
+
+    #[test]
+    fn assignments_are_worked_on_only_while_open() {
+        use AssignmentState as A;
+        assert_eq!(A::NAMES, ["open", "done", "skipped", "expired"]);
+        assert!(A::Open.is_open());
+        assert!(A::ALL.iter().filter(|a| a.is_open()).eq([&A::Open]));
+        assert_eq!(A::Open.check_work(), Ok(()));
+        assert_eq!(A::Expired.check_work(), Err(Refusal::Expired));
+        for finished in [A::Done, A::Skipped] {
+            assert!(!finished.is_unfinished(), "{finished}");
+            assert_eq!(
+                finished.check_work(),
+                Err(Refusal::Closed(
+                    "this task is already finished; open it from your ratings to revise it".into()
+                ))
+            );
+        }
+        // An expired assignment still has its rater's draft, so its batch's rules apply.
+        assert!(A::Open.is_unfinished() && A::Expired.is_unfinished());
+    }
+
+    #[test]
+    fn a_skip_frees_the_assignment_and_anything_else_finishes_it() {
+        use AssignmentState as A;
+        assert_eq!(A::finished_with(Outcome::Rated), A::Done);
+        assert_eq!(A::finished_with(Outcome::OutOfScope), A::Done);
+        assert_eq!(A::finished_with(Outcome::Skipped), A::Skipped);
+        for o in Outcome::ALL {
+            assert!(!A::finished_with(*o).is_unfinished(), "{o}");
+        }
+    }
+
+    #[test]
+    fn only_an_open_batch_hands_out_work() {
+        assert_eq!(BatchState::NAMES, ["open", "closed"]);
+        assert!(BatchState::Open.takes_new_assignments());
+        assert!(!BatchState::Closed.takes_new_assignments() && !BatchState::Closed.is_open());
+        // The settings page shows this message under the field as it is.
+        assert_eq!(
+            "shut".parse::<BatchState>().unwrap_err().to_string(),
+            "unknown state \"shut\": use open or closed"
+        );
+        assert_eq!(serde_json::to_value(BatchState::Closed).unwrap(), "closed");
+    }
+
+    #[test]
+    fn skip_reasons_are_stored_by_name_and_offered_in_words() {
+        assert_eq!(SkipReason::NAMES, ["unfamiliar", "too_long", "other"]);
+        assert_eq!("too_long".parse(), Ok(SkipReason::TooLong));
+        assert!("bored".parse::<SkipReason>().is_err());
+        assert_eq!(SkipReason::TooLong.label(), "too long");
+        for r in SkipReason::ALL {
+            assert!(!r.description().is_empty(), "{r}");
+        }
     }
 
     #[test]

@@ -667,16 +667,6 @@ pub fn by_name(name: &str) -> Option<&'static Rubric> {
     built_in().iter().find(|r| r.name == name)
 }
 
-/// Why a skip is given.
-pub const SKIP_REASONS: [(&str, &str); 3] = [
-    (
-        "unfamiliar",
-        "I don't know this language or domain well enough",
-    ),
-    ("too_long", "It can't be verified in about 30 minutes"),
-    ("other", "Another reason (say which in the note)"),
-];
-
 /// Who is the shown "A" and "B": the sides of an answer set after undoing a swap.
 pub fn side_names(swapped: bool) -> (&'static str, &'static str) {
     if swapped { ("b", "a") } else { ("a", "b") }
