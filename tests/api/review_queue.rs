@@ -6,7 +6,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, tasks_jsonl,
+    Go, Persona, TestApp, complete_answers, csrf_token, db_test, json_with, page_text, tasks_jsonl,
 };
 
 async fn rater(app: &TestApp, name: &str) -> Persona {
@@ -872,13 +872,7 @@ async fn a_swapped_rating_reads_in_the_tasks_order_and_as_the_rater_saw_it_on_as
     );
 
     // The queue names the same side for the same rating.
-    let queue = browser
-        .get(app.url("/review"))
-        .go()
-        .await
-        .text()
-        .await
-        .unwrap();
+    let queue = page_text(app, &browser, "/review").await;
     let at = queue
         .find(&format!("href=\"/review/{rating}"))
         .expect("the rating in the queue");

@@ -190,7 +190,7 @@ async fn an_aspect_answer_is_checked_against_the_document(app: &TestApp) {
 db_test!(an_aspect_answer_is_checked_against_the_document: TestApp);
 
 /// A small custom rubric: is the answer correct (ordinal), which is clearer (A/B/tie).
-fn custom(name: &str, clarity_label: &str) -> Value {
+pub(crate) fn custom(name: &str, clarity_label: &str) -> Value {
     json!({
         "name": name,
         "title": "Correct and clear",

@@ -527,27 +527,10 @@ fn judge_script(body: &Value, n: usize) -> Reply {
     }
 }
 
-/// The team's own rubric: is each response correct, which is clearer.
+/// The team's own rubric: is each response correct, which is clearer (the rubric tests'
+/// document, named `clear`).
 fn clear_rubric(clarity_label: &str) -> Value {
-    json!({
-        "name": "clear",
-        "title": "Correct and clear",
-        "subject": "pair",
-        "questions": [
-            {"key": "correct", "each_response": true, "label": "Is it correct?",
-             "answer": {"type": "choice", "options": [
-                {"value": "yes", "label": "Yes"}, {"value": "partly", "label": "Partly"},
-                {"value": "no", "label": "No"}]},
-             "explanation": {"required": {"when": ["partly", "no"]}, "prompt": "What is wrong?"},
-             "metrics": {"role": "ordinal"}},
-            {"key": "clearer", "label": clarity_label,
-             "answer": {"type": "choice", "options": [
-                {"value": "a", "label": "A"}, {"value": "tie", "label": "Tie"},
-                {"value": "b", "label": "B"}]},
-             "swap": {"swap_values": {"a": "b", "b": "a"}},
-             "metrics": {"role": "preference", "a": "a", "b": "b", "tie": "tie"}}
-        ]
-    })
+    crate::rubrics::custom("clear", clarity_label)
 }
 
 /// Activity of every kind, through the API and the pages as people would make it;
