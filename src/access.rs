@@ -1,26 +1,13 @@
 //! Who may do what, in one place. What a role allows is a named check on the user
-//! (`can_lead`, `can_administer`), used by handlers and templates alike; which batches a
-//! person may see, rate in or lead is one SQL condition per role ([`batch_filter`]), used
-//! by every query that lists or opens batches, and the named checks on a batch
-//! ([`can_rate`], [`can_review`]) are built on it.
+//! (`can_lead`, `can_administer`: methods of the core's `User`), used by handlers and
+//! templates alike; which batches a person may see, rate in or lead is one SQL condition
+//! per role ([`batch_filter`]), used by every query that lists or opens batches, and the
+//! named checks on a batch ([`can_rate`], [`can_review`]) are built on it.
 
 use uuid::Uuid;
 
-use crate::store::users::User;
 use crate::store::{Store, StoreResult};
-use verdict_core::role::Role;
-
-impl User {
-    /// Leads and admins: review, metrics, exports, the per-task view, releasing tasks.
-    pub fn can_lead(&self) -> bool {
-        self.role.can_lead()
-    }
-
-    /// Admins: accounts, batches and their settings, every token, the audit log.
-    pub fn can_administer(&self) -> bool {
-        self.role >= Role::Admin
-    }
-}
+use verdict_core::user::User;
 
 pub use crate::store::batches::batch_filter;
 

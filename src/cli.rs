@@ -518,7 +518,7 @@ fn read_password(from_stdin: bool) -> anyhow::Result<String> {
     Ok(first)
 }
 
-async fn find_user(store: &Store, username: &str) -> anyhow::Result<crate::store::users::User> {
+async fn find_user(store: &Store, username: &str) -> anyhow::Result<verdict_core::user::User> {
     store
         .user_by_name(username)
         .await?

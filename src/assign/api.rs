@@ -14,11 +14,11 @@ use super::{TaskView, owned};
 use crate::auth::{CurrentUser, RequireLead};
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
-use crate::store::ratings::Rating;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
 use verdict_core::lifecycle::AssignmentState;
+use verdict_core::rating::Rating;
 use verdict_core::rubric::{Classification, Rubric};
 
 pub fn router() -> ApiRouter {
@@ -75,7 +75,7 @@ pub async fn next(
         assignment_id: assignment.id,
         task: TaskView::shown(&task, owned.rubric.subject, assignment.swapped),
         rubric: owned.rubric,
-        classifications: owned.batch.classifications.0.clone(),
+        classifications: owned.batch.classifications.clone(),
         draft,
         time_spent_s,
         lease_expires_at: assignment.lease_expires_at,

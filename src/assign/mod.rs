@@ -15,13 +15,14 @@ use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::services::ServiceError;
 use crate::services::finish::{self, over, skip_of};
 use crate::state::AppState;
-use crate::store::assignments::{Assignment, Task};
-use crate::store::batches::Batch;
-use crate::store::ratings::{Extras, Finish, Rating};
-use crate::store::users::User;
+use verdict_core::assignment::Assignment;
+use verdict_core::batch::Batch;
 use verdict_core::evidence;
 use verdict_core::lifecycle::AssignmentState;
+use verdict_core::rating::{Extras, Finish, Rating};
 use verdict_core::rubric::{self, Mode, Rubric, ShownAnswers, TaskAnswers};
+use verdict_core::task::Task;
+use verdict_core::user::User;
 
 pub mod api;
 pub mod pages;
@@ -68,11 +69,11 @@ impl TaskView {
         };
         Self {
             external_id: task.external_id.clone(),
-            prompt: task.prompt.0.clone(),
+            prompt: task.prompt.clone(),
             response_a,
             response_b,
             response,
-            metadata: task.metadata.0.clone(),
+            metadata: task.metadata.clone(),
         }
     }
 }
@@ -240,7 +241,6 @@ pub async fn draft(state: &AppState, owned: &Owned) -> AppResult<Option<(Rating,
     Ok(rating.map(|r| {
         let shown = r
             .answers
-            .0
             .clone()
             .into_shown(&owned.rubric, owned.assignment.swapped);
         (r, shown)
@@ -278,8 +278,8 @@ pub struct Checked<'r> {
 /// warnings beside them) and turns them canonical; the time spent is taken out of them
 /// (it has a column of its own). Every broken field is named at once.
 pub fn checked<'r>(form: &Form<'r>, input: &Value, mode: Mode) -> AppResult<Checked<'r>> {
-    let min = usize::try_from(form.batch.min_explanation_len).unwrap_or(0);
-    let questions = &form.batch.classifications.0;
+    let min = form.batch.min_explanation();
+    let questions = &form.batch.classifications;
     let (input, extras) = take_extras(form, input);
     let answers = rubric::validate(form.rubric, questions, &input, mode, min);
     let (mut answers, extras) = match (answers, extras) {
@@ -698,12 +698,12 @@ mod tests {
             id: Uuid::nil(),
             batch_id: Uuid::nil(),
             external_id: "t".into(),
-            prompt: sqlx::types::Json(json!("p")),
+            prompt: json!("p"),
             response_a: "first".into(),
             response_b: "second".into(),
             model_a: Some("m1".into()),
             model_b: Some("m2".into()),
-            metadata: sqlx::types::Json(Map::new()),
+            metadata: Map::new(),
             rendered: None,
         };
         let shown = TaskView::shown(&task, rubric::Subject::Pair, true);

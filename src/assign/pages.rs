@@ -14,12 +14,12 @@ use super::{Owned, ShownDraft, owned};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::state::AppState;
-use crate::store::assignments::Task;
-use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, SkipReason};
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
+use verdict_core::task::Task;
+use verdict_core::user::User;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -411,7 +411,7 @@ async fn form_page(
     let (a_html, b_html) = rendered.responses(owned.assignment.swapped);
     let mut form = form_view(
         &owned.rubric,
-        &owned.batch.classifications.0,
+        &owned.batch.classifications,
         owned.batch.min_explanation_len,
         &answers,
         &errors,
@@ -524,7 +524,7 @@ async fn form(
 type FormPairs = Vec<(String, String)>;
 
 fn answers_of(owned: &Owned, pairs: &FormPairs) -> Value {
-    super::form_answers(&owned.rubric, &owned.batch.classifications.0, pairs)
+    super::form_answers(&owned.rubric, &owned.batch.classifications, pairs)
 }
 
 /// The out-of-scope explanation a form carries ("" when it has none).

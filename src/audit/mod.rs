@@ -17,11 +17,11 @@ use crate::state::AppState;
 use crate::store::Store;
 use crate::store::audit::AuditEntry;
 use crate::store::page::{ListKind, Page};
-use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::paging::{PageLinks, Paged, params};
 use crate::web::{ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
+use verdict_core::user::User;
 
 pub mod words;
 

@@ -9,7 +9,7 @@ use tower_sessions::Session;
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
-use crate::store::users::User;
+use verdict_core::user::User;
 
 pub mod csrf;
 pub use crate::credentials::{limits, password, tokens};

@@ -6,9 +6,9 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::store::batches::Batch;
-use crate::store::users::User;
+use verdict_core::batch::Batch;
 use verdict_core::fields::FieldErrors;
+use verdict_core::user::User;
 
 /// A batch's gold settings and how many gold tasks it holds.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -8,11 +8,12 @@ use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
 use crate::store::Store;
 use crate::store::StoreError;
-use crate::store::batches::{Batch, BatchSummary, Imported, NewBatch, Progress};
-use crate::store::users::User;
+use crate::store::batches::{BatchSummary, Imported, Progress};
+use verdict_core::batch::{Batch, NewBatch};
 use verdict_core::import;
 use verdict_core::lifecycle::BatchState;
 use verdict_core::rubric::{Classification, Subject};
+use verdict_core::user::User;
 
 pub mod api;
 pub mod gold;
@@ -103,7 +104,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         raters_see_external_ids: batch.raters_see_external_ids,
         lease_minutes: batch.lease_minutes,
         min_explanation_len: batch.min_explanation_len,
-        classifications: batch.classifications.0,
+        classifications: batch.classifications,
         raters,
         leads,
         progress,

@@ -12,10 +12,11 @@ use super::{MAX_LEASE_MINUTES, MAX_MIN_EXPLANATION, MAX_OVERLAP};
 use crate::auth::Role;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::store::batches::{Batch, BatchChanges};
-use crate::store::users::User;
+use crate::store::batches::BatchChanges;
+use verdict_core::batch::Batch;
 use verdict_core::lifecycle::BatchState;
 use verdict_core::rubric::Classification;
+use verdict_core::user::User;
 
 /// Settings as a PATCH body.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -108,7 +109,7 @@ impl Settings {
             raters_see_external_ids: batch.raters_see_external_ids,
             lease_minutes: batch.lease_minutes,
             min_explanation_len: batch.min_explanation_len,
-            classifications: batch.classifications.0.clone(),
+            classifications: batch.classifications.clone(),
             raters: of("rater", batch.raters_restricted),
             leads: of("lead", batch.leads_restricted),
         }

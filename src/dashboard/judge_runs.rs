@@ -18,8 +18,8 @@ use crate::error::{AppError, AppResult, FieldErrors};
 use crate::judges::{RunAction, launch, move_run};
 use crate::services::ServiceError;
 use crate::state::AppState;
-use crate::store::users::User;
 use crate::web::{ApiPath, Layout, PageUser};
+use verdict_core::user::User;
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -23,11 +23,11 @@ use crate::metrics::live::Folded;
 use crate::metrics::stats::Estimate;
 use crate::metrics::{Accumulator, Metrics, PreferenceSummary, ScoreSummary};
 use crate::state::AppState;
-use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
 use verdict_core::rubric::{self, Answer, Role, Rubric};
+use verdict_core::user::User;
 
 pub mod charts;
 mod judge_runs;
@@ -71,7 +71,7 @@ pub async fn compute(
 /// under.
 async fn measure(
     state: &AppState,
-    batch: &crate::store::batches::Batch,
+    batch: &verdict_core::batch::Batch,
     tasks: i64,
 ) -> AppResult<(Metrics, Arc<Rubric>)> {
     let id = batch.id;
@@ -94,7 +94,7 @@ async fn measure(
         store.held_count(id).await?,
     );
     let judged = Arc::clone(&rubric);
-    let min_explanation = usize::try_from(batch.min_explanation_len).unwrap_or(0);
+    let min_explanation = batch.min_explanation();
     let (folded, metrics) = tokio::task::spawn_blocking(move || {
         let acc = &folded.acc;
         let judges = acc.judges(&judged, min_explanation, &calls);
@@ -120,14 +120,14 @@ async fn measure(
 async fn fold(
     state: &AppState,
     id: Uuid,
-    batch: &crate::store::batches::Batch,
+    batch: &verdict_core::batch::Batch,
     rubric: &Rubric,
 ) -> AppResult<(Folded, tokio::sync::OwnedMutexGuard<Option<Folded>>)> {
     let mut slot = state.live_metrics().slot(id).lock_owned().await;
     let store = state.store();
     // Taken out while reading: a read that fails leaves the slot empty, to count afresh.
     let kept = slot.take().filter(|f| {
-        f.version == batch.rubric_version && f.classifications == batch.classifications.0
+        f.version == batch.rubric_version && f.classifications == batch.classifications
     });
     // The mark comes before the read, so that what changes during it is read again.
     let mark = store.ratings_mark().await?;
@@ -139,13 +139,13 @@ async fn fold(
             folded
         }
         None => {
-            let mut acc = Accumulator::new(rubric, batch.rubric_version, &batch.classifications.0);
+            let mut acc = Accumulator::new(rubric, batch.rubric_version, &batch.classifications);
             store.for_each_rating(id, None, |row| acc.add(&row)).await?;
             Folded {
                 acc,
                 mark,
                 version: batch.rubric_version,
-                classifications: batch.classifications.0.clone(),
+                classifications: batch.classifications.clone(),
             }
         }
     };

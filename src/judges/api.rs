@@ -14,12 +14,12 @@ use crate::error::{AppError, AppResult, ErrorBody};
 use crate::judge::Fields;
 use crate::state::AppState;
 use crate::store::judges::Run;
-use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::ShownAnswers;
+use verdict_core::user::User;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()

@@ -15,8 +15,8 @@ use crate::judge::endpoint::{EndpointPolicy, MIN_MAX_REPLY_BYTES};
 use crate::judge::{KEY_ENV_PREFIX, Params, Plan, Template, template};
 use crate::services::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::Store;
-use crate::store::batches::Batch;
 use crate::store::judges::{Judge, JudgeSettings, Run, RunCounts};
+use verdict_core::batch::Batch;
 use verdict_core::lifecycle::RunStatus;
 
 pub mod api;
@@ -557,7 +557,7 @@ pub async fn start_run(
         template,
         model: judge.model.clone(),
         params: judge.params.0.clone(),
-        min_explanation: usize::try_from(batch.min_explanation_len).unwrap_or(0),
+        min_explanation: batch.min_explanation(),
     };
     let tasks = i32::try_from(tasks).unwrap_or(i32::MAX);
     let calls = tasks.saturating_mul(orders as i32);
@@ -591,7 +591,7 @@ pub async fn run_view(store: &Store, run: Run) -> ServiceResult<RunView> {
 /// batch page's Start.
 pub async fn launch(
     state: &crate::AppState,
-    admin: &crate::store::users::User,
+    admin: &verdict_core::user::User,
     batch: &Batch,
     judge: &str,
 ) -> ServiceResult<Run> {
@@ -655,7 +655,7 @@ impl RunAction {
 /// and records it; a run whose status does not allow it (now) is refused, saying why.
 pub async fn move_run(
     state: &crate::AppState,
-    admin: &crate::store::users::User,
+    admin: &verdict_core::user::User,
     id: Uuid,
     action: RunAction,
 ) -> ServiceResult<Run> {

@@ -11,12 +11,13 @@ use crate::services::finish::{over, scope_explanation, skip_of};
 use crate::services::rating::{Access, Viewer, turn_paths};
 use crate::state::AppState;
 use crate::store::page::{ListKind, Page};
-use crate::store::ratings::{Extras, Finish, HistoryRow, Rating};
-use crate::store::users::User;
+use crate::store::ratings::HistoryRow;
 use crate::web::paging::params;
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{self, Outcome, Status};
+use verdict_core::rating::{Extras, Finish, Rating};
 use verdict_core::rubric::{self, Mode, ShownAnswers, TaskAnswers};
+use verdict_core::user::User;
 
 pub mod api;
 pub mod pages;
@@ -168,7 +169,7 @@ pub async fn save_revision_draft(
     if access.viewer != Viewer::Owner {
         return Err(AppError::Forbidden);
     }
-    lifecycle::check_revise(access.rating.outcome, access.rating.status)?;
+    access.rating.check_revise()?;
     let mut given = input.as_object().cloned().unwrap_or_default();
     let explanation = match given.remove("explanation") {
         Some(Value::String(text)) => Some(text),
@@ -184,8 +185,8 @@ pub async fn save_revision_draft(
     ] {
         given.remove(key);
     }
-    let min = usize::try_from(access.batch.min_explanation_len).unwrap_or(0);
-    let questions = &access.batch.classifications.0;
+    let min = access.batch.min_explanation();
+    let questions = &access.batch.classifications;
     let mut answers = rubric::validate(
         &access.rubric,
         questions,
@@ -244,7 +245,7 @@ pub async fn revise(
     if access.viewer != Viewer::Owner {
         return Err(AppError::Forbidden);
     }
-    lifecycle::check_revise(access.rating.outcome, access.rating.status)?;
+    access.rating.check_revise()?;
     let Some(given) = input.as_object() else {
         return Err(AppError::field("answers", "must be a JSON object"));
     };

@@ -167,7 +167,7 @@ async fn page(
         form: {
             let mut form = form_view(
                 &access.rubric,
-                &access.batch.classifications.0,
+                &access.batch.classifications,
                 access.batch.min_explanation_len,
                 &answers,
                 &errors,
@@ -245,7 +245,7 @@ async fn draft(
 /// out-of-scope rating's form also says (what it becomes and why).
 fn revision_input(access: &Access, pairs: &[(String, String)]) -> serde_json::Value {
     let mut input =
-        crate::assign::form_answers(&access.rubric, &access.batch.classifications.0, pairs);
+        crate::assign::form_answers(&access.rubric, &access.batch.classifications, pairs);
     if let Some(fields) = input.as_object_mut() {
         for key in ["outcome", "explanation", "reason", "note"] {
             if let Some((_, value)) = pairs.iter().find(|(k, _)| k == key) {

@@ -8,8 +8,8 @@ use super::queue::{FilterText, filters, matching};
 use super::{Decision, decide, reviewable};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::store::users::User;
 use verdict_core::lifecycle;
+use verdict_core::user::User;
 
 /// A rating the lead saw in the queue, with the version they saw.
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]

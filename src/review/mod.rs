@@ -13,11 +13,11 @@ use crate::error::{AppError, AppResult};
 use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
-use crate::store::ratings::Rating;
 use crate::store::review::{ReviewNote, TaskRating};
-use crate::store::users::User;
 use verdict_core::lifecycle;
+use verdict_core::rating::Rating;
 use verdict_core::rubric::{Answers, Rubric, TaskAnswers};
+use verdict_core::user::User;
 
 pub mod api;
 mod bulk;
@@ -83,7 +83,7 @@ pub fn commentable(access: &Access) -> Vec<Commentable> {
             });
         }
     }
-    for q in &access.batch.classifications.0 {
+    for q in &access.batch.classifications {
         paths.push(Commentable {
             path: format!("classifications.{}", q.key),
             side: None,
@@ -239,12 +239,12 @@ pub struct JudgeOnTask {
 /// Every judge's answer to a task of the batch, by judge name.
 pub async fn task_judges(
     state: &AppState,
-    batch: &crate::store::batches::Batch,
+    batch: &verdict_core::batch::Batch,
     rubric: &Rubric,
     task_id: Uuid,
 ) -> AppResult<Vec<JudgeOnTask>> {
     let calls = state.store().judge_calls_of_task(batch.id, task_id).await?;
-    let min_explanation = usize::try_from(batch.min_explanation_len).unwrap_or(0);
+    let min_explanation = batch.min_explanation();
     let mut judges: Vec<JudgeOnTask> = Vec::new();
     for (judge, call) in calls {
         match judges.last_mut() {

@@ -599,7 +599,7 @@ fn evidence_views(
 }
 
 fn comment_fields(access: &Access, turned: bool) -> Vec<CommentField> {
-    let given = &access.rating.review_fields.0;
+    let given = &access.rating.review_fields;
     super::commentable(access)
         .into_iter()
         .map(|c| {
@@ -652,14 +652,14 @@ async fn review_page(
     let turned = view == View::Shown && swapped && pair;
     let shown;
     let column = if turned {
-        shown = r.answers.0.clone().into_shown(&access.rubric, true);
+        shown = r.answers.clone().into_shown(&access.rubric, true);
         Column::shown(&shown)
     } else {
-        Column::task(&r.answers.0, swapped)
+        Column::task(&r.answers, swapped)
     };
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(turned);
-    let (code_runs, attachments) = evidence_views(r.evidence.as_ref().map(|e| &e.0), pair, turned);
+    let (code_runs, attachments) = evidence_views(r.evidence.as_ref(), pair, turned);
     let path = format!("/review/{}", r.id);
     let other = match view {
         View::Shown => "canonical",
@@ -678,7 +678,7 @@ async fn review_page(
         swapped,
         time_spent_s: r.time_spent_s,
         review_comment: r.review_comment.clone(),
-        rows: rows(&access.rubric, &access.batch.classifications.0, &[column]),
+        rows: rows(&access.rubric, &access.batch.classifications, &[column]),
         history,
         prompt_html,
         a_html,
@@ -689,17 +689,16 @@ async fn review_page(
         queue_href: href("/review", carry, &[]),
         other_view_href: href(&path, carry, &[("view", other)]),
         pair,
-        can_decide: verdict_core::lifecycle::can_review(r.outcome, r.status),
+        can_decide: r.can_review(),
         confirmed_warnings: r
             .confirmed_warnings
-            .0
             .iter()
             .map(|id| match access.rubric.warning(id) {
                 Some(w) => w.message.clone(),
                 None => format!("{id} (no longer in the rubric)"),
             })
             .collect(),
-        gold: r.gold_grade.as_ref().map(|g| gold_words(&g.0)),
+        gold: r.gold_grade.as_ref().map(gold_words),
         review_first: r.review_first,
         code_runs,
         attachments,
@@ -910,7 +909,7 @@ async fn task(
         .iter()
         .map(|r| Column::task(&r.answers.0, r.swapped))
         .collect();
-    let rows = rows(&rubric, &summary.batch.classifications.0, &columns);
+    let rows = rows(&rubric, &summary.batch.classifications, &columns);
     let raters = ratings
         .iter()
         .map(|r| RaterColumn {

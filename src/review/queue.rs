@@ -15,10 +15,10 @@ use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::page::{Cursor, ListKind, Page};
 use crate::store::review::{Peer, QueueFilter, QueueRow, WarningFilter};
-use crate::store::users::User;
 use crate::web::paging::params;
 use verdict_core::lifecycle::{Outcome, Status};
 use verdict_core::rubric::{Answers, Rubric, Slot};
+use verdict_core::user::User;
 
 /// Which part of the review queue to read, a page at a time (the page `/review` and
 /// `GET /api/v1/review` take the same parameters). Every filter is optional; a bad

@@ -5,9 +5,9 @@
 use serde_json::Value;
 
 use super::{FieldErrors, ServiceError, ServiceResult};
-use crate::store::batches::Batch;
-use crate::store::ratings::Finish;
+use verdict_core::batch::Batch;
 use verdict_core::lifecycle::SkipReason;
+use verdict_core::rating::Finish;
 use verdict_core::rubric::{Answers, ShownAnswers};
 
 /// The longest note or out-of-scope explanation.
@@ -46,7 +46,7 @@ pub fn skip_of(reason: &str, note: Option<&str>) -> ServiceResult<Finish> {
 /// Why a prompt is out of scope, checked: required, and of the batch's minimum length.
 pub fn scope_explanation(explanation: &str, batch: &Batch) -> ServiceResult<String> {
     let explanation = explanation.trim();
-    let min = usize::try_from(batch.min_explanation_len).unwrap_or(0);
+    let min = batch.min_explanation();
     let length = explanation.chars().count();
     let why = if explanation.is_empty() {
         Some("is required: say why the prompt is out of scope".to_owned())

@@ -4,10 +4,10 @@
 
 use uuid::Uuid;
 
-use crate::store::batches::Batch;
-use crate::store::ratings::Finish;
 use crate::store::{Store, StoreResult};
+use verdict_core::batch::Batch;
 use verdict_core::gold::{Grade, RECENT, below, grade};
+use verdict_core::rating::Finish;
 
 /// How a rating being finished stands with the batch's gold: its grade when its task is
 /// gold (rated answers only: out of scope on a gold task is not graded), and whether it

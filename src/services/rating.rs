@@ -9,12 +9,12 @@ use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult};
 use crate::store::Store;
-use crate::store::assignments::Assignment;
-use crate::store::batches::Batch;
-use crate::store::ratings::Rating;
-use crate::store::users::User;
-use verdict_core::lifecycle::{self, Outcome, SkipReason, Status};
+use verdict_core::assignment::Assignment;
+use verdict_core::batch::Batch;
+use verdict_core::lifecycle::{Outcome, SkipReason, Status};
+use verdict_core::rating::Rating;
 use verdict_core::rubric::{Answers, Rubric, ShownAnswers};
+use verdict_core::user::User;
 
 /// Who is looking at a rating, which decides the orientation they get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl Access {
     /// The answers as the viewer reads them: its rater in the order the pair was shown
     /// to them (a swap is never revealed), anyone else in the task's own order.
     pub fn answers(&self) -> Answers {
-        let task = self.rating.answers.0.clone();
+        let task = self.rating.answers.clone();
         if self.turn() {
             task.into_shown(&self.rubric, true).into_map()
         } else {
@@ -87,19 +87,19 @@ impl Access {
 
     /// The answers as its rater was shown them: what a revision starts from.
     pub fn shown_answers(&self) -> ShownAnswers {
-        let task = self.rating.answers.0.clone();
+        let task = self.rating.answers.clone();
         task.into_shown(&self.rubric, self.assignment.swapped)
     }
 
     /// The last review's comments on single answers, by path in the viewer's orientation.
     pub fn review_fields(&self) -> std::collections::BTreeMap<String, String> {
-        turn_paths(&self.rating.review_fields.0, self.turn())
+        turn_paths(&self.rating.review_fields, self.turn())
     }
 
     /// The code the rater ran, in the viewer's orientation.
     pub fn evidence(&self) -> Option<verdict_core::evidence::Evidence> {
-        let evidence = self.rating.evidence.as_ref()?;
-        Some(evidence.0.clone().oriented(self.turn()))
+        let evidence = self.rating.evidence.clone()?;
+        Some(evidence.oriented(self.turn()))
     }
 
     /// The name of the rating's task (whose external id is `external_id`) as the viewer
@@ -114,7 +114,7 @@ impl Access {
 
     /// Whether the rater may still change it.
     pub fn revisable(&self) -> bool {
-        lifecycle::can_revise(self.rating.outcome, self.rating.status)
+        self.rating.can_revise()
     }
 }
 
@@ -215,11 +215,11 @@ pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
         reviewed_at: r.reviewed_at,
         review_comment: r.review_comment.clone(),
         review_fields: access.review_fields(),
-        confirmed_warnings: r.confirmed_warnings.0.clone(),
+        confirmed_warnings: r.confirmed_warnings.clone(),
         evidence: access.evidence(),
         swapped: lead.then_some(access.assignment.swapped),
         rater,
-        gold_grade: r.gold_grade.as_ref().filter(|_| lead).map(|g| g.0.clone()),
+        gold_grade: r.gold_grade.clone().filter(|_| lead),
         review_first: lead.then_some(r.review_first),
     })
 }

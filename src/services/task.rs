@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult};
 use crate::store::Store;
-use crate::store::assignments::Task;
+use verdict_core::task::Task;
 
 /// The rendered HTML of a task's prompt and responses, in canonical order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,12 +39,12 @@ pub async fn rendered(store: &Store, task: &Task) -> ServiceResult<Rendered> {
     if let Some(cached) = task
         .rendered
         .as_ref()
-        .and_then(|r| serde_json::from_value(r.0.clone()).ok())
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
     {
         return Ok(cached);
     }
     let (prompt, a, b) = (
-        task.prompt.0.clone(),
+        task.prompt.clone(),
         task.response_a.clone(),
         task.response_b.clone(),
     );

@@ -23,10 +23,10 @@ use chrono::Utc;
 use tower_sessions::session::{Id, Record};
 use uuid::Uuid;
 
-use super::batches::Batch;
-use super::users::User;
 use super::{Store, StoreResult, read};
+use verdict_core::batch::Batch;
 use verdict_core::role::Role;
+use verdict_core::user::User;
 
 /// How many entries of each kind the cache holds before it starts over.
 const MAX_ENTRIES: usize = 100_000;

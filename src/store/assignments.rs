@@ -9,23 +9,39 @@ use serde_json::{Map, Value};
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::batches::Batch;
 use super::{StoreError, StoreResult, read, transaction};
+use verdict_core::assignment::{Assignment, Draft};
+use verdict_core::batch::Batch;
 use verdict_core::lifecycle::AssignmentState;
+use verdict_core::task::Task;
 
-/// One rater on one task.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Assignment {
-    pub id: Uuid,
-    pub task_id: Uuid,
-    pub batch_id: Uuid,
-    pub rater_id: Uuid,
-    /// The rater was shown the task's B as "A" and A as "B".
-    pub swapped: bool,
+/// An assignment as its row holds it (see [`Assignment`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct AssignmentRow {
+    id: Uuid,
+    task_id: Uuid,
+    batch_id: Uuid,
+    rater_id: Uuid,
+    swapped: bool,
     #[sqlx(try_from = "String")]
-    pub state: AssignmentState,
-    pub lease_expires_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
+    state: AssignmentState,
+    lease_expires_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<AssignmentRow> for Assignment {
+    fn from(row: AssignmentRow) -> Self {
+        Assignment {
+            id: row.id,
+            task_id: row.task_id,
+            batch_id: row.batch_id,
+            rater_id: row.rater_id,
+            swapped: row.swapped,
+            state: row.state,
+            lease_expires_at: row.lease_expires_at,
+            created_at: row.created_at,
+        }
+    }
 }
 
 pub(crate) const ASSIGNMENT_COLUMNS: &str =
@@ -38,26 +54,43 @@ pub(crate) const TASK_NUMBER: &str = "(SELECT COUNT(*) FROM assignments n
      WHERE n.rater_id = a.rater_id AND n.batch_id = a.batch_id
        AND (n.created_at < a.created_at OR (n.created_at = a.created_at AND n.id <= a.id)))";
 
-/// A task's content, in its canonical orientation.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Task {
-    pub id: Uuid,
-    pub batch_id: Uuid,
-    pub external_id: String,
-    pub prompt: Json<Value>,
-    pub response_a: String,
-    pub response_b: String,
-    pub model_a: Option<String>,
-    pub model_b: Option<String>,
-    pub metadata: Json<Map<String, Value>>,
-    pub rendered: Option<Json<Value>>,
+/// A task as its row holds it (see [`Task`]).
+#[derive(sqlx::FromRow)]
+struct TaskRow {
+    id: Uuid,
+    batch_id: Uuid,
+    external_id: String,
+    prompt: Json<Value>,
+    response_a: String,
+    response_b: String,
+    model_a: Option<String>,
+    model_b: Option<String>,
+    metadata: Json<Map<String, Value>>,
+    rendered: Option<Json<Value>>,
+}
+
+impl From<TaskRow> for Task {
+    fn from(row: TaskRow) -> Self {
+        Task {
+            id: row.id,
+            batch_id: row.batch_id,
+            external_id: row.external_id,
+            prompt: row.prompt.0,
+            response_a: row.response_a,
+            response_b: row.response_b,
+            model_a: row.model_a,
+            model_b: row.model_b,
+            metadata: row.metadata.0,
+            rendered: row.rendered.map(|Json(r)| r),
+        }
+    }
 }
 
 /// An assignment, its task and its draft, as the rating form reads them at once.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(sqlx::FromRow)]
 pub struct AssignmentForm {
     #[sqlx(flatten)]
-    assignment: Assignment,
+    assignment: AssignmentRow,
     external_id: String,
     prompt: Json<Value>,
     response_a: String,
@@ -73,14 +106,6 @@ pub struct AssignmentForm {
     task_number: i64,
 }
 
-/// The answers saved on an assignment, canonical, with the code runs and time spent.
-#[derive(Debug, Clone)]
-pub struct Draft {
-    pub answers: verdict_core::rubric::TaskAnswers,
-    pub evidence: Option<verdict_core::evidence::Evidence>,
-    pub time_spent_s: i32,
-}
-
 impl AssignmentForm {
     /// The task's number among its rater's (see [`TASK_NUMBER`]).
     pub fn task_number(&self) -> i64 {
@@ -94,20 +119,20 @@ impl AssignmentForm {
             id: self.assignment.task_id,
             batch_id: self.assignment.batch_id,
             external_id: self.external_id,
-            prompt: self.prompt,
+            prompt: self.prompt.0,
             response_a: self.response_a,
             response_b: self.response_b,
             model_a: self.model_a,
             model_b: self.model_b,
-            metadata: self.metadata,
-            rendered: self.rendered,
+            metadata: self.metadata.0,
+            rendered: self.rendered.map(|Json(r)| r),
         };
         let draft = self.draft_answers.map(|Json(answers)| Draft {
             answers,
             evidence: self.draft_evidence.map(|Json(e)| e),
             time_spent_s: self.draft_time_spent_s.unwrap_or(0),
         });
-        (self.assignment, task, draft)
+        (self.assignment.into(), task, draft)
     }
 }
 
@@ -178,11 +203,16 @@ impl super::Store {
         );
         let released = transaction!(self, |tx| {
             // `$1` is now, `$2` the id the filter names (the lease's names none).
-            let mut query = sqlx::query_as::<_, Assignment>(&select).bind(now);
+            let mut query = sqlx::query_as::<_, AssignmentRow>(&select).bind(now);
             if let Some(key) = key {
                 query = query.bind(key);
             }
-            let found = query.fetch_all(&mut *tx).await?;
+            let found: Vec<Assignment> = query
+                .fetch_all(&mut *tx)
+                .await?
+                .into_iter()
+                .map(Assignment::from)
+                .collect();
             for assignment in &found {
                 sqlx::query(
                     "UPDATE assignments SET state = 'expired', updated_at = $2 WHERE id = $1",
@@ -219,10 +249,11 @@ impl super::Store {
 
     pub async fn assignment(&self, id: Uuid) -> StoreResult<Option<Assignment>> {
         let sql = format!("SELECT {ASSIGNMENT_COLUMNS} FROM assignments a WHERE a.id = $1");
-        Ok(read!(self, |pool| sqlx::query_as::<_, Assignment>(&sql)
+        let row = read!(self, |pool| sqlx::query_as::<_, AssignmentRow>(&sql)
             .bind(id)
             .fetch_optional(pool)
-            .await)?)
+            .await)?;
+        Ok(row.map(Assignment::from))
     }
 
     /// An assignment with its task and the draft saved on it, in one query: what the
@@ -255,11 +286,12 @@ impl super::Store {
             "SELECT {ASSIGNMENT_COLUMNS} FROM assignments a
              WHERE a.rater_id = $1 AND a.batch_id = $2 AND a.state = 'open'"
         );
-        Ok(read!(self, |pool| sqlx::query_as::<_, Assignment>(&sql)
+        let row = read!(self, |pool| sqlx::query_as::<_, AssignmentRow>(&sql)
             .bind(rater_id)
             .bind(batch_id)
             .fetch_optional(pool)
-            .await)?)
+            .await)?;
+        Ok(row.map(Assignment::from))
     }
 
     /// The number of an assignment's task among its rater's tasks of the batch (see
@@ -276,15 +308,16 @@ impl super::Store {
     }
 
     pub async fn task(&self, id: Uuid) -> StoreResult<Option<Task>> {
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, Task>(
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, TaskRow>(
                 "SELECT id, batch_id, external_id, prompt, response_a, response_b, model_a, model_b, metadata, rendered
                  FROM tasks WHERE id = $1",
             )
             .bind(id)
             .fetch_optional(pool)
             .await
-        })?)
+        })?;
+        Ok(row.map(Task::from))
     }
 
     /// The rater's open assignment in `batch` (its lease renewed), or else a new one on
@@ -357,11 +390,12 @@ impl super::Store {
         let wait_sql = pick(self.lock_clause());
         let any_sql = pick("");
         let pick = transaction!(self, |tx| {
-            let own = sqlx::query_as::<_, Assignment>(&own_sql)
+            let own = sqlx::query_as::<_, AssignmentRow>(&own_sql)
                 .bind(rater_id)
                 .bind(batch.id)
                 .fetch_optional(&mut *tx)
-                .await?;
+                .await?
+                .map(Assignment::from);
             if let Some(mut own) = own {
                 sqlx::query("UPDATE assignments SET lease_expires_at = $2 WHERE id = $1")
                     .bind(own.id)

@@ -9,6 +9,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{StoreError, StoreResult, read, transaction, write};
+use verdict_core::batch::{Batch, NewBatch};
 use verdict_core::import::NewTask;
 use verdict_core::lifecycle::{BatchState, Outcome};
 use verdict_core::role::Role;
@@ -36,34 +37,51 @@ pub fn batch_filter(role: Role) -> &'static str {
     }
 }
 
-/// A batch and its settings.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Batch {
-    pub id: Uuid,
-    pub name: String,
-    pub rubric: String,
-    /// The version of the rubric the batch was created with: its ratings follow it.
-    pub rubric_version: i32,
-    pub overlap: i32,
-    pub randomize: bool,
+/// A batch as its row holds it (see [`Batch`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct BatchRow {
+    id: Uuid,
+    name: String,
+    rubric: String,
+    rubric_version: i32,
+    overlap: i32,
+    randomize: bool,
     #[sqlx(try_from = "String")]
-    pub state: BatchState,
-    pub lease_minutes: i32,
-    pub min_explanation_len: i32,
-    pub classifications: Json<Vec<Classification>>,
-    pub raters_restricted: bool,
-    pub leads_restricted: bool,
-    pub created_at: DateTime<Utc>,
-    /// The share of a rater's new assignments that are gold tasks (0: none).
-    pub gold_rate: f64,
-    /// The gold accuracy below which a rater's new ratings go to review first.
-    pub review_first_below: Option<f64>,
-    /// Whether the batch holds gold tasks, so that a rating in a batch without any is
-    /// not checked against them.
-    pub has_gold: bool,
-    /// Whether raters see its tasks' external ids; otherwise a neutral number of their
-    /// own (see [`crate::access::task_name`]). Leads and admins always see them.
-    pub raters_see_external_ids: bool,
+    state: BatchState,
+    lease_minutes: i32,
+    min_explanation_len: i32,
+    classifications: Json<Vec<Classification>>,
+    raters_restricted: bool,
+    leads_restricted: bool,
+    created_at: DateTime<Utc>,
+    gold_rate: f64,
+    review_first_below: Option<f64>,
+    has_gold: bool,
+    raters_see_external_ids: bool,
+}
+
+impl From<BatchRow> for Batch {
+    fn from(row: BatchRow) -> Self {
+        Batch {
+            id: row.id,
+            name: row.name,
+            rubric: row.rubric,
+            rubric_version: row.rubric_version,
+            overlap: row.overlap,
+            randomize: row.randomize,
+            state: row.state,
+            lease_minutes: row.lease_minutes,
+            min_explanation_len: row.min_explanation_len,
+            classifications: row.classifications.0,
+            raters_restricted: row.raters_restricted,
+            leads_restricted: row.leads_restricted,
+            created_at: row.created_at,
+            gold_rate: row.gold_rate,
+            review_first_below: row.review_first_below,
+            has_gold: row.has_gold,
+            raters_see_external_ids: row.raters_see_external_ids,
+        }
+    }
 }
 
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
@@ -98,36 +116,31 @@ impl Progress {
 }
 
 /// A batch as listed, with its progress and, for a rater, their own share.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct BatchSummary {
-    #[sqlx(flatten)]
     pub batch: Batch,
-    #[sqlx(flatten)]
     pub progress: Progress,
     /// Tasks the asking rater completed or skipped.
     pub mine: i64,
 }
 
-/// The settings a new batch starts with.
-#[derive(Debug, Clone)]
-pub struct NewBatch {
-    pub name: String,
-    pub rubric: String,
-    /// The rubric's version a new batch pins (its newest when the upload was checked).
-    pub rubric_version: i32,
-    /// What its tasks hold: two responses or one.
-    pub subject: verdict_core::rubric::Subject,
-    /// Raters per task; `None` asks for the default of a new batch (1) and accepts an
-    /// existing batch's.
-    pub overlap: Option<i32>,
-    /// A/B randomisation; `None` asks for the default of a new batch (on) and accepts an
-    /// existing batch's.
-    pub randomize: Option<bool>,
-    /// Whether raters see external ids; `None` asks for the default of a new batch (off)
-    /// and accepts an existing batch's.
-    pub raters_see_external_ids: Option<bool>,
-    /// The admin who uploaded it (`None` from the command line).
-    pub created_by: Option<Uuid>,
+#[derive(sqlx::FromRow)]
+struct BatchSummaryRow {
+    #[sqlx(flatten)]
+    batch: BatchRow,
+    #[sqlx(flatten)]
+    progress: Progress,
+    mine: i64,
+}
+
+impl From<BatchSummaryRow> for BatchSummary {
+    fn from(row: BatchSummaryRow) -> Self {
+        BatchSummary {
+            batch: row.batch.into(),
+            progress: row.progress,
+            mine: row.mine,
+        }
+    }
 }
 
 /// Who an upload is recorded as in the audit log: its entry is written in the
@@ -140,19 +153,6 @@ pub struct UploadEntry {
     pub actor_name: Option<&'static str>,
     /// The size of the upload, in bytes.
     pub bytes: usize,
-}
-
-impl NewBatch {
-    /// Whether an upload asking for these settings may add tasks to `batch`: the same
-    /// rubric, and the same overlap and randomisation where it names them.
-    pub fn fits(&self, batch: &Batch) -> bool {
-        self.rubric == batch.rubric
-            && self.overlap.is_none_or(|o| o == batch.overlap)
-            && self.randomize.is_none_or(|r| r == batch.randomize)
-            && self
-                .raters_see_external_ids
-                .is_none_or(|r| r == batch.raters_see_external_ids)
-    }
 }
 
 /// What an import stored.
@@ -297,18 +297,20 @@ impl super::Store {
 
     pub async fn batch(&self, id: Uuid) -> StoreResult<Option<Batch>> {
         let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.id = $1");
-        Ok(read!(self, |pool| sqlx::query_as::<_, Batch>(&sql)
+        let row = read!(self, |pool| sqlx::query_as::<_, BatchRow>(&sql)
             .bind(id)
             .fetch_optional(pool)
-            .await)?)
+            .await)?;
+        Ok(row.map(Batch::from))
     }
 
     pub async fn batch_by_name(&self, name: &str) -> StoreResult<Option<Batch>> {
         let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1");
-        Ok(read!(self, |pool| sqlx::query_as::<_, Batch>(&sql)
+        let row = read!(self, |pool| sqlx::query_as::<_, BatchRow>(&sql)
             .bind(name)
             .fetch_optional(pool)
-            .await)?)
+            .await)?;
+        Ok(row.map(Batch::from))
     }
 
     /// Batches this person may see, with progress: as a rater the open ones opened to
@@ -323,10 +325,11 @@ impl super::Store {
             progress_sql("$1", role),
             batch_filter(role)
         );
-        Ok(read!(self, |pool| sqlx::query_as::<_, BatchSummary>(&sql)
+        let rows = read!(self, |pool| sqlx::query_as::<_, BatchSummaryRow>(&sql)
             .bind(user_id)
             .fetch_all(pool)
-            .await)?)
+            .await)?;
+        Ok(rows.into_iter().map(BatchSummary::from).collect())
     }
 
     /// One batch with its progress, if this person may see it.
@@ -341,13 +344,14 @@ impl super::Store {
             progress_sql("$1", role),
             batch_filter(role)
         );
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, BatchSummary>(&sql)
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, BatchSummaryRow>(&sql)
                 .bind(user_id)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
-        })?)
+        })?;
+        Ok(row.map(BatchSummary::from))
     }
 
     /// Whether the batch is one a person of `role` may see as that role (see
@@ -450,10 +454,11 @@ impl super::Store {
             .await?
             .rows_affected()
                 == 1;
-            let batch = sqlx::query_as::<_, Batch>(&batch_sql)
+            let batch: Batch = sqlx::query_as::<_, BatchRow>(&batch_sql)
                 .bind(&new.name)
                 .fetch_one(&mut *tx)
-                .await?;
+                .await?
+                .into();
             let known: HashMap<String, String> = sqlx::query_as::<_, (String, String)>(
                 "SELECT external_id, content_hash FROM tasks WHERE batch_id = $1",
             )

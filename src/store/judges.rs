@@ -8,11 +8,12 @@ use serde_json::{Value, json};
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::ratings::{RATING_COLUMNS, Rating, insert_history};
+use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
 use super::{StoreError, StoreResult, on_unique, read, transaction, write};
 use verdict_core::judge::{Fields, Params, Plan, Template};
 use verdict_core::lifecycle::{CallStatus, Outcome, RaterKind, RunStatus, Status};
 use verdict_core::metrics::judges::JudgeCall;
+use verdict_core::rating::Rating;
 use verdict_core::rubric::{ShownAnswers, TaskAnswers};
 
 /// A judge as stored. The sealed key never leaves the store's callers that make calls.
@@ -534,15 +535,16 @@ impl super::Store {
             "SELECT {RATING_COLUMNS} FROM ratings r WHERE r.task_id = $1 AND r.rater_id = $2{lock}"
         );
         let id = transaction!(self, |tx| {
-            let before = sqlx::query_as::<_, Rating>(&select)
+            let before: Option<Rating> = sqlx::query_as::<_, RatingRow>(&select)
                 .bind(task_id)
                 .bind(judge_user)
                 .fetch_optional(&mut *tx)
-                .await?;
+                .await?
+                .map(Rating::from);
             match before {
-                Some(before) if before.answers.0 == *answers => before.id,
+                Some(before) if before.answers == *answers => before.id,
                 Some(before) => {
-                    let after = sqlx::query_as::<_, Rating>(&format!(
+                    let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
                         "UPDATE ratings SET answers = $2, version = version + 1, updated_at = $3,
                              submitted_at = $3
                          WHERE id = $1 RETURNING {}",
@@ -552,7 +554,8 @@ impl super::Store {
                     .bind(Json(answers))
                     .bind(now)
                     .fetch_one(&mut *tx)
-                    .await?;
+                    .await?
+                    .into();
                     insert_history!(
                         &mut *tx,
                         &after,
@@ -578,7 +581,7 @@ impl super::Store {
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| on_unique(e, "judge rating"))?;
-                    let after = sqlx::query_as::<_, Rating>(&format!(
+                    let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
                         "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status,
                                               answers, rater_kind, created_at, updated_at, submitted_at)
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10) RETURNING {}",
@@ -595,7 +598,8 @@ impl super::Store {
                     .bind(RaterKind::Judge.as_str())
                     .bind(now)
                     .fetch_one(&mut *tx)
-                    .await?;
+                    .await?
+                .into();
                     insert_history!(&mut *tx, &after, Some(judge_user), "judge", None, now)?;
                     after.id
                 }

@@ -4,6 +4,12 @@
 //! backends) and run against whichever pool is configured; the `read!`, `write!` and
 //! `transaction!` macros expand the same code once per backend so that the types stay
 //! concrete (sqlx's `Any` driver does not carry uuid and chrono types).
+//!
+//! Rows are read into row types of this module (`RatingRow`, `BatchRow`, ...) and handed
+//! out as the core's entities, which know no database. A change reads what it changes
+//! inside its transaction, asks the core what to do (`Assignment::finish_step`,
+//! `Rating::check_review`, ...) and writes what the core decided: no state is compared
+//! here outside SQL text.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

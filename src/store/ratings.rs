@@ -4,53 +4,87 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::assignments::{ASSIGNMENT_COLUMNS, Assignment, RELEASE_SLOT, TASK_NUMBER};
+use super::assignments::{ASSIGNMENT_COLUMNS, AssignmentRow, RELEASE_SLOT, TASK_NUMBER};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
 use verdict_core::access;
+use verdict_core::assignment::{Assignment, DraftStep, FinishStep};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
-use verdict_core::lifecycle::{self, AssignmentState, Outcome, Refusal, SkipReason, Status};
+use verdict_core::lifecycle::{AssignmentState, Outcome, Refusal, SkipReason, Status};
+use verdict_core::rating::{EvidenceChange, Extras, Finish, Rating};
 use verdict_core::rubric::TaskAnswers;
 
-/// A rating as stored: answers in the task's canonical orientation.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Rating {
-    pub id: Uuid,
-    pub assignment_id: Uuid,
-    pub task_id: Uuid,
-    pub batch_id: Uuid,
-    pub rater_id: Uuid,
+/// A rating as its row holds it (see [`Rating`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct RatingRow {
+    id: Uuid,
+    assignment_id: Uuid,
+    task_id: Uuid,
+    batch_id: Uuid,
+    rater_id: Uuid,
     #[sqlx(try_from = "String")]
-    pub outcome: Outcome,
+    outcome: Outcome,
     #[sqlx(try_from = "String")]
-    pub status: Status,
-    pub answers: Json<TaskAnswers>,
+    status: Status,
+    answers: Json<TaskAnswers>,
     #[sqlx(try_from = "super::NullableName")]
-    pub skip_reason: Option<SkipReason>,
-    /// The skip note, or why the task is out of scope.
-    pub note: Option<String>,
-    pub time_spent_s: i32,
-    pub version: i32,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub submitted_at: Option<DateTime<Utc>>,
-    pub reviewed_at: Option<DateTime<Utc>>,
-    pub review_comment: Option<String>,
-    /// The ids of the rubric's warnings the answers met, which the rater confirmed.
-    pub confirmed_warnings: Json<Vec<String>>,
-    /// Code the rater ran in the browser (canonical orientation).
-    pub evidence: Option<Json<Evidence>>,
-    /// The last review's comments on single answers, by answer path (canonical).
-    pub review_fields: Json<BTreeMap<String, String>>,
-    /// How a rating of a gold task did against its expected answers.
-    pub gold_grade: Option<Json<Grade>>,
-    /// Held for review first: it counts in no metric until a lead accepts it.
-    pub review_first: bool,
+    skip_reason: Option<SkipReason>,
+    note: Option<String>,
+    time_spent_s: i32,
+    version: i32,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    submitted_at: Option<DateTime<Utc>>,
+    reviewed_at: Option<DateTime<Utc>>,
+    review_comment: Option<String>,
+    confirmed_warnings: Json<Vec<String>>,
+    evidence: Option<Json<Evidence>>,
+    review_fields: Json<BTreeMap<String, String>>,
+    gold_grade: Option<Json<Grade>>,
+    review_first: bool,
+}
+
+impl From<RatingRow> for Rating {
+    fn from(row: RatingRow) -> Self {
+        Rating {
+            id: row.id,
+            assignment_id: row.assignment_id,
+            task_id: row.task_id,
+            batch_id: row.batch_id,
+            rater_id: row.rater_id,
+            outcome: row.outcome,
+            status: row.status,
+            answers: row.answers.0,
+            skip_reason: row.skip_reason,
+            note: row.note,
+            time_spent_s: row.time_spent_s,
+            version: row.version,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            submitted_at: row.submitted_at,
+            reviewed_at: row.reviewed_at,
+            review_comment: row.review_comment,
+            confirmed_warnings: row.confirmed_warnings.0,
+            evidence: row.evidence.map(|Json(e)| e),
+            review_fields: row.review_fields.0,
+            gold_grade: row.gold_grade.map(|Json(g)| g),
+            review_first: row.review_first,
+        }
+    }
+}
+
+/// How a write binds what [`EvidenceChange`] decided: whether to set the column, and
+/// the value to set it to.
+pub(crate) fn evidence_binds(extras: &Extras) -> (bool, Option<Json<&Evidence>>) {
+    match extras.evidence_change() {
+        EvidenceChange::Keep => (false, None),
+        EvidenceChange::Set(evidence) => (true, evidence.map(Json)),
+    }
 }
 
 pub(crate) const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
@@ -58,75 +92,9 @@ pub(crate) const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.bat
      r.submitted_at, r.reviewed_at, r.review_comment, r.confirmed_warnings, r.evidence, r.review_fields, \
      r.gold_grade, r.review_first";
 
-/// What a rating keeps beside its answers, sent with a submission or a draft.
-#[derive(Debug, Clone, Default)]
-pub struct Extras {
-    /// The ids of the warnings the answers meet, confirmed by the rater (a submission's).
-    pub confirmed_warnings: Vec<String>,
-    /// The code the rater ran, canonical; `None` keeps what is stored, an empty one
-    /// clears it.
-    pub evidence: Option<Evidence>,
-    /// A submission's grade, when its task is gold.
-    pub gold_grade: Option<Grade>,
-    /// A submission held for review first (its rater's gold accuracy is low).
-    pub review_first: bool,
-}
-
-impl Extras {
-    /// Whether `evidence` is given (else the stored one is kept), and what to store.
-    fn evidence(&self) -> (bool, Option<Json<&Evidence>>) {
-        match &self.evidence {
-            None => (false, None),
-            Some(e) if e.is_empty() => (true, None),
-            Some(e) => (true, Some(Json(e))),
-        }
-    }
-}
-
-/// What a rater finishes an assignment with.
-#[derive(Debug, Clone)]
-pub enum Finish {
-    Rated {
-        answers: TaskAnswers,
-    },
-    Skipped {
-        reason: SkipReason,
-        note: Option<String>,
-    },
-    OutOfScope {
-        answers: TaskAnswers,
-        explanation: String,
-    },
-}
-
-impl Finish {
-    /// The answers, skip reason and note it stores.
-    fn parts(&self) -> (TaskAnswers, Option<&'static str>, Option<String>) {
-        match self {
-            Finish::Rated { answers } => (answers.clone(), None, None),
-            Finish::Skipped { reason, note } => {
-                (TaskAnswers::default(), Some(reason.as_str()), note.clone())
-            }
-            Finish::OutOfScope {
-                answers,
-                explanation,
-            } => (answers.clone(), None, Some(explanation.clone())),
-        }
-    }
-
-    pub fn outcome(&self) -> Outcome {
-        match self {
-            Finish::Rated { .. } => Outcome::Rated,
-            Finish::Skipped { .. } => Outcome::Skipped,
-            Finish::OutOfScope { .. } => Outcome::OutOfScope,
-        }
-    }
-}
-
 /// A rating's row in a rater's history, with the task it belongs to.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct HistoryRow {
-    #[sqlx(flatten)]
     pub rating: Rating,
     /// The task's external id, until [`HistoryRow::shown_to`] names it as its rater may
     /// see it.
@@ -137,24 +105,37 @@ pub struct HistoryRow {
     raters_see_external_ids: bool,
 }
 
+/// A [`HistoryRow`] as the query reads it.
+#[derive(sqlx::FromRow)]
+struct StoredHistoryRow {
+    #[sqlx(flatten)]
+    rating: RatingRow,
+    external_id: String,
+    batch_name: String,
+    task_number: i64,
+    raters_see_external_ids: bool,
+}
+
+impl From<StoredHistoryRow> for HistoryRow {
+    fn from(row: StoredHistoryRow) -> Self {
+        HistoryRow {
+            rating: row.rating.into(),
+            external_id: row.external_id,
+            batch_name: row.batch_name,
+            task_number: row.task_number,
+            raters_see_external_ids: row.raters_see_external_ids,
+        }
+    }
+}
+
 impl HistoryRow {
     /// The row with its task named as `viewer` (its rater) may see it
     /// ([`verdict_core::access::task_name`]).
-    pub fn shown_to(mut self, viewer: &crate::store::users::User) -> Self {
+    pub fn shown_to(mut self, viewer: &verdict_core::user::User) -> Self {
         let sees = access::sees_external_ids(viewer.role, self.raters_see_external_ids);
         self.external_id = access::task_name(sees, &self.external_id, self.task_number);
         self
     }
-}
-
-pub(crate) fn snapshot(rating: &Rating) -> Value {
-    json!({
-        "outcome": rating.outcome, "status": rating.status, "answers": rating.answers.0,
-        "skip_reason": rating.skip_reason, "note": rating.note, "time_spent_s": rating.time_spent_s,
-        "version": rating.version, "confirmed_warnings": rating.confirmed_warnings.0,
-        "evidence": rating.evidence.as_ref().map(|e| &e.0),
-        "review_fields": rating.review_fields.0,
-    })
 }
 
 /// Reads the rating of an assignment (`$1`).
@@ -173,20 +154,22 @@ impl super::Store {
 
     pub async fn rating(&self, id: Uuid) -> StoreResult<Option<Rating>> {
         let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1");
-        Ok(read!(self, |pool| sqlx::query_as::<_, Rating>(&sql)
+        let row = read!(self, |pool| sqlx::query_as::<_, RatingRow>(&sql)
             .bind(id)
             .fetch_optional(pool)
-            .await)?)
+            .await)?;
+        Ok(row.map(Rating::from))
     }
 
     pub async fn rating_of_assignment(&self, assignment_id: Uuid) -> StoreResult<Option<Rating>> {
         let sql = rating_of_assignment_sql();
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, Rating>(&sql)
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, RatingRow>(&sql)
                 .bind(assignment_id)
                 .fetch_optional(pool)
                 .await
-        })?)
+        })?;
+        Ok(row.map(Rating::from))
     }
 
     /// A page of a rater's ratings, newest first (by when each was started, which never
@@ -206,15 +189,18 @@ impl super::Store {
                AND ($2 IS NULL OR r.created_at < $2 OR (r.created_at = $2 AND r.id < $3))
              ORDER BY r.created_at DESC, r.id DESC LIMIT $4"
         );
-        let rows = read!(self, |pool| {
-            sqlx::query_as::<_, HistoryRow>(&sql)
+        let rows: Vec<HistoryRow> = read!(self, |pool| {
+            sqlx::query_as::<_, StoredHistoryRow>(&sql)
                 .bind(rater_id)
                 .bind(cursor.map(|c| c.at))
                 .bind(cursor.map(|c| c.id))
                 .bind(limit + 1)
                 .fetch_all(pool)
                 .await
-        })?;
+        })?
+        .into_iter()
+        .map(HistoryRow::from)
+        .collect();
         let (total,): (i64,) = read!(self, |pool| {
             sqlx::query_as("SELECT COUNT(*) FROM ratings WHERE rater_id = $1")
                 .bind(rater_id)
@@ -293,14 +279,15 @@ impl super::Store {
              WHERE r.rater_id = $1 AND r.status = $2
              ORDER BY r.updated_at, r.id LIMIT $3"
         );
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, HistoryRow>(&sql)
+        let rows = read!(self, |pool| {
+            sqlx::query_as::<_, StoredHistoryRow>(&sql)
                 .bind(rater_id)
                 .bind(Status::Returned.as_str())
                 .bind(limit)
                 .fetch_all(pool)
                 .await
-        })?)
+        })?;
+        Ok(rows.into_iter().map(HistoryRow::from).collect())
     }
 
     /// The change history of a rating, oldest first: (action, actor, at, before, after).
@@ -328,8 +315,9 @@ impl super::Store {
         })?)
     }
 
-    /// Saves a draft of an open assignment and renews its lease. Refused once the
-    /// assignment is finished.
+    /// Saves a draft of an assignment as [`Assignment::draft_step`] decides: saved with
+    /// its lease renewed while it is open; saved and refused once its lease ran out;
+    /// refused once it is finished.
     pub async fn save_draft(
         &self,
         assignment_id: Uuid,
@@ -342,40 +330,43 @@ impl super::Store {
         let assignment_sql = self.locked_assignment_sql();
         let rating_sql = rating_of_assignment_sql();
         let outcome = transaction!(self, |tx| {
-            let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
+            let assignment: Assignment = sqlx::query_as::<_, AssignmentRow>(&assignment_sql)
                 .bind(assignment_id)
                 .fetch_one(&mut *tx)
-                .await?;
-            match assignment.state.check_work() {
-                Err(Refusal::Expired) => {
+                .await?
+                .into();
+            match assignment.draft_step() {
+                DraftStep::Refuse(refusal) => Err(refusal),
+                DraftStep::SaveAndRefuse => {
                     upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
                     Err(Refusal::Expired)
                 }
-                Err(refusal) => Err(refusal),
-                Ok(()) => {
+                DraftStep::Save => {
                     upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
                     sqlx::query(
-                    "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
-                )
-                .bind(assignment.id)
-                .bind(lease_until)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                    Ok(sqlx::query_as::<_, Rating>(&rating_sql)
+                        "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
+                    )
+                    .bind(assignment.id)
+                    .bind(lease_until)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                    let rating = sqlx::query_as::<_, RatingRow>(&rating_sql)
                         .bind(assignment.id)
                         .fetch_one(&mut *tx)
-                        .await?)
+                        .await?;
+                    Ok(Rating::from(rating))
                 }
             }
         });
         Ok(outcome)
     }
 
-    /// Finishes an open assignment: stores the rating as submitted and closes the
-    /// assignment, in one transaction. A skip gives the task's slot back to the pool.
-    /// Finishing an assignment again with the same result returns the stored rating (a
-    /// retried or double-clicked submit stores one rating).
+    /// Finishes an assignment as [`Assignment::finish_step`] decides: while it is open,
+    /// stores the rating as submitted and closes the assignment, in one transaction (a
+    /// skip gives the task's slot back to the pool). Finishing it again with the same
+    /// result returns the stored rating (a retried or double-clicked submit stores one
+    /// rating).
     pub async fn finish(
         &self,
         assignment_id: Uuid,
@@ -389,77 +380,70 @@ impl super::Store {
         let assignment_sql = self.locked_assignment_sql();
         let rating_sql = rating_of_assignment_sql();
         let (answers, skip_reason, note) = finish.parts();
-        let (evidence_given, evidence) = extras.evidence();
+        let (evidence_given, evidence) = evidence_binds(extras);
         let outcome = finish.outcome();
         let result = transaction!(self, |tx| {
-            let assignment = sqlx::query_as::<_, Assignment>(&assignment_sql)
+            let assignment: Assignment = sqlx::query_as::<_, AssignmentRow>(&assignment_sql)
                 .bind(assignment_id)
                 .fetch_one(&mut *tx)
-                .await?;
-            let before = sqlx::query_as::<_, Rating>(&rating_sql)
+                .await?
+                .into();
+            let before = sqlx::query_as::<_, RatingRow>(&rating_sql)
                 .bind(assignment.id)
                 .fetch_optional(&mut *tx)
-                .await?;
-            match assignment.state.check_work() {
-                Err(Refusal::Expired) => {
+                .await?
+                .map(Rating::from);
+            match assignment.finish_step(before.as_ref(), finish) {
+                FinishStep::Refuse(refusal) => Err(refusal),
+                FinishStep::AlreadyStored => Ok(before.expect("a repeat has a stored rating")),
+                FinishStep::Expired { keep_draft } => {
                     // What the rater wrote is kept where they can read it again.
-                    if outcome.has_answers() {
+                    if keep_draft {
                         upsert_draft!(&mut *tx, &assignment, &answers, extras, time_spent_s, now)?;
                     }
                     Err(Refusal::Expired)
                 }
-                Err(refusal) => {
-                    let same = before.as_ref().is_some_and(|r| {
-                        !r.status.is_draft()
-                            && r.outcome == outcome
-                            && r.answers.0 == answers
-                            && r.note == note
-                    });
-                    match before {
-                        Some(rating) if same => Ok(rating),
-                        _ => Err(refusal),
-                    }
-                }
-                Ok(()) => {
-                    // The stored rating comes back with the write (RETURNING) rather than from
-                    // a read after it: one statement less in the writer's turn.
-                    let rating = sqlx::query_as::<_, Rating>(&format!(
-                    "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
-                                          skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at,
-                                          confirmed_warnings, evidence, gold_grade, review_first)
-                     VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11, $13, $14, $16, $17)
-                     ON CONFLICT (assignment_id) DO UPDATE
-                     SET outcome = excluded.outcome, status = excluded.status, answers = excluded.answers,
-                         skip_reason = excluded.skip_reason, note = excluded.note,
-                         time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
-                             THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
-                         version = ratings.version + 1,
-                         updated_at = excluded.updated_at, submitted_at = excluded.submitted_at,
-                         confirmed_warnings = excluded.confirmed_warnings,
-                         evidence = CASE WHEN $15 THEN excluded.evidence ELSE ratings.evidence END,
-                         gold_grade = excluded.gold_grade, review_first = excluded.review_first
-                     RETURNING {}",
-                    RATING_COLUMNS.replace("r.", "")
-                ))
-                .bind(Uuid::now_v7())
-                .bind(assignment.id)
-                .bind(assignment.task_id)
-                .bind(assignment.batch_id)
-                .bind(assignment.rater_id)
-                .bind(outcome.as_str())
-                .bind(Json(&answers))
-                .bind(skip_reason)
-                .bind(&note)
-                .bind(time_spent_s)
-                .bind(now)
-                .bind(Status::Submitted.as_str())
-                .bind(Json(&extras.confirmed_warnings))
-                .bind(evidence)
-                .bind(evidence_given)
-                .bind(extras.gold_grade.as_ref().map(Json))
-                .bind(extras.review_first)
-                .fetch_one(&mut *tx)
-                .await?;
+                FinishStep::Store => {
+                    // The stored rating comes back with the write (RETURNING) rather than
+                    // from a read after it: one statement less in the writer's turn.
+                    let rating: Rating = sqlx::query_as::<_, RatingRow>(&format!(
+                        "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
+                                              skip_reason, note, time_spent_s, version, created_at, updated_at, submitted_at,
+                                              confirmed_warnings, evidence, gold_grade, review_first)
+                         VALUES ($1, $2, $3, $4, $5, $6, $12, $7, $8, $9, $10, 1, $11, $11, $11, $13, $14, $16, $17)
+                         ON CONFLICT (assignment_id) DO UPDATE
+                         SET outcome = excluded.outcome, status = excluded.status, answers = excluded.answers,
+                             skip_reason = excluded.skip_reason, note = excluded.note,
+                             time_spent_s = CASE WHEN excluded.time_spent_s > ratings.time_spent_s
+                                 THEN excluded.time_spent_s ELSE ratings.time_spent_s END,
+                             version = ratings.version + 1,
+                             updated_at = excluded.updated_at, submitted_at = excluded.submitted_at,
+                             confirmed_warnings = excluded.confirmed_warnings,
+                             evidence = CASE WHEN $15 THEN excluded.evidence ELSE ratings.evidence END,
+                             gold_grade = excluded.gold_grade, review_first = excluded.review_first
+                         RETURNING {}",
+                        RATING_COLUMNS.replace("r.", "")
+                    ))
+                    .bind(Uuid::now_v7())
+                    .bind(assignment.id)
+                    .bind(assignment.task_id)
+                    .bind(assignment.batch_id)
+                    .bind(assignment.rater_id)
+                    .bind(outcome.as_str())
+                    .bind(Json(&answers))
+                    .bind(skip_reason.map(SkipReason::as_str))
+                    .bind(&note)
+                    .bind(time_spent_s)
+                    .bind(now)
+                    .bind(Status::Submitted.as_str())
+                    .bind(Json(&extras.confirmed_warnings))
+                    .bind(evidence)
+                    .bind(evidence_given)
+                    .bind(extras.gold_grade.as_ref().map(Json))
+                    .bind(extras.review_first)
+                    .fetch_one(&mut *tx)
+                    .await?
+                    .into();
                     sqlx::query("UPDATE assignments SET state = $2, updated_at = $3 WHERE id = $1")
                         .bind(assignment.id)
                         .bind(AssignmentState::finished_with(outcome).as_str())
@@ -500,13 +484,14 @@ impl super::Store {
         let lock = self.lock_clause();
         let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
         let (answers, skip_reason, note) = finish.parts();
-        let (evidence_given, evidence) = extras.evidence();
+        let (evidence_given, evidence) = evidence_binds(extras);
         let result = transaction!(self, |tx| {
-            let before = sqlx::query_as::<_, Rating>(&sql)
+            let before: Rating = sqlx::query_as::<_, RatingRow>(&sql)
                 .bind(rating_id)
                 .fetch_one(&mut *tx)
-                .await?;
-            if let Err(refusal) = lifecycle::check_revise_locked(before.status) {
+                .await?
+                .into();
+            if let Err(refusal) = before.check_revise_locked() {
                 Err(refusal)
             } else {
                 sqlx::query(
@@ -522,7 +507,7 @@ impl super::Store {
                 .bind(rating_id)
                 .bind(finish.outcome().as_str())
                 .bind(Json(&answers))
-                .bind(skip_reason)
+                .bind(skip_reason.map(SkipReason::as_str))
                 .bind(&note)
                 .bind(time_spent_s)
                 .bind(now)
@@ -534,7 +519,7 @@ impl super::Store {
                 .bind(extras.review_first)
                 .execute(&mut *tx)
                 .await?;
-                if finish.outcome().frees_the_task() && !before.outcome.frees_the_task() {
+                if before.revision_frees_the_task(finish) {
                     sqlx::query("UPDATE assignments SET state = $3, updated_at = $2 WHERE id = $1")
                         .bind(before.assignment_id)
                         .bind(now)
@@ -547,10 +532,11 @@ impl super::Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                let after = sqlx::query_as::<_, Rating>(&sql.replace(lock, ""))
+                let after: Rating = sqlx::query_as::<_, RatingRow>(&sql.replace(lock, ""))
                     .bind(rating_id)
                     .fetch_one(&mut *tx)
-                    .await?;
+                    .await?
+                    .into();
                 insert_history!(&mut *tx, &after, actor, "revise", Some(&before), now)?;
                 Ok(after)
             }
@@ -572,8 +558,8 @@ macro_rules! insert_history {
         .bind($after.id)
         .bind($actor)
         .bind($action)
-        .bind($before.map(|b: &Rating| Json($crate::store::ratings::snapshot(b))))
-        .bind(Json($crate::store::ratings::snapshot($after)))
+        .bind($before.map(|b: &::verdict_core::rating::Rating| Json(b.snapshot())))
+        .bind(Json($after.snapshot()))
         .bind($at)
         .execute($tx)
         .await
@@ -586,7 +572,7 @@ pub(crate) use insert_history;
 /// to a client that sends less (or none).
 macro_rules! upsert_draft {
     ($tx:expr, $assignment:expr, $answers:expr, $extras:expr, $time:expr, $now:expr) => {{
-        let (evidence_given, evidence) = $extras.evidence();
+        let (evidence_given, evidence) = $crate::store::ratings::evidence_binds($extras);
         sqlx::query(
             "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
                                   time_spent_s, created_at, updated_at, evidence)

@@ -10,14 +10,15 @@ use uuid::Uuid;
 
 use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
-use super::ratings::{RATING_COLUMNS, Rating, insert_history};
+use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
 use super::{PoolRef, StoreResult, read, scan, transaction};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{
-    self, Decision, Outcome, RaterKind, Refusal, SkipReason, Standing, Status,
+    Decision, Outcome, RaterKind, Refusal, SkipReason, Standing, Status,
 };
 use verdict_core::metrics::RatingFacts;
+use verdict_core::rating::Rating;
 use verdict_core::rubric::TaskAnswers;
 
 /// A rating in the review queue, with what the queue's filters and summaries read.
@@ -374,15 +375,12 @@ impl super::Store {
         let plain = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1");
         let status = decision.status();
         let result = transaction!(self, |tx| {
-            let before = sqlx::query_as::<_, Rating>(&locked)
+            let before: Rating = sqlx::query_as::<_, RatingRow>(&locked)
                 .bind(rating_id)
                 .fetch_one(&mut *tx)
-                .await?;
-            if before.version != version {
-                Err(Refusal::Stale {
-                    current: before.version,
-                })
-            } else if let Err(refusal) = lifecycle::check_review(before.outcome, before.status) {
+                .await?
+                .into();
+            if let Err(refusal) = before.check_review(version) {
                 Err(refusal)
             } else {
                 sqlx::query(
@@ -420,10 +418,11 @@ impl super::Store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                let after = sqlx::query_as::<_, Rating>(&plain)
+                let after: Rating = sqlx::query_as::<_, RatingRow>(&plain)
                     .bind(rating_id)
                     .fetch_one(&mut *tx)
-                    .await?;
+                    .await?
+                    .into();
                 insert_history!(
                     &mut *tx,
                     &after,

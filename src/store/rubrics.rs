@@ -56,7 +56,10 @@ impl super::Store {
     }
 
     /// The rubric a batch pinned.
-    pub async fn batch_rubric(&self, batch: &super::batches::Batch) -> StoreResult<Arc<Rubric>> {
+    pub async fn batch_rubric(
+        &self,
+        batch: &verdict_core::batch::Batch,
+    ) -> StoreResult<Arc<Rubric>> {
         self.rubric(&batch.rubric, batch.rubric_version)
             .await?
             .ok_or(StoreError::Db(sqlx::Error::RowNotFound))

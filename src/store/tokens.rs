@@ -3,8 +3,9 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::users::User;
+use super::users::UserRow;
 use super::{StoreResult, read, write};
+use verdict_core::user::User;
 
 /// A token as listed (never with its secret).
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
@@ -49,8 +50,8 @@ impl super::Store {
 
     /// The owner of an unrevoked token with this digest.
     pub async fn user_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<User>> {
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, User>(
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, UserRow>(
                 "SELECT u.id, u.username, u.role, u.active, u.created_at, u.password_changed_at
                  FROM api_tokens t JOIN users u ON u.id = t.user_id
                  WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
@@ -58,7 +59,8 @@ impl super::Store {
             .bind(token_hash)
             .fetch_optional(pool)
             .await
-        })?)
+        })?;
+        Ok(row.map(User::from))
     }
 
     /// The live tokens of one user, or of everyone (`None`), oldest first.

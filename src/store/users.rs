@@ -7,20 +7,34 @@ use uuid::Uuid;
 
 use super::{StoreResult, on_unique, read, transaction, write};
 use verdict_core::role::Role;
+use verdict_core::user::User;
 
-/// An account as stored. The password hash never leaves the auth module's checks.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct User {
-    pub id: Uuid,
-    pub username: String,
+/// An account as its row holds it (see [`User`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct UserRow {
+    id: Uuid,
+    username: String,
     #[sqlx(try_from = "String")]
-    pub role: Role,
-    pub active: bool,
-    pub created_at: DateTime<Utc>,
-    pub password_changed_at: DateTime<Utc>,
+    role: Role,
+    active: bool,
+    created_at: DateTime<Utc>,
+    password_changed_at: DateTime<Utc>,
 }
 
-const USER_COLUMNS: &str = "id, username, role, active, created_at, password_changed_at";
+impl From<UserRow> for User {
+    fn from(row: UserRow) -> Self {
+        User {
+            id: row.id,
+            username: row.username,
+            role: row.role,
+            active: row.active,
+            created_at: row.created_at,
+            password_changed_at: row.password_changed_at,
+        }
+    }
+}
+
+pub(crate) const USER_COLUMNS: &str = "id, username, role, active, created_at, password_changed_at";
 
 impl super::Store {
     /// Creates an account; `Duplicate("username")` when the name is taken.
@@ -59,23 +73,25 @@ impl super::Store {
 
     pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1 AND kind = 'human'");
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, User>(&sql)
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, UserRow>(&sql)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
-        })?)
+        })?;
+        Ok(row.map(User::from))
     }
 
     pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<User>> {
         let sql =
             format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1 AND kind = 'human'");
-        Ok(read!(self, |pool| {
-            sqlx::query_as::<_, User>(&sql)
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, UserRow>(&sql)
                 .bind(username)
                 .fetch_optional(pool)
                 .await
-        })?)
+        })?;
+        Ok(row.map(User::from))
     }
 
     /// The user and their password hash, for a login attempt.
@@ -83,7 +99,7 @@ impl super::Store {
         #[derive(sqlx::FromRow)]
         struct Credentials {
             #[sqlx(flatten)]
-            user: User,
+            user: UserRow,
             password_hash: String,
         }
         let sql = format!(
@@ -95,15 +111,16 @@ impl super::Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        Ok(row.map(|c| (c.user, c.password_hash)))
+        Ok(row.map(|c| (c.user.into(), c.password_hash)))
     }
 
     pub async fn list_users(&self) -> StoreResult<Vec<User>> {
         let sql =
             format!("SELECT {USER_COLUMNS} FROM users WHERE kind = 'human' ORDER BY username");
-        Ok(read!(self, |pool| sqlx::query_as::<_, User>(&sql)
+        let rows = read!(self, |pool| sqlx::query_as::<_, UserRow>(&sql)
             .fetch_all(pool)
-            .await)?)
+            .await)?;
+        Ok(rows.into_iter().map(User::from).collect())
     }
 
     /// How many active admins exist (an empty database has none).

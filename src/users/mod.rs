@@ -9,7 +9,7 @@ use crate::credentials::password::Hasher;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
 use crate::store::Store;
-use crate::store::users::User;
+use verdict_core::user::User;
 
 pub mod api;
 pub mod pages;

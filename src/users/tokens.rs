@@ -11,10 +11,10 @@ use crate::error::{AppError, AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::store::Store;
 use crate::store::tokens::ApiToken;
-use crate::store::users::User;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
+use verdict_core::user::User;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()

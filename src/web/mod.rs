@@ -16,7 +16,7 @@ use crate::body::nul_in;
 pub use crate::body::{read_limited, refuse_nul_in_form, too_large};
 use crate::error::{AppError, ErrorBody, ErrorInfo};
 use crate::state::AppState;
-use crate::store::users::User;
+use verdict_core::user::User;
 
 pub mod assets;
 pub mod client;

@@ -377,10 +377,10 @@ async fn drafts_come_back_in_the_orientation_shown(app: &TestApp) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        stored.answers.0["b"]["executability"], "no_code",
+        stored.answers["b"]["executability"], "no_code",
         "canonical: the shown A is the task's B"
     );
-    assert_eq!(stored.answers.0["sxs"], 6);
+    assert_eq!(stored.answers["sxs"], 6);
 }
 db_test!(drafts_come_back_in_the_orientation_shown: TestApp);
 
@@ -404,7 +404,7 @@ async fn randomised_batches_swap_about_half_and_store_canonical_answers(app: &Te
         )
         .await;
         let id = done["rating_id"].as_str().unwrap().parse().unwrap();
-        let stored = app.store.rating(id).await.unwrap().unwrap().answers.0;
+        let stored = app.store.rating(id).await.unwrap().unwrap().answers;
         let (score, code_side) = if swapped { (6, "a") } else { (2, "b") };
         assert_eq!(stored["sxs"], score, "swapped: {swapped}");
         assert_eq!(

@@ -95,7 +95,7 @@ async fn six_aspects_are_stored_for_the_canonical_side_and_exported_so(app: &Tes
         )
         .await;
         let rating: uuid::Uuid = done["rating_id"].as_str().unwrap().parse().unwrap();
-        let stored = app.store.rating(rating).await.unwrap().unwrap().answers.0;
+        let stored = app.store.rating(rating).await.unwrap().unwrap().answers;
         for (aspect, side) in SHOWN {
             let canonical = if swapped { flipped(side) } else { side };
             assert_eq!(stored[aspect], canonical, "{aspect}, swapped: {swapped}");
@@ -353,7 +353,7 @@ async fn rubrics_are_versioned_documents_and_batches_keep_theirs(app: &TestApp) 
 
     let after = app.store.rating(rating).await.unwrap().unwrap();
     assert_eq!(
-        after.answers.0, before.answers.0,
+        after.answers, before.answers,
         "a new version alters no rating"
     );
     assert_eq!(after.version, before.version);
@@ -715,8 +715,7 @@ async fn the_additive_score_runs_the_whole_loop(app: &TestApp) {
             .await
             .unwrap()
             .unwrap()
-            .answers
-            .0;
+            .answers;
         assert_eq!(stored["score"], *score, "{stored:?}");
         assert!(stored.get("a").is_none(), "one response: no sides");
     }
@@ -912,7 +911,7 @@ async fn every_rubric_runs_the_whole_loop(app: &TestApp) {
                         .await
                         .unwrap()
                         .unwrap();
-                    (case.stored)(&serde_json::to_value(&stored.answers.0).unwrap(), swapped);
+                    (case.stored)(&serde_json::to_value(&stored.answers).unwrap(), swapped);
                     rated.push(rating);
                 }
             }

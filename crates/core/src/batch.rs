@@ -1,0 +1,82 @@
+//! Batches: a set of tasks rated under one rubric, with the settings that say who rates
+//! them, how many times, and how.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::lifecycle::BatchState;
+use crate::rubric::{Classification, Subject};
+
+/// A batch and its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub id: Uuid,
+    pub name: String,
+    pub rubric: String,
+    /// The version of the rubric the batch was created with: its ratings follow it.
+    pub rubric_version: i32,
+    /// Raters per task.
+    pub overlap: i32,
+    /// Whether each assignment shows A and B in a random order.
+    pub randomize: bool,
+    pub state: BatchState,
+    pub lease_minutes: i32,
+    pub min_explanation_len: i32,
+    /// The batch's own questions, asked beside the rubric's.
+    pub classifications: Vec<Classification>,
+    pub raters_restricted: bool,
+    pub leads_restricted: bool,
+    pub created_at: DateTime<Utc>,
+    /// The share of a rater's new assignments that are gold tasks (0: none).
+    pub gold_rate: f64,
+    /// The gold accuracy below which a rater's new ratings go to review first.
+    pub review_first_below: Option<f64>,
+    /// Whether the batch holds gold tasks, so that a rating in a batch without any is
+    /// not checked against them.
+    pub has_gold: bool,
+    /// Whether raters see its tasks' external ids; otherwise a neutral number of their
+    /// own (see [`crate::access::task_name`]). Leads and admins always see them.
+    pub raters_see_external_ids: bool,
+}
+
+impl Batch {
+    /// The shortest explanation its rubric's checks accept, in characters.
+    pub fn min_explanation(&self) -> usize {
+        usize::try_from(self.min_explanation_len).unwrap_or(0)
+    }
+}
+
+/// The settings a new batch starts with.
+#[derive(Debug, Clone)]
+pub struct NewBatch {
+    pub name: String,
+    pub rubric: String,
+    /// The rubric's version a new batch pins (its newest when the upload was checked).
+    pub rubric_version: i32,
+    /// What its tasks hold: two responses or one.
+    pub subject: Subject,
+    /// Raters per task; `None` asks for the default of a new batch (1) and accepts an
+    /// existing batch's.
+    pub overlap: Option<i32>,
+    /// A/B randomisation; `None` asks for the default of a new batch (on) and accepts an
+    /// existing batch's.
+    pub randomize: Option<bool>,
+    /// Whether raters see external ids; `None` asks for the default of a new batch (off)
+    /// and accepts an existing batch's.
+    pub raters_see_external_ids: Option<bool>,
+    /// The admin who uploaded it (`None` from the command line).
+    pub created_by: Option<Uuid>,
+}
+
+impl NewBatch {
+    /// Whether an upload asking for these settings may add tasks to `batch`: the same
+    /// rubric, and the same overlap and randomisation where it names them.
+    pub fn fits(&self, batch: &Batch) -> bool {
+        self.rubric == batch.rubric
+            && self.overlap.is_none_or(|o| o == batch.overlap)
+            && self.randomize.is_none_or(|r| r == batch.randomize)
+            && self
+                .raters_see_external_ids
+                .is_none_or(|r| r == batch.raters_see_external_ids)
+    }
+}

@@ -1,0 +1,32 @@
+//! People's accounts, as the rest of the domain knows them: who they are and what their
+//! role lets them do. The password hash is not here: it never leaves the sign-in checks.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::role::Role;
+
+/// An account of a person (judges' accounts are not people's: see the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: Uuid,
+    pub username: String,
+    pub role: Role,
+    /// A deactivated account signs in to nothing and is offered no work.
+    pub active: bool,
+    pub created_at: DateTime<Utc>,
+    /// Sessions and tokens from before it are ended.
+    pub password_changed_at: DateTime<Utc>,
+}
+
+impl User {
+    /// Leads and admins: review, metrics, exports, the per-task view, releasing tasks.
+    pub fn can_lead(&self) -> bool {
+        self.role.can_lead()
+    }
+
+    /// Admins: accounts, batches and their settings, every token, the audit log.
+    pub fn can_administer(&self) -> bool {
+        self.role >= Role::Admin
+    }
+}
