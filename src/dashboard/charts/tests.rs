@@ -116,3 +116,77 @@ fn dots_sit_on_their_share_with_a_band_and_rows_without_a_figure_say_so() {
     assert_eq!((minutes.max, minutes.ticks.len()), (3000.0, 6));
     assert_eq!((minutes.format)(1800.0), "30 min");
 }
+
+/// A label that would close the `<text>` it sits in, open a script, end an attribute
+/// and start an entity, were it not escaped.
+const HOSTILE: &str = "</text><script>alert(1)</script>\" & x";
+/// The same label as askama's HTML escaping writes it.
+const ESCAPED: &str = "&#60;/text&#62;&#60;script&#62;alert(1)&#60;/script&#62;&#34; &#38; x";
+
+/// `svg` holds the hostile label only escaped, in `places` places.
+fn only_escaped(svg: &str, places: usize, chart: &str) {
+    assert!(
+        !svg.contains("<script") && !svg.contains(HOSTILE),
+        "{chart}: {svg}"
+    );
+    assert!(
+        !svg.contains("\" &"),
+        "{chart}: no attribute ends early: {svg}"
+    );
+    assert_eq!(svg.matches(ESCAPED).count(), places, "{chart}: {svg}");
+}
+
+#[test]
+fn a_hostile_label_is_escaped_in_every_chart_that_draws_labels() {
+    let bar = Bar {
+        label: HOSTILE.into(),
+        n: 2,
+        lean: Some(Favours::A),
+    };
+    // The name, the bar's tooltip and its label under it.
+    only_escaped(&bars(HOSTILE, &[bar]), 3, "bars");
+
+    let fields = BTreeMap::from([(
+        HOSTILE.to_owned(),
+        BTreeMap::from([(HOSTILE.to_owned(), 3u64)]),
+    )]);
+    // The question, the option in the legend, its tooltip and its words on the bar.
+    only_escaped(&stacked_fields(&fields, &[]), 4, "stacked fields");
+
+    let agreements = BTreeMap::from([(
+        HOSTILE.to_owned(),
+        Agreement {
+            level: crate::metrics::agreement::Level::Nominal,
+            krippendorff_alpha: Some(0.5),
+            units: 2,
+            pairs: 4,
+            percent_agreement: Some(0.75),
+        },
+    )]);
+    // The question.
+    only_escaped(&agreement(&agreements), 1, "agreement");
+
+    let row = JudgeRow {
+        label: HOSTILE.into(),
+        judge: Some(0.5),
+        judge_n: 2,
+        human: Some(1.0),
+        human_n: 2,
+    };
+    // The name (with the judge's), the question and the tooltip of each bar.
+    only_escaped(&judge_agreement(HOSTILE, &[row]), 4, "judge");
+
+    let row = DotRow {
+        label: HOSTILE.into(),
+        estimate: Some(Estimate {
+            value: 0.5,
+            low: 0.25,
+            high: 0.75,
+        }),
+        n: 4,
+        pooled: false,
+    };
+    // The name, the dot in the legend, the row, and the band's and the dot's tooltips.
+    let svg = dot_intervals(HOSTILE, HOSTILE, &[row], &DotScale::shares(None));
+    only_escaped(&svg, 5, "dots");
+}
