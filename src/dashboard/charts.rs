@@ -1,28 +1,20 @@
-//! Small SVG charts, drawn on the server. Colours and sizes are attributes (the CSP
-//! allows no inline styles); every label is escaped.
+//! Small SVG charts, drawn on the server through the typed builder in [`svg`]: each chart
+//! places shapes by number, and the builder's template writes them with every label
+//! escaped. Colours and sizes are attributes (the CSP allows no inline styles).
+
+mod svg;
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use crate::metrics::PositionBias;
 use crate::metrics::agreement::Agreement;
-use crate::metrics::stats::Estimate;
+use crate::metrics::stats::{Estimate, share};
+use svg::{Anchor, Circle, Colour, Rect, Shape, Svg, Text};
 use verdict_core::rubric::Favours;
-
-const PALETTE: [&str; 8] = [
-    "#2357c6", "#5b8def", "#9bb4e8", "#f3d27a", "#e8a15a", "#c9563c", "#8e44ad", "#7f8c8d",
-];
-
-/// One colour per option in the answers chart, assigned in order of first appearance so
-/// that an option keeps its colour on every row; the legend names each.
-const OPTION_COLOURS: [&str; 12] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#ad494a",
-];
 
 /// The text colour readable on `fill` (a `#rrggbb` colour): black or white, whichever
 /// contrasts more (WCAG relative luminance).
-fn ink(fill: &str) -> &'static str {
+fn ink(fill: &str) -> Colour {
     let channel = |i: usize| {
         let c = f64::from(u8::from_str_radix(&fill[i..i + 2], 16).unwrap_or(0)) / 255.0;
         if c <= 0.03928 {
@@ -34,9 +26,9 @@ fn ink(fill: &str) -> &'static str {
     let l = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
     // Contrast with black is (l + 0.05) / 0.05, with white 1.05 / (l + 0.05).
     if (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) {
-        "#000"
+        Colour::BLACK
     } else {
-        "#fff"
+        Colour::WHITE
     }
 }
 
@@ -52,70 +44,46 @@ pub enum Mark {
 /// One legend entry: its mark, colour and words.
 pub struct Key {
     pub mark: Mark,
-    pub colour: &'static str,
+    pub colour: Colour,
     pub text: String,
 }
 
 /// Draws a legend at (`x`, `y`) within `width`, as many entries a row as fit; returns
 /// the height it took. Each entry is a mark and its words, so colour is never the only
 /// cue.
-fn legend(svg: &mut String, keys: &[Key], x: f64, y: f64, width: f64) -> f64 {
+fn legend(svg: &mut Svg, keys: Vec<Key>, x: f64, y: f64, width: f64) -> f64 {
     let (cell_w, row_h) = (150.0, 16.0);
     let per_row = ((width / cell_w).floor() as usize).max(1);
-    for (i, key) in keys.iter().enumerate() {
+    let rows = keys.len().div_ceil(per_row);
+    for (i, key) in keys.into_iter().enumerate() {
         let (col, row) = (i % per_row, i / per_row);
         let (kx, ky) = (x + cell_w * col as f64, y + row_h * row as f64);
-        let colour = key.colour;
-        let mark = match key.mark {
-            Mark::Square => format!(
-                "<rect x=\"{kx:.1}\" y=\"{ky:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/>"
-            ),
-            Mark::Dot => format!(
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{colour}\"/>",
-                kx + 5.0,
-                ky + 5.0
-            ),
-            Mark::Tick => format!(
-                "<rect x=\"{:.1}\" y=\"{ky:.1}\" width=\"3\" height=\"10\" fill=\"{colour}\"/>",
-                kx + 3.5
-            ),
-            Mark::Band => format!(
-                "<rect x=\"{kx:.1}\" y=\"{:.1}\" width=\"10\" height=\"6\" fill=\"{colour}\"/>",
-                ky + 2.0
-            ),
+        let mark: Shape = match key.mark {
+            Mark::Square => Rect::new(kx, ky, 10.0, 10.0, key.colour).into(),
+            Mark::Dot => Circle::new(kx + 5.0, ky + 5.0, 4.0, key.colour).into(),
+            Mark::Tick => Rect::new(kx + 3.5, ky, 3.0, 10.0, key.colour).into(),
+            Mark::Band => Rect::new(kx, ky + 2.0, 10.0, 6.0, key.colour).into(),
         };
-        let _ = write!(
-            svg,
-            "<g class=\"legend-key\">{mark}<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#1d2733\">{}</text></g>",
-            kx + 14.0,
-            ky + 9.0,
-            escape(&key.text)
-        );
+        let words = Text::new(kx + 14.0, ky + 9.0, 11, key.text).fill(Colour::TEXT);
+        svg.group("legend-key", vec![mark, words.into()]);
     }
-    row_h * keys.len().div_ceil(per_row) as f64
+    row_h * rows as f64
 }
 
 /// The colour of each option of `rows`, in order of first appearance.
 pub fn option_colours<'a>(
     rows: impl IntoIterator<Item = &'a BTreeMap<String, u64>>,
-) -> Vec<(String, &'static str)> {
-    let mut seen: Vec<(String, &'static str)> = Vec::new();
+) -> Vec<(String, Colour)> {
+    let mut seen: Vec<(String, Colour)> = Vec::new();
     for options in rows {
         for option in options.keys() {
             if !seen.iter().any(|(o, _)| o == option) {
-                let colour = OPTION_COLOURS[seen.len() % OPTION_COLOURS.len()];
+                let colour = Colour::OPTIONS[seen.len() % Colour::OPTIONS.len()];
                 seen.push((option.clone(), colour));
             }
         }
     }
     seen
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// One bar: its label, its count and its lean.
@@ -132,34 +100,25 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
     let (w, h, pad) = (420.0, 210.0, 28.0);
     let max = bars.iter().map(|b| b.n).max().unwrap_or(0).max(1) as f64;
     let width = (w - 2.0 * pad) / bars.len().max(1) as f64;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\">",
-        escape(title)
-    );
+    let mut svg = Svg::new(title);
     let colour = |lean: Option<Favours>| match lean {
-        Some(Favours::A) => PALETTE[0],
-        Some(Favours::Tie) => PALETTE[7],
-        Some(Favours::B) => PALETTE[4],
-        None => PALETTE[1],
+        Some(Favours::A) => Colour::BLUE,
+        Some(Favours::Tie) => Colour::GREY,
+        Some(Favours::B) => Colour::ORANGE,
+        None => Colour::LIGHT_BLUE,
     };
     for (i, bar) in bars.iter().enumerate() {
         let height = (h - 2.0 * pad - 12.0) * bar.n as f64 / max;
         let x = pad + width * i as f64;
         let y = h - pad - height;
-        let (n, label) = (bar.n, escape(&bar.label));
-        let _ = write!(
-            svg,
-            "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{}\"><title>{label}: {n}</title></rect>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{n}</text>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{label}</text>",
-            x + 3.0,
-            width - 6.0,
-            colour(bar.lean),
-            x + width / 2.0,
-            y - 4.0,
-            x + width / 2.0,
-            h - pad + 16.0
+        let centre = x + width / 2.0;
+        let (n, label) = (bar.n, &bar.label);
+        svg.push(
+            Rect::new(x + 3.0, y, width - 6.0, height, colour(bar.lean))
+                .title(format!("{label}: {n}")),
         );
+        svg.push(Text::new(centre, y - 4.0, 11, n.to_string()).anchor(Anchor::Middle));
+        svg.push(Text::new(centre, h - pad + 16.0, 11, label.as_str()).anchor(Anchor::Middle));
     }
     let mut keys: Vec<Key> = [
         (Favours::A, "A better"),
@@ -181,9 +140,8 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
             text: "ratings per answer".into(),
         });
     }
-    legend(&mut svg, &keys, pad, 4.0, w - 2.0 * pad);
-    svg.push_str("</svg>");
-    svg
+    legend(&mut svg, keys, pad, 4.0, w - 2.0 * pad);
+    svg.finish(w, h)
 }
 
 /// One stacked bar per question (but those in `apart`, charted on their own): the share
@@ -200,26 +158,18 @@ pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &
         .iter()
         .map(|(option, colour)| Key {
             mark: Mark::Square,
-            colour,
+            colour: *colour,
             text: option.clone(),
         })
         .collect();
-    let mut body = String::new();
-    let top = legend(&mut body, &keys, 0.0, 4.0, width) + 10.0;
-    let h = top + row_h * rows.len() as f64 + 10.0;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {width} {h}\" role=\"img\" aria-label=\"Answers per question: the share of each option; the table below gives the numbers\">"
+    let mut svg = Svg::new(
+        "Answers per question: the share of each option; the table below gives the numbers",
     );
-    svg.push_str(&body);
+    let top = legend(&mut svg, keys, 0.0, 4.0, width) + 10.0;
     for (i, (path, options)) in rows.iter().enumerate() {
         let y = top + i as f64 * row_h + 5.0;
         let total: u64 = options.values().sum();
-        let _ = write!(
-            svg,
-            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{}</text>",
-            y + 15.0,
-            escape(path)
-        );
+        svg.push(Text::new(0.0, y + 15.0, 12, path.as_str()));
         let mut x = label_w;
         for (option, n) in options.iter() {
             let share = if total > 0 {
@@ -231,114 +181,88 @@ pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &
             let fill = colours
                 .iter()
                 .find(|(o, _)| o == option)
-                .map_or(OPTION_COLOURS[0], |(_, c)| c);
-            let _ = write!(
-                svg,
-                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"{fill}\"><title>{}: {n} ({:.0}%)</title></rect>",
-                row_h - 6.0,
-                escape(option),
-                100.0 * share
+                .map_or(Colour::OPTIONS[0], |(_, c)| *c);
+            let percent = 100.0 * share;
+            svg.push(
+                Rect::new(x, y, width, row_h - 6.0, fill)
+                    .title(format!("{option}: {n} ({percent:.0}%)")),
             );
             if width > 60.0 {
-                let _ = write!(
-                    svg,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"{}\">{} {:.0}%</text>",
-                    x + 4.0,
-                    y + 14.0,
-                    ink(fill),
-                    escape(option),
-                    100.0 * share
+                svg.push(
+                    Text::new(x + 4.0, y + 14.0, 10, format!("{option} {percent:.0}%"))
+                        .fill(ink(fill.hex())),
                 );
             }
             x += width;
         }
     }
-    svg.push_str("</svg>");
-    svg
+    svg.finish(width, top + row_h * rows.len() as f64 + 10.0)
 }
 
 /// Percent agreement per question with its 95% (Wilson) interval, and alpha as a mark.
 pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
     let (label_w, bar_w, row_h) = (190.0, 420.0, 24.0);
     let width = label_w + bar_w + 10.0;
-    let keys = [
+    let keys = vec![
         Key {
             mark: Mark::Dot,
-            colour: "#2357c6",
+            colour: Colour::BLUE,
             text: "percent agreement".into(),
         },
         Key {
             mark: Mark::Band,
-            colour: "#9bb4e8",
+            colour: Colour::PALE_BLUE,
             text: "its 95% interval".into(),
         },
         Key {
             mark: Mark::Tick,
-            colour: "#c9563c",
+            colour: Colour::RED,
             text: "Krippendorff's alpha".into(),
         },
     ];
-    let mut body = String::new();
-    let top = legend(&mut body, &keys, label_w, 4.0, bar_w) + 6.0;
+    let mut svg = Svg::new("Agreement per question; the table below gives the numbers");
+    let top = legend(&mut svg, keys, label_w, 4.0, bar_w) + 6.0;
     let h = top + row_h * agreement.len() as f64 + 24.0;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {width} {h}\" role=\"img\" aria-label=\"Agreement per question; the table below gives the numbers\">"
-    );
-    svg.push_str(&body);
     for (i, (path, a)) in agreement.iter().enumerate() {
         let y = top + i as f64 * row_h + 6.0;
-        let _ = write!(
-            svg,
-            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{}</text>",
-            y + 12.0,
-            escape(path)
-        );
-        let _ = write!(
-            svg,
-            "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{bar_w}\" height=\"2\" fill=\"#dfe3e8\"/>",
-            y + 8.0
-        );
+        svg.push(Text::new(0.0, y + 12.0, 12, path.as_str()));
+        svg.push(Rect::new(label_w, y + 8.0, bar_w, 2.0, Colour::TRACK));
         if let Some(p) = a.percent_agreement {
-            let ci = crate::metrics::stats::share((p * a.pairs as f64).round() as u64, a.pairs);
-            if let Some(ci) = ci {
-                let _ = write!(
-                    svg,
-                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"6\" fill=\"#9bb4e8\"><title>95% interval {:.0}%-{:.0}%</title></rect>",
-                    label_w + bar_w * ci.low,
-                    y + 6.0,
-                    bar_w * (ci.high - ci.low),
-                    100.0 * ci.low,
-                    100.0 * ci.high
+            if let Some(ci) = share((p * a.pairs as f64).round() as u64, a.pairs) {
+                svg.push(
+                    Rect::new(
+                        label_w + bar_w * ci.low,
+                        y + 6.0,
+                        bar_w * (ci.high - ci.low),
+                        6.0,
+                        Colour::PALE_BLUE,
+                    )
+                    .title(format!(
+                        "95% interval {:.0}%-{:.0}%",
+                        100.0 * ci.low,
+                        100.0 * ci.high
+                    )),
                 );
             }
-            let _ = write!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"#2357c6\"><title>agreement {:.0}% of {} pairs</title></circle>",
-                label_w + bar_w * p,
-                y + 9.0,
-                100.0 * p,
-                a.pairs
+            svg.push(
+                Circle::new(label_w + bar_w * p, y + 9.0, 4.0, Colour::BLUE).title(format!(
+                    "agreement {:.0}% of {} pairs",
+                    100.0 * p,
+                    a.pairs
+                )),
             );
         }
         if let Some(alpha) = a.krippendorff_alpha {
             let x = label_w + bar_w * alpha.clamp(0.0, 1.0);
-            let _ = write!(
-                svg,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"3\" height=\"14\" fill=\"#c9563c\"><title>alpha {alpha:.3}</title></rect>",
-                x - 1.5,
-                y + 2.0
+            svg.push(
+                Rect::new(x - 1.5, y + 2.0, 3.0, 14.0, Colour::RED)
+                    .title(format!("alpha {alpha:.3}")),
             );
         }
     }
-    let _ = write!(
-        svg,
-        "<text x=\"{label_w}\" y=\"{:.1}\" font-size=\"10\">0</text><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">1</text>",
-        h - 4.0,
-        label_w + bar_w,
-        h - 4.0
-    );
-    svg.push_str("</svg>");
-    svg
+    svg.push(Text::new(label_w, h - 4.0, 10, "0"));
+    svg.push(Text::new(label_w + bar_w, h - 4.0, 10, "1").anchor(Anchor::End));
+    svg.finish(width, h)
 }
 
 /// The lean to the response shown first: on a scale from `min` to `max`, the mean
@@ -346,16 +270,9 @@ pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
 /// decisive answers that favoured the response shown first, against the half of no lean.
 pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
     let (w, h) = (420.0, 90.0);
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {w} {}\" role=\"img\" aria-label=\"Position bias\">",
-        h + 22.0
-    );
-    let _ = write!(
-        svg,
-        "<rect x=\"120\" y=\"40\" width=\"{:.1}\" height=\"2\" fill=\"#dfe3e8\"/>",
-        w - 140.0
-    );
-    match bias {
+    let mut svg = Svg::new("Position bias");
+    svg.push(Rect::new(120.0, 40.0, w - 140.0, 2.0, Colour::TRACK));
+    let keys = match bias {
         PositionBias::Scale {
             not_swapped,
             swapped,
@@ -363,104 +280,94 @@ pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
         } => {
             let span = (max - min).max(1) as f64;
             let scale = |s: f64| 120.0 + (w - 140.0) * (s - min as f64) / span;
-            for (i, (label, side)) in [("A shown first", not_swapped), ("B shown first", swapped)]
-                .iter()
-                .enumerate()
-            {
+            let sides = [
+                ("A shown first", not_swapped, Colour::BLUE),
+                ("B shown first", swapped, Colour::ORANGE),
+            ];
+            for (i, (label, side, colour)) in sides.into_iter().enumerate() {
                 let y = 25.0 + 30.0 * i as f64;
-                let _ = write!(
-                    svg,
-                    "<text x=\"0\" y=\"{y:.1}\" font-size=\"12\">{label} (n={})</text>",
-                    side.n
-                );
+                svg.push(Text::new(0.0, y, 12, format!("{label} (n={})", side.n)));
                 if let Some(mean) = side.mean {
-                    let _ = write!(
-                        svg,
-                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{}\"><title>mean {mean:.2}</title></circle>",
-                        scale(mean),
-                        y - 4.0,
-                        PALETTE[i * 4]
+                    svg.push(
+                        Circle::new(scale(mean), y - 4.0, 5.0, colour)
+                            .title(format!("mean {mean:.2}")),
                     );
                 }
             }
             for s in min..=max {
-                let _ = write!(
-                    svg,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{s}</text>",
-                    scale(s as f64),
-                    h - 4.0
+                svg.push(
+                    Text::new(scale(s as f64), h - 4.0, 10, s.to_string()).anchor(Anchor::Middle),
                 );
             }
+            vec![
+                Key {
+                    mark: Mark::Dot,
+                    colour: Colour::BLUE,
+                    text: "mean, A shown first".into(),
+                },
+                Key {
+                    mark: Mark::Dot,
+                    colour: Colour::ORANGE,
+                    text: "mean, B shown first".into(),
+                },
+            ]
         }
         PositionBias::Shares {
             decisive,
             shown_first,
         } => {
             let at = |share: f64| 120.0 + (w - 140.0) * share;
-            let _ = write!(
-                svg,
-                "<text x=\"0\" y=\"45\" font-size=\"12\">shown first wins (n={decisive})</text>\
-                 <rect x=\"{:.1}\" y=\"30\" width=\"1\" height=\"22\" fill=\"#7f8c8d\"><title>no lean</title></rect>",
-                at(0.5)
-            );
+            svg.push(Text::new(
+                0.0,
+                45.0,
+                12,
+                format!("shown first wins (n={decisive})"),
+            ));
+            svg.push(Rect::new(at(0.5), 30.0, 1.0, 22.0, Colour::GREY).title("no lean"));
             if let Some(e) = shown_first {
-                let _ = write!(
-                    svg,
-                    "<rect x=\"{:.1}\" y=\"38\" width=\"{:.1}\" height=\"6\" fill=\"#9bb4e8\"><title>95% interval {:.0}%-{:.0}%</title></rect>\
-                     <circle cx=\"{:.1}\" cy=\"41\" r=\"5\" fill=\"{}\"><title>{:.0}%</title></circle>",
-                    at(e.low),
-                    at(e.high) - at(e.low),
-                    100.0 * e.low,
-                    100.0 * e.high,
-                    at(e.value),
-                    PALETTE[0],
-                    100.0 * e.value
+                svg.push(
+                    Rect::new(
+                        at(e.low),
+                        38.0,
+                        at(e.high) - at(e.low),
+                        6.0,
+                        Colour::PALE_BLUE,
+                    )
+                    .title(format!(
+                        "95% interval {:.0}%-{:.0}%",
+                        100.0 * e.low,
+                        100.0 * e.high
+                    )),
+                );
+                svg.push(
+                    Circle::new(at(e.value), 41.0, 5.0, Colour::BLUE)
+                        .title(format!("{:.0}%", 100.0 * e.value)),
                 );
             }
             for (share, label) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
-                let _ = write!(
-                    svg,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{label}</text>",
-                    at(share),
-                    h - 4.0
-                );
+                svg.push(Text::new(at(share), h - 4.0, 10, label).anchor(Anchor::Middle));
             }
+            vec![
+                Key {
+                    mark: Mark::Dot,
+                    colour: Colour::BLUE,
+                    text: "share to the first shown".into(),
+                },
+                Key {
+                    mark: Mark::Band,
+                    colour: Colour::PALE_BLUE,
+                    text: "its 95% interval".into(),
+                },
+                Key {
+                    mark: Mark::Tick,
+                    colour: Colour::GREY,
+                    text: "no lean (50%)".into(),
+                },
+            ]
         }
-    }
-    let keys = match bias {
-        PositionBias::Scale { .. } => vec![
-            Key {
-                mark: Mark::Dot,
-                colour: PALETTE[0],
-                text: "mean, A shown first".into(),
-            },
-            Key {
-                mark: Mark::Dot,
-                colour: PALETTE[4],
-                text: "mean, B shown first".into(),
-            },
-        ],
-        PositionBias::Shares { .. } => vec![
-            Key {
-                mark: Mark::Dot,
-                colour: PALETTE[0],
-                text: "share to the first shown".into(),
-            },
-            Key {
-                mark: Mark::Band,
-                colour: "#9bb4e8",
-                text: "its 95% interval".into(),
-            },
-            Key {
-                mark: Mark::Tick,
-                colour: "#7f8c8d",
-                text: "no lean (50%)".into(),
-            },
-        ],
     };
-    legend(&mut svg, &keys, 0.0, h + 6.0, w);
-    svg.push_str("</svg>");
-    svg
+    legend(&mut svg, keys, 0.0, h + 6.0, w);
+    svg.finish(w, h + 22.0)
 }
 
 /// One question of a judge beside the raters: the judge's agreement with the raters'
@@ -479,8 +386,8 @@ pub struct JudgeRow {
 pub fn judge_agreement(judge: &str, rows: &[JudgeRow]) -> String {
     let (label_w, bar_w, bar_h, row_h) = (190.0, 380.0, 9.0, 30.0);
     let width = label_w + bar_w + 50.0;
-    let (judge_colour, human_colour) = (PALETTE[0], PALETTE[7]);
-    let keys = [
+    let (judge_colour, human_colour) = (Colour::BLUE, Colour::GREY);
+    let keys = vec![
         Key {
             mark: Mark::Square,
             colour: judge_colour,
@@ -492,25 +399,16 @@ pub fn judge_agreement(judge: &str, rows: &[JudgeRow]) -> String {
             text: "raters (ceiling)".into(),
         },
     ];
-    let mut body = String::new();
-    let top = legend(&mut body, &keys, label_w, 4.0, bar_w) + 8.0;
+    let mut svg = Svg::new(format!(
+        "Judge {judge}: agreement with the raters' consensus beside the raters' agreement \
+         with each other, per question; the table above gives the numbers"
+    ));
+    let top = legend(&mut svg, keys, label_w, 4.0, bar_w) + 8.0;
     let h = top + row_h * rows.len() as f64 + 20.0;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {width} {h}\" role=\"img\" aria-label=\"{}\">",
-        escape(&format!(
-            "Judge {judge}: agreement with the raters' consensus beside the raters' agreement \
-             with each other, per question; the table above gives the numbers"
-        ))
-    );
-    svg.push_str(&body);
     for (i, row) in rows.iter().enumerate() {
         let y = top + i as f64 * row_h;
-        let label = escape(&row.label);
-        let _ = write!(
-            svg,
-            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{label}</text>",
-            y + 14.0
-        );
+        let label = &row.label;
+        svg.push(Text::new(0.0, y + 14.0, 12, label.as_str()));
         for (j, (who, share, n, colour)) in [
             ("judge", row.judge, row.judge_n, judge_colour),
             ("raters", row.human, row.human_n, human_colour),
@@ -522,35 +420,34 @@ pub fn judge_agreement(judge: &str, rows: &[JudgeRow]) -> String {
             match share {
                 Some(share) => {
                     let w = bar_w * share.clamp(0.0, 1.0);
-                    let _ = write!(
-                        svg,
-                        "<rect x=\"{label_w}\" y=\"{by:.1}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{colour}\"><title>{label}, {who}: {:.0}% of {n} pairs</title></rect>\
-                         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{:.0}%</text>",
-                        100.0 * share,
+                    let percent = 100.0 * share;
+                    svg.push(
+                        Rect::new(label_w, by, w, bar_h, colour)
+                            .title(format!("{label}, {who}: {percent:.0}% of {n} pairs")),
+                    );
+                    svg.push(Text::new(
                         label_w + w + 4.0,
                         by + bar_h - 1.0,
-                        100.0 * share
-                    );
+                        10,
+                        format!("{percent:.0}%"),
+                    ));
                 }
-                None => {
-                    let _ = write!(
-                        svg,
-                        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#5d6675\">{who}: no pairs</text>",
+                None => svg.push(
+                    Text::new(
                         label_w + 4.0,
-                        by + bar_h - 1.0
-                    );
-                }
+                        by + bar_h - 1.0,
+                        10,
+                        format!("{who}: no pairs"),
+                    )
+                    .fill(Colour::MUTED),
+                ),
             }
         }
     }
     let axis = h - 6.0;
-    let _ = write!(
-        svg,
-        "<text x=\"{label_w}\" y=\"{axis:.1}\" font-size=\"10\">0%</text><text x=\"{:.1}\" y=\"{axis:.1}\" font-size=\"10\" text-anchor=\"end\">100%</text>",
-        label_w + bar_w
-    );
-    svg.push_str("</svg>");
-    svg
+    svg.push(Text::new(label_w, axis, 10, "0%"));
+    svg.push(Text::new(label_w + bar_w, axis, 10, "100%").anchor(Anchor::End));
+    svg.finish(width, h)
 }
 
 /// One row of a dot-and-interval chart: whose figure it is, the figure with its 95%
@@ -606,7 +503,7 @@ impl DotScale {
 pub fn dot_intervals(title: &str, what: &str, rows: &[DotRow], scale: &DotScale) -> String {
     let (label_w, bar_w, row_h) = (170.0, 400.0, 24.0);
     let width = label_w + bar_w + 30.0;
-    let (dot, pooled, band, line) = (PALETTE[0], PALETTE[5], "#9bb4e8", "#5d6675");
+    let (dot, pooled, band, line) = (Colour::BLUE, Colour::RED, Colour::PALE_BLUE, Colour::MUTED);
     let mut keys = vec![
         Key {
             mark: Mark::Dot,
@@ -633,77 +530,51 @@ pub fn dot_intervals(title: &str, what: &str, rows: &[DotRow], scale: &DotScale)
             text: meaning.into(),
         });
     }
-    let mut body = String::new();
-    let top = legend(&mut body, &keys, 0.0, 4.0, width) + 8.0;
-    let h = top + row_h * rows.len() as f64 + 22.0;
-    let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {width} {h:.1}\" role=\"img\" aria-label=\"{}\">",
-        escape(&format!("{title}; the table above gives the numbers"))
-    );
-    svg.push_str(&body);
+    let mut svg = Svg::new(format!("{title}; the table above gives the numbers"));
+    let top = legend(&mut svg, keys, 0.0, 4.0, width) + 8.0;
     let at = |v: f64| label_w + bar_w * (v / scale.max).clamp(0.0, 1.0);
     let bottom = top + row_h * rows.len() as f64;
+    let show = scale.format;
     for &tick in &scale.ticks {
-        let _ = write!(
-            svg,
-            "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"1\" height=\"{:.1}\" fill=\"#eef0f3\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
-            at(tick),
-            bottom - top,
-            at(tick),
-            bottom + 14.0,
-            escape(&(scale.format)(tick))
-        );
+        svg.push(Rect::new(at(tick), top, 1.0, bottom - top, Colour::GRID));
+        svg.push(Text::new(at(tick), bottom + 14.0, 10, show(tick)).anchor(Anchor::Middle));
     }
     if let Some((value, meaning)) = scale.reference {
-        let _ = write!(
-            svg,
-            "<rect x=\"{:.1}\" y=\"{top:.1}\" width=\"2\" height=\"{:.1}\" fill=\"{line}\"><title>{}</title></rect>",
-            at(value) - 1.0,
-            bottom - top,
-            escape(meaning)
-        );
+        svg.push(Rect::new(at(value) - 1.0, top, 2.0, bottom - top, line).title(meaning));
     }
     for (i, row) in rows.iter().enumerate() {
         let y = top + i as f64 * row_h + row_h / 2.0;
-        let label = escape(&row.label);
-        let n = row.n;
-        let _ = write!(
-            svg,
-            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{label}</text>",
-            y + 4.0
-        );
+        let (label, n) = (&row.label, row.n);
+        svg.push(Text::new(0.0, y + 4.0, 12, label.as_str()));
         let Some(e) = row.estimate else {
-            let _ = write!(
-                svg,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#5d6675\">no estimate (n={n})</text>",
-                label_w + 4.0,
-                y + 4.0
+            svg.push(
+                Text::new(label_w + 4.0, y + 4.0, 10, format!("no estimate (n={n})"))
+                    .fill(Colour::MUTED),
             );
             continue;
         };
-        let show = scale.format;
         if e.high > e.low {
-            let _ = write!(
-                svg,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"6\" fill=\"{band}\"><title>{label}: 95% interval {}–{}</title></rect>",
-                at(e.low),
-                y - 3.0,
-                (at(e.high) - at(e.low)).max(1.0),
-                escape(&show(e.low)),
-                escape(&show(e.high))
+            svg.push(
+                Rect::new(
+                    at(e.low),
+                    y - 3.0,
+                    (at(e.high) - at(e.low)).max(1.0),
+                    6.0,
+                    band,
+                )
+                .title(format!(
+                    "{label}: 95% interval {}–{}",
+                    show(e.low),
+                    show(e.high)
+                )),
             );
         }
-        let _ = write!(
-            svg,
-            "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{}\"><title>{label}: {} (n={n})</title></circle>",
-            at(e.value),
-            if row.pooled { pooled } else { dot },
-            escape(&show(e.value))
+        svg.push(
+            Circle::new(at(e.value), y, 5.0, if row.pooled { pooled } else { dot })
+                .title(format!("{label}: {} (n={n})", show(e.value))),
         );
     }
-    svg.push_str("</svg>");
-    svg
+    svg.finish(width, top + row_h * rows.len() as f64 + 22.0)
 }
 
 #[cfg(test)]

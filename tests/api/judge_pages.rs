@@ -159,7 +159,7 @@ async fn a_judge_is_run_from_the_batch_page_and_its_calls_are_shown_escaped(app:
     }
     assert!(html.contains("Position consistency (same preference in both orders)"));
     assert!(
-        html.contains("aria-label=\"Judge scripted: agreement with the raters' consensus"),
+        html.contains("aria-label=\"Judge scripted: agreement with the raters&#39; consensus"),
         "the chart has a name"
     );
     assert!(html.contains(">judge vs consensus</text>"), "and a legend");
