@@ -250,3 +250,6 @@ pub(crate) fn scan<T: Scanned + Send + 'static>(
     });
     Scan { rx }
 }
+
+#[cfg(test)]
+mod tests;
