@@ -11,7 +11,8 @@ use uuid::Uuid;
 use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
-use super::{PoolRef, StoreResult, read, scan, transaction};
+use super::scan::{self, columns};
+use super::{PoolRef, StoreResult, read, transaction};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{
@@ -21,12 +22,12 @@ use verdict_core::metrics::RatingFacts;
 use verdict_core::rating::Rating;
 use verdict_core::rubric::TaskAnswers;
 
-/// A rating in the review queue, with what the queue's filters and summaries read.
 /// How far a reader of a batch's ratings got (see [`Store::ratings_mark`]). A number the
 /// store makes, never input: it is written into the statement that reads on from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RatingsMark(i64);
 
+/// A rating in the review queue, with what the queue's filters and summaries read.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueueRow {
     pub rating_id: Uuid,
@@ -139,44 +140,46 @@ pub struct BatchRating {
     pub answers: Json<TaskAnswers>,
 }
 
-/// A rating as exported: everything about it, answers in canonical orientation.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ExportRow {
-    pub rating_id: Uuid,
-    pub batch: String,
-    pub external_id: String,
-    pub rater: String,
-    #[sqlx(try_from = "String")]
-    pub outcome: Outcome,
-    #[sqlx(try_from = "String")]
-    pub status: Status,
-    pub swapped: bool,
-    pub model_a: Option<String>,
-    pub model_b: Option<String>,
-    pub answers: Json<TaskAnswers>,
-    #[sqlx(try_from = "super::NullableName")]
-    pub skip_reason: Option<SkipReason>,
-    pub note: Option<String>,
-    pub time_spent_s: i32,
-    pub version: i32,
-    pub created_at: DateTime<Utc>,
-    pub submitted_at: Option<DateTime<Utc>>,
-    pub reviewed_at: Option<DateTime<Utc>>,
-    pub review_comment: Option<String>,
-    /// A person's rating, or an LLM judge's.
-    #[sqlx(try_from = "String")]
-    pub rater_kind: RaterKind,
-    /// The rubric's warnings the rater confirmed.
-    pub confirmed_warnings: Json<Vec<String>>,
-    /// Code the rater ran in the browser (canonical).
-    pub evidence: Option<Json<Evidence>>,
-    /// The last review's comments on single answers, by path (canonical).
-    pub review_fields: Json<BTreeMap<String, String>>,
-    /// A rating of a gold task, and how it did against the expected answers.
-    pub gold: bool,
-    pub gold_grade: Option<Json<Grade>>,
-    /// Held for review first.
-    pub review_first: bool,
+columns! {
+    /// A rating as exported: everything about it, answers in canonical orientation.
+    #[derive(Debug, Clone)]
+    pub struct ExportRow {
+        pub rating_id: Uuid = "r.id",
+        pub batch: String = "b.name",
+        pub external_id: String = "r.external_id",
+        pub rater: String = "u.username",
+        #[sqlx(try_from = "String")]
+        pub outcome: Outcome = "r.outcome",
+        #[sqlx(try_from = "String")]
+        pub status: Status = "r.status",
+        pub swapped: bool = "r.swapped",
+        pub model_a: Option<String> = "r.model_a",
+        pub model_b: Option<String> = "r.model_b",
+        pub answers: Json<TaskAnswers> = "r.answers",
+        #[sqlx(try_from = "super::NullableName")]
+        pub skip_reason: Option<SkipReason> = "r.skip_reason",
+        pub note: Option<String> = "r.note",
+        pub time_spent_s: i32 = "r.time_spent_s",
+        pub version: i32 = "r.version",
+        pub created_at: DateTime<Utc> = "r.created_at",
+        pub submitted_at: Option<DateTime<Utc>> = "r.submitted_at",
+        pub reviewed_at: Option<DateTime<Utc>> = "r.reviewed_at",
+        pub review_comment: Option<String> = "r.review_comment",
+        /// A person's rating, or an LLM judge's.
+        #[sqlx(try_from = "String")]
+        pub rater_kind: RaterKind = "r.rater_kind",
+        /// The rubric's warnings the rater confirmed.
+        pub confirmed_warnings: Json<Vec<String>> = "r.confirmed_warnings",
+        /// Code the rater ran in the browser (canonical).
+        pub evidence: Option<Json<Evidence>> = "r.evidence",
+        /// The last review's comments on single answers, by path (canonical).
+        pub review_fields: Json<BTreeMap<String, String>> = "r.review_fields",
+        /// A rating of a gold task, and how it did against the expected answers.
+        pub gold: bool = "r.gold",
+        pub gold_grade: Option<Json<Grade>> = "r.gold_grade",
+        /// Held for review first.
+        pub review_first: bool = "r.review_first",
+    }
 }
 
 /// Where each kind of row stands with the metrics, for [`Standing::counts_in_metrics`]:
@@ -213,6 +216,15 @@ pub struct ExportFilter {
     pub rater: Option<String>,
     pub submitted_since: Option<DateTime<Utc>>,
     pub submitted_until: Option<DateTime<Utc>>,
+}
+
+/// Whether a rating is in its batch's figures: `Standing::in_figures` as the database
+/// reads it (the accumulator applies the rest of `Standing::counts_in_metrics` to each
+/// row). A macro, so that [`FactsRow`]'s column list can hold it.
+macro_rules! in_figures {
+    () => {
+        "(r.rater_kind = 'human' AND r.gold = FALSE AND (r.review_first = FALSE OR r.status = 'accepted'))"
+    };
 }
 
 /// Binds a lead and a queue filter to `$1`..`$6` of [`queue_from`], in its order.
@@ -522,44 +534,19 @@ impl super::Store {
         since: Option<RatingsMark>,
         mut each: impl FnMut(RatingFacts) + Send,
     ) -> StoreResult<()> {
-        // The orientation, models, lengths and gold flag are the copies kept on the
-        // rating (migration 0011): no lookup of each rating's assignment or task.
-        // `counted` is `Standing::in_figures` as the database reads it; the accumulator
-        // applies the rest of `Standing::counts_in_metrics` to each row.
-        let counted = "r.rater_kind = 'human' AND r.gold = FALSE
-                       AND (r.review_first = FALSE OR r.status = 'accepted')";
-        let select = "SELECT r.id, r.task_id, u.username AS rater, r.outcome, r.status,
-                             CAST(r.answers AS TEXT) AS answers, r.swapped, r.time_spent_s,
-                             r.model_a, r.model_b, r.len_a, r.len_b";
-        let from = "FROM ratings r JOIN users u ON u.id = r.rater_id WHERE r.batch_id = $1";
+        let select = format!(
+            "SELECT {} FROM ratings r JOIN users u ON u.id = r.rater_id WHERE r.batch_id = $1",
+            FactsRow::COLUMNS
+        );
         // Both backends read the changes at or above the mark (see `ratings_mark`).
         let sql = match since {
-            None => format!("{select}, TRUE AS counted {from} AND {counted}"),
-            Some(RatingsMark(mark)) => {
-                format!("{select}, ({counted}) AS counted {from} AND r.changed >= {mark}")
-            }
+            None => format!("{select} AND {}", in_figures!()),
+            Some(RatingsMark(mark)) => format!("{select} AND r.changed >= {mark}"),
         };
         if let Some(path) = self.sqlite_path() {
-            let facts = |row: &rusqlite::Row| {
-                Ok(RatingFacts {
-                    id: scan::get_uuid(row, 0)?,
-                    task_id: scan::get_uuid(row, 1)?,
-                    rater: row.get(2)?,
-                    outcome: scan::get_parsed(row, 3)?,
-                    status: scan::get_parsed(row, 4)?,
-                    answers: row.get(5)?,
-                    swapped: row.get(6)?,
-                    time_spent_s: row.get(7)?,
-                    model_a: row.get(8)?,
-                    model_b: row.get(9)?,
-                    len_a: row.get(10)?,
-                    len_b: row.get(11)?,
-                    counted: row.get(12)?,
-                })
-            };
-            let mut rows = scan::scan(path, sql, vec![scan::uuid(batch_id)], facts);
+            let mut rows = scan::scan::<FactsRow>(path, sql, vec![scan::uuid(batch_id)]);
             while let Some(batch) = rows.batch().await? {
-                batch.into_iter().for_each(&mut each);
+                batch.into_iter().map(RatingFacts::from).for_each(&mut each);
             }
             return Ok(());
         }
@@ -587,16 +574,15 @@ impl super::Store {
     ) -> StoreResult<u64> {
         // The external id, orientation, models and gold flag are the copies kept on the
         // rating (migration 0011): no lookup of each rating's assignment or task.
-        let sql = "SELECT r.id AS rating_id, b.name AS batch, r.external_id, u.username AS rater, r.outcome, r.status,
-                          r.swapped, r.model_a, r.model_b, r.answers, r.skip_reason, r.note, r.time_spent_s, r.version,
-                          r.created_at, r.submitted_at, r.reviewed_at, r.review_comment, r.rater_kind,
-                          r.confirmed_warnings, r.evidence, r.review_fields, r.gold, r.gold_grade, r.review_first
-                   FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN users u ON u.id = r.rater_id
-                   WHERE r.batch_id = $1 AND r.status <> 'draft'
-                     AND ($2 IS NULL OR r.outcome = $2) AND ($3 IS NULL OR r.status = $3)
-                     AND ($4 IS NULL OR u.username = $4)
-                     AND ($5 IS NULL OR r.submitted_at >= $5) AND ($6 IS NULL OR r.submitted_at < $6)
-                   ORDER BY r.submitted_at, r.id";
+        let sql = format!(
+            "SELECT {} FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN users u ON u.id = r.rater_id
+             WHERE r.batch_id = $1 AND r.status <> 'draft'
+               AND ($2 IS NULL OR r.outcome = $2) AND ($3 IS NULL OR r.status = $3)
+               AND ($4 IS NULL OR u.username = $4)
+               AND ($5 IS NULL OR r.submitted_at >= $5) AND ($6 IS NULL OR r.submitted_at < $6)
+             ORDER BY r.submitted_at, r.id",
+            ExportRow::COLUMNS
+        );
         let mut count = 0u64;
         if let Some(path) = self.sqlite_path() {
             let params = vec![
@@ -607,7 +593,7 @@ impl super::Store {
                 scan::time(filter.submitted_since),
                 scan::time(filter.submitted_until),
             ];
-            let mut rows = scan::scan(path, sql.into(), params, export_row);
+            let mut rows = scan::scan::<ExportRow>(path, sql, params);
             'rows: while let Some(batch) = rows.batch().await? {
                 for row in batch {
                     count += 1;
@@ -621,7 +607,7 @@ impl super::Store {
             return Ok(count);
         }
         read!(self, |pool| {
-            let mut rows = sqlx::query_as::<_, ExportRow>(sql)
+            let mut rows = sqlx::query_as::<_, ExportRow>(&sql)
                 .bind(batch_id)
                 .bind(filter.outcome.map(|name| name.as_str()))
                 .bind(filter.status.map(|name| name.as_str()))
@@ -664,69 +650,29 @@ fn queue_from(role: verdict_core::role::Role, filter: &QueueFilter) -> String {
     )
 }
 
-/// An export row from a [`scan`] (the columns of `export_rows`' query, in order).
-fn export_row(row: &rusqlite::Row) -> rusqlite::Result<ExportRow> {
-    fn json<T: serde::de::DeserializeOwned>(row: &rusqlite::Row, i: usize) -> rusqlite::Result<T> {
-        let text: String = row.get(i)?;
-        serde_json::from_str(&text).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
-        })
+columns! {
+    /// A [`RatingFacts`] as the database hands it over (the core's type knows no
+    /// database). The orientation, models, lengths and gold flag are the copies kept on
+    /// the rating (migration 0011): no lookup of each rating's assignment or task.
+    pub(super) struct FactsRow {
+        id: Uuid = "r.id",
+        task_id: Uuid = "r.task_id",
+        rater: String = "u.username",
+        #[sqlx(try_from = "String")]
+        outcome: Outcome = "r.outcome",
+        #[sqlx(try_from = "String")]
+        status: Status = "r.status",
+        answers: String = "CAST(r.answers AS TEXT)",
+        swapped: bool = "r.swapped",
+        time_spent_s: i32 = "r.time_spent_s",
+        model_a: Option<String> = "r.model_a",
+        model_b: Option<String> = "r.model_b",
+        len_a: i64 = "r.len_a",
+        len_b: i64 = "r.len_b",
+        /// In the batch's figures: always, on a read of the figures alone; on a read of
+        /// the changes since a mark, so that a reader can take out those that are not.
+        counted: bool = in_figures!(),
     }
-    let answers = json(row, 9)?;
-    let evidence = match row.get::<_, Option<String>>(20)? {
-        Some(_) => Some(Json(json(row, 20)?)),
-        None => None,
-    };
-    Ok(ExportRow {
-        rating_id: scan::get_uuid(row, 0)?,
-        batch: row.get(1)?,
-        external_id: row.get(2)?,
-        rater: row.get(3)?,
-        outcome: scan::get_parsed(row, 4)?,
-        status: scan::get_parsed(row, 5)?,
-        swapped: row.get(6)?,
-        model_a: row.get(7)?,
-        model_b: row.get(8)?,
-        answers: Json(answers),
-        skip_reason: scan::get_parsed_opt(row, 10)?,
-        note: row.get(11)?,
-        time_spent_s: row.get(12)?,
-        version: row.get(13)?,
-        created_at: scan::get_time(row, 14)?.unwrap_or_default(),
-        submitted_at: scan::get_time(row, 15)?,
-        reviewed_at: scan::get_time(row, 16)?,
-        review_comment: row.get(17)?,
-        rater_kind: scan::get_parsed(row, 18)?,
-        confirmed_warnings: Json(json(row, 19)?),
-        evidence,
-        review_fields: Json(json(row, 21)?),
-        gold: row.get(22)?,
-        gold_grade: match row.get::<_, Option<String>>(23)? {
-            Some(_) => Some(Json(json(row, 23)?)),
-            None => None,
-        },
-        review_first: row.get(24)?,
-    })
-}
-
-/// A [`RatingFacts`] as PostgreSQL hands it over (the core's type knows no database).
-#[derive(sqlx::FromRow)]
-struct FactsRow {
-    id: Uuid,
-    task_id: Uuid,
-    rater: String,
-    #[sqlx(try_from = "String")]
-    outcome: Outcome,
-    #[sqlx(try_from = "String")]
-    status: Status,
-    answers: String,
-    swapped: bool,
-    time_spent_s: i32,
-    model_a: Option<String>,
-    model_b: Option<String>,
-    len_a: i64,
-    len_b: i64,
-    counted: bool,
 }
 
 impl From<FactsRow> for RatingFacts {
