@@ -12,8 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::{
-    assign, audit, batches, dashboard, error, export, judges, ratings, review, rubrics, store,
-    users,
+    assign, audit, batches, error, export, judges, metrics, ratings, review, rubrics, store, users,
 };
 
 /// The document's frame: what it says of itself, its security schemes and shared
@@ -115,7 +114,7 @@ pub fn routes() -> ApiRouter {
         .merge(review::api_router())
         .merge(export::api_router())
         .merge(audit::api_router())
-        .merge(dashboard::api_router())
+        .merge(metrics::api::router())
         .merge(rubrics::api_router())
         .merge(judges::api_router())
 }

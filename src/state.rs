@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::credentials::limits::LoginLimiter;
 use crate::credentials::password::Hasher;
 use crate::heavy::HeavyReads;
-use crate::metrics::live::LiveMetrics;
+use crate::heavy::live::LiveMetrics;
 use crate::services::judging::Judging;
 use crate::store::Store;
 

@@ -3,11 +3,11 @@
 //! transitions do. Each goes back to the batch page, which shows what was wrong, if
 //! anything, beside the buttons.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::post;
+use axum::{Extension, Router};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -18,15 +18,23 @@ use crate::error::{AppError, AppResult, FieldErrors};
 use crate::judges::{RunAction, launch, move_run};
 use crate::services::ServiceError;
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser};
-use verdict_core::user::User;
+use crate::web::{ApiPath, PageUser};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/batches/{id}/judge-runs", post(start))
-        .route("/judge-runs/{id}/pause", post(pause))
-        .route("/judge-runs/{id}/resume", post(resume))
-        .route("/judge-runs/{id}/cancel", post(cancel))
+        .route(
+            "/judge-runs/{id}/pause",
+            post(transition).layer(Extension(RunAction::Pause)),
+        )
+        .route(
+            "/judge-runs/{id}/resume",
+            post(transition).layer(Extension(RunAction::Resume)),
+        )
+        .route(
+            "/judge-runs/{id}/cancel",
+            post(transition).layer(Extension(RunAction::Cancel)),
+        )
 }
 
 /// The batch page's start form.
@@ -77,16 +85,19 @@ async fn start(
     Ok((status, html).into_response())
 }
 
-/// Moves a run as the API's pause, resume and cancel do (`super::move_run`), then goes
-/// back to the batch page. A run that cannot move now (it moved meanwhile) shows the
-/// batch page saying why.
+/// `POST /judge-runs/{id}/pause`, `/resume` and `/cancel`: the batch page's buttons on a
+/// run, each route giving its action. Moves the run as the API's pause, resume and cancel
+/// do (`move_run`), then goes back to the batch page. A run that cannot move now (it
+/// moved meanwhile) shows the batch page saying why.
 async fn transition(
-    state: AppState,
-    admin: User,
-    layout: Layout,
-    id: Uuid,
-    action: RunAction,
+    RequireAdmin(admin): RequireAdmin,
+    page_user: PageUser,
+    State(state): State<AppState>,
+    Extension(action): Extension<RunAction>,
+    ApiPath(id): ApiPath<Uuid>,
+    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
+    let layout = page_user.layout;
     let run = state.store().run(id).await?.ok_or(AppError::NotFound)?;
     match move_run(&state, &admin, id, action)
         .await
@@ -111,37 +122,4 @@ async fn transition(
         }
         Err(other) => Err(other),
     }
-}
-
-/// `POST /judge-runs/{id}/pause`: the batch page's Pause button.
-async fn pause(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
-) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, RunAction::Pause).await
-}
-
-/// `POST /judge-runs/{id}/resume`: the batch page's Resume button.
-async fn resume(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
-) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, RunAction::Resume).await
-}
-
-/// `POST /judge-runs/{id}/cancel`: the batch page's Cancel button.
-async fn cancel(
-    RequireAdmin(admin): RequireAdmin,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<Uuid>,
-    CsrfForm(_): CsrfForm<Vec<(String, String)>>,
-) -> AppResult<Response> {
-    transition(state, admin, page_user.layout, id, RunAction::Cancel).await
 }

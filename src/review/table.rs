@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use super::disagreement;
 use super::queue::value_text;
-use verdict_core::rubric::{Answers, Classification, Rubric, ShownAnswers, Slot, TaskAnswers};
+use verdict_core::rubric::{
+    Answers, Classification, Rubric, ShownAnswers, Slot, Subject, TaskAnswers,
+};
 
 /// One column of the table: a set of answers, and whether its explanations were written
 /// with the pair the other way round from how the column reads.
@@ -85,11 +87,14 @@ pub(super) fn cell(slot: &Slot<'_>, answers: &Answers) -> Cell {
     }
 }
 
-/// A column's cell: an explanation written with the pair the other way round is marked.
-fn column_cell(slot: &Slot<'_>, column: &Column<'_>) -> Cell {
-    let mut cell = cell(slot, column.answers);
-    cell.written_swapped = column.turned && !cell.why.is_empty();
-    cell
+/// A column's cell: an explanation written with the pair the other way round is marked
+/// (a rubric of one response, not a `pair`, has no order to turn).
+fn column_cell(slot: &Slot<'_>, column: &Column<'_>, pair: bool) -> Cell {
+    let cell = cell(slot, column.answers);
+    Cell {
+        written_swapped: pair && column.turned && !cell.why.is_empty(),
+        ..cell
+    }
 }
 
 pub fn row_label(slot: &Slot<'_>) -> String {
@@ -156,20 +161,13 @@ pub fn rows(
     classifications: &[Classification],
     columns: &[Column<'_>],
 ) -> Vec<Row> {
-    let swaps = rubric.subject == verdict_core::rubric::Subject::Pair;
+    let pair = rubric.subject == Subject::Pair;
     let mut rows: Vec<Row> = rubric
         .slots()
         .iter()
         .map(|slot| Row {
             label: row_label(slot),
-            cells: columns
-                .iter()
-                .map(|c| {
-                    let mut cell = column_cell(slot, c);
-                    cell.written_swapped &= swaps;
-                    cell
-                })
-                .collect(),
+            cells: columns.iter().map(|c| column_cell(slot, c, pair)).collect(),
             differs: false,
         })
         .filter(|row| row.cells.iter().any(|c| c.answered || !c.why.is_empty()))

@@ -2,7 +2,7 @@
 //! each question's metrics role says is measured (see [`crate::rubric::Role`]). The
 //! ratings stay folded ([`Accumulator`]): a rating can be added, changed or taken out
 //! later, which is how an instance keeps a batch's metrics up to date (the app's
-//! `metrics::live`).
+//! `heavy::live`).
 //!
 //! Only ratings with outcome `rated` and status `submitted` or `accepted` are included.
 //! Every other rating is excluded from every figure and counted under one reason:

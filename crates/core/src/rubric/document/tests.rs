@@ -1,5 +1,7 @@
 //! Tests of `document`.
 
+use std::collections::BTreeSet;
+
 use serde_json::json;
 
 use super::*;

@@ -1,11 +1,17 @@
 //! A bound on heavy reads (metrics, exports) running at once. Each scans a whole batch; a
 //! few leads looping them would otherwise take every core and database connection from
-//! the raters. Beyond the bound a heavy read waits for its turn.
+//! the raters. Beyond the bound a heavy read waits for its turn. Each batch's metrics are
+//! also kept folded between reads ([`live`]), so that a read scans only what changed.
+//!
+//! Here rather than in `metrics` because the app state holds both, and `metrics` serves
+//! its API from that state.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub mod live;
 
 pub struct HeavyReads {
     permits: Arc<Semaphore>,

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
-use super::Accumulator;
 use crate::store::review::RatingsMark;
+use verdict_core::metrics::Accumulator;
 use verdict_core::rubric::Classification;
 
 /// How many batches an instance keeps folded. A batch of a million ratings takes about

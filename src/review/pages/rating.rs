@@ -1,373 +1,24 @@
-//! The lead's pages: the review queue, one rating with its history and the decision form,
-//! and a task's ratings side by side.
+//! One rating for review: its answers, history and evidence, in the task's own order or
+//! as the rater saw it, and the decision form.
 
 use askama::Template;
-use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::disagreement;
-use super::table::{Column, Row, row_label, rows};
-use super::{
-    BulkAccepted, Decision, FilterText, QueueItem, QueueQuery, Seen, TaskSpread, decide, reviewable,
-};
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
+use crate::review::table::{Column, Row, rows};
+use crate::review::{self, Decision, QueueQuery, decide, reviewable};
 use crate::services::rating::Access;
 use crate::services::task;
 use crate::state::AppState;
-use crate::store::page::ListKind;
-use crate::web::paging::PageLinks;
-use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, PageUser, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, Status};
-use verdict_core::rubric::Side;
-use verdict_core::rubric::{Slot, Subject};
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/review", get(queue))
-        .route("/review/accept", get(confirm_accept).post(post_accept))
-        .route("/review/{id}", get(one).post(post_decision))
-        .route("/batches/{id}/tasks/{external_id}", get(task))
-        .route("/batches/{id}/disagreements", get(disagreements))
-}
-
-/// An option of a `<select>`: value, label, whether it is the one picked.
-type Pick = (String, String, bool);
-
-#[derive(Template)]
-#[template(path = "review/queue.html")]
-struct QueuePage {
-    layout: Layout,
-    rows: Vec<QueueItem>,
-    batches: Vec<Pick>,
-    outcomes: Vec<Pick>,
-    statuses: Vec<Pick>,
-    /// The questions of the picked batch's rubric, when one is picked.
-    questions: Vec<Pick>,
-    rater: String,
-    question: String,
-    answer: String,
-    disagrees: bool,
-    review_first: bool,
-    /// The consistency-warning filter's choices: any rating, any confirmed warning, and
-    /// the picked batch's rubric's warnings.
-    warnings: Vec<Pick>,
-    /// `first–last of total`, when anything matches.
-    range: Option<String>,
-    total: i64,
-    /// Whether the filters show waiting ratings, which may be accepted in bulk.
-    waiting: bool,
-    /// The filters as a query string, for the links of the rows.
-    carry: String,
-    error: Option<String>,
-    pager: PageLinks,
-    rule: &'static str,
-}
-
-fn picks<'a>(
-    options: impl IntoIterator<Item = (&'a str, String)>,
-    picked: Option<&str>,
-) -> Vec<Pick> {
-    options
-        .into_iter()
-        .map(|(value, label)| (value.to_owned(), label, Some(value) == picked))
-        .collect()
-}
-
-async fn queue(
-    RequireLead(lead): RequireLead,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiQuery(query): ApiQuery<QueueQuery>,
-) -> AppResult<Response> {
-    let (found, error) = match super::queue(&state, &lead, &query).await {
-        Ok(found) => (Some(found), None),
-        Err(AppError::Validation { message, .. }) => (None, Some(message)),
-        Err(other) => return Err(other),
-    };
-    let text = query.filter_text();
-    let trimmed = |v: Option<&str>| v.map(str::trim).unwrap_or("").to_owned();
-    let batch_text = trimmed(text.batch);
-    let visible = state.store().visible_batches(lead.id, lead.role).await?;
-    let mut questions = Vec::new();
-    let picked_warning = trimmed(text.warning);
-    let mut warnings = vec![
-        (
-            String::new(),
-            "Any rating".to_owned(),
-            picked_warning.is_empty(),
-        ),
-        (
-            "any".to_owned(),
-            "Any confirmed warning".to_owned(),
-            picked_warning == "any",
-        ),
-    ];
-    if let Some(summary) = visible
-        .iter()
-        .find(|b| b.batch.id.to_string() == batch_text)
-    {
-        let rubric = state.store().batch_rubric(&summary.batch).await?;
-        let picked = trimmed(text.question);
-        questions = rubric
-            .slots()
-            .iter()
-            .filter(|s| !matches!(s, Slot::Asked { question, .. } if question.is_text()))
-            .map(|s| {
-                let path = s.path();
-                let label = format!("{} ({path})", row_label(s));
-                let chosen = path == picked;
-                (path, label, chosen)
-            })
-            .collect();
-        warnings.extend(rubric.warnings.iter().map(|w| {
-            let label = format!("Confirmed: {}", w.id);
-            (w.id.clone(), label, w.id == picked_warning)
-        }));
-    }
-    if !warnings.iter().any(|(_, _, chosen)| *chosen) {
-        let label = format!("Confirmed: {picked_warning}");
-        warnings.push((picked_warning.clone(), label, true));
-    }
-    let batches = visible
-        .into_iter()
-        .map(|b| {
-            let id = b.batch.id.to_string();
-            let chosen = id == batch_text;
-            (id, b.batch.name, chosen)
-        })
-        .collect();
-    let outcome = trimmed(text.outcome);
-    let status = trimmed(text.status);
-    let outcomes = picks(
-        [Outcome::Rated, Outcome::OutOfScope].map(|o| (o.as_str(), o.label())),
-        Some(outcome.as_str()),
-    );
-    let statuses = picks(
-        [
-            Status::Submitted,
-            Status::Accepted,
-            Status::Returned,
-            Status::Rejected,
-        ]
-        .map(|s| (s.as_str(), s.as_str().to_owned())),
-        Some(if status.is_empty() {
-            Status::Submitted.as_str()
-        } else {
-            status.as_str()
-        }),
-    );
-    let page = match found {
-        Some(found) => {
-            let keep = found.filters.pairs();
-            let pager = PageLinks::new(
-                "/review",
-                &keep,
-                &found.page,
-                ListKind::ReviewQueue,
-                found.limit,
-                query.cursor.is_none(),
-            );
-            let shown = found.page.items.len();
-            QueuePage {
-                range: (shown > 0).then(|| {
-                    format!(
-                        "{}–{} of {}",
-                        found.offset + 1,
-                        found.offset + shown,
-                        found.page.total
-                    )
-                }),
-                total: found.page.total,
-                waiting: found.filters.store.status == Status::Submitted,
-                carry: found.filters.query_string(),
-                rows: found.page.items,
-                pager,
-                error: None,
-                ..empty_queue(page_user.layout)
-            }
-        }
-        None => QueuePage {
-            error,
-            ..empty_queue(page_user.layout)
-        },
-    };
-    let page = QueuePage {
-        batches,
-        outcomes,
-        statuses,
-        questions,
-        rater: trimmed(text.rater),
-        question: trimmed(text.question),
-        answer: trimmed(text.answer),
-        disagrees: matches!(
-            trimmed(text.disagrees).as_str(),
-            "true" | "1" | "yes" | "on"
-        ),
-        review_first: matches!(
-            trimmed(text.review_first).as_str(),
-            "true" | "1" | "yes" | "on"
-        ),
-        warnings,
-        ..page
-    };
-    let status = if page.error.is_some() {
-        axum::http::StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        axum::http::StatusCode::OK
-    };
-    Ok((status, render(&page)?).into_response())
-}
-
-fn empty_queue(layout: Layout) -> QueuePage {
-    QueuePage {
-        layout,
-        rows: vec![],
-        batches: vec![],
-        outcomes: vec![],
-        statuses: vec![],
-        questions: vec![],
-        rater: String::new(),
-        question: String::new(),
-        answer: String::new(),
-        disagrees: false,
-        review_first: false,
-        warnings: vec![],
-        range: None,
-        total: 0,
-        waiting: false,
-        carry: String::new(),
-        error: None,
-        pager: PageLinks {
-            shown: 0,
-            total: 0,
-            next: None,
-            first: None,
-        },
-        rule: disagreement::RULE,
-    }
-}
-
-/// The filters of a bulk accept, as its confirmation form sends them back.
-#[derive(Debug, Default, Deserialize)]
-struct AcceptForm {
-    batch: Option<String>,
-    rater: Option<String>,
-    outcome: Option<String>,
-    question: Option<String>,
-    answer: Option<String>,
-    disagrees: Option<String>,
-    warning: Option<String>,
-    review_first: Option<String>,
-    /// `rating_id:version` of each rating shown, comma-separated.
-    #[serde(default)]
-    seen: String,
-}
-
-impl AcceptForm {
-    fn filter_text(&self) -> FilterText<'_> {
-        FilterText {
-            batch: self.batch.as_deref(),
-            rater: self.rater.as_deref(),
-            outcome: self.outcome.as_deref(),
-            status: None,
-            question: self.question.as_deref(),
-            answer: self.answer.as_deref(),
-            disagrees: self.disagrees.as_deref(),
-            warning: self.warning.as_deref(),
-            review_first: self.review_first.as_deref(),
-        }
-    }
-}
-
-#[derive(Template)]
-#[template(path = "review/accept.html")]
-struct AcceptPage {
-    layout: Layout,
-    rows: Vec<QueueItem>,
-    /// The filters, as hidden fields of the form.
-    fields: Vec<(&'static str, String)>,
-    seen: String,
-    carry: String,
-    /// After accepting: how many were, and what was skipped.
-    done: Option<BulkAccepted>,
-}
-
-/// `GET /review/accept`: the ratings a bulk accept under these filters would accept,
-/// and the button that does it.
-async fn confirm_accept(
-    RequireLead(lead): RequireLead,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiQuery(query): ApiQuery<QueueQuery>,
-) -> AppResult<Response> {
-    let text = FilterText {
-        status: None,
-        ..query.filter_text()
-    };
-    let filters = super::filters(&state, &lead, text).await?;
-    let rows = super::matching(&state, &lead, &filters).await?;
-    let seen = rows
-        .iter()
-        .map(|r| format!("{}:{}", r.rating_id, r.version))
-        .collect::<Vec<_>>()
-        .join(",");
-    Ok(render(&AcceptPage {
-        layout: page_user.layout,
-        rows,
-        fields: filters.pairs(),
-        seen,
-        carry: filters.query_string(),
-        done: None,
-    })?
-    .into_response())
-}
-
-/// Reads `id:version,...` as the form sends it.
-fn parse_seen(text: &str) -> AppResult<Vec<Seen>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|pair| {
-            let (id, version) = pair.split_once(':')?;
-            Some(Seen {
-                rating_id: Uuid::parse_str(id).ok()?,
-                version: version.parse().ok()?,
-            })
-        })
-        .map(|seen| {
-            seen.ok_or_else(|| AppError::field("seen", "must list rating_id:version pairs"))
-        })
-        .collect()
-}
-
-/// `POST /review/accept`: accepts what the confirmation listed, and says what happened.
-async fn post_accept(
-    RequireLead(lead): RequireLead,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    CsrfForm(form): CsrfForm<AcceptForm>,
-) -> AppResult<Response> {
-    let seen = parse_seen(&form.seen)?;
-    let done = super::accept_all(&state, &lead, form.filter_text(), Some(&seen)).await?;
-    let filters = super::filters(&state, &lead, form.filter_text()).await?;
-    Ok(render(&AcceptPage {
-        layout: page_user.layout,
-        rows: vec![],
-        fields: vec![],
-        seen: String::new(),
-        carry: filters.query_string(),
-        done: Some(done),
-    })?
-    .into_response())
-}
+use verdict_core::rubric::{Side, Subject};
 
 /// One entry of a rating's history, with what it changed.
 pub struct Change {
@@ -600,7 +251,7 @@ fn evidence_views(
 
 fn comment_fields(access: &Access, turned: bool) -> Vec<CommentField> {
     let given = &access.rating.review_fields;
-    super::commentable(access)
+    review::commentable(access)
         .into_iter()
         .map(|c| {
             let label = match c.side {
@@ -706,7 +357,7 @@ async fn review_page(
     })
 }
 
-async fn one(
+pub(super) async fn one(
     RequireLead(lead): RequireLead,
     page_user: PageUser,
     State(state): State<AppState>,
@@ -714,7 +365,7 @@ async fn one(
     RawQuery(raw): RawQuery,
 ) -> AppResult<Response> {
     let (view, query) = review_query(raw.as_deref())?;
-    let filters = super::filters(&state, &lead, query.filter_text()).await?;
+    let filters = review::filters(&state, &lead, query.filter_text()).await?;
     let access = reviewable(&state, id, &lead).await?;
     let page = review_page(
         &state,
@@ -765,7 +416,7 @@ fn decision_of(pairs: Vec<(String, String)>) -> AppResult<Decision> {
 
 /// Records a decision, then goes on to the next rating waiting under the queue's
 /// filters the form carries in its address (or back to the queue when none is left).
-async fn post_decision(
+pub(super) async fn post_decision(
     RequireLead(lead): RequireLead,
     page_user: PageUser,
     State(state): State<AppState>,
@@ -774,14 +425,14 @@ async fn post_decision(
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
     let (view, query) = review_query(raw.as_deref())?;
-    let filters = super::filters(&state, &lead, query.filter_text()).await?;
+    let filters = review::filters(&state, &lead, query.filter_text()).await?;
     let carry = filters.query_string();
     let access = reviewable(&state, id, &lead).await?;
     let decision = decision_of(pairs)?;
     match decide(&state, &access, &lead, &decision).await {
         Ok(_) => {
             let next =
-                super::next_after(&state, &lead, &filters, id, access.rating.submitted_at).await?;
+                review::next_after(&state, &lead, &filters, id, access.rating.submitted_at).await?;
             let to = match next {
                 Some(next) => href(&format!("/review/{next}"), &carry, &[]),
                 None => href("/review", &carry, &[]),
@@ -812,156 +463,6 @@ async fn post_decision(
         }
         Err(other) => Err(other),
     }
-}
-
-/// One rater's column of the side-by-side view.
-pub struct RaterColumn {
-    pub rating_id: Uuid,
-    pub rater: String,
-    pub outcome: String,
-    pub status: Status,
-    pub counts: bool,
-    pub swapped: bool,
-}
-
-#[derive(Template)]
-#[template(path = "review/task.html")]
-struct TaskPage {
-    layout: Layout,
-    batch_id: Uuid,
-    batch_name: String,
-    external_id: String,
-    raters: Vec<RaterColumn>,
-    rows: Vec<Row>,
-    /// Sanitised HTML (see `render`), canonical orientation.
-    prompt_html: String,
-    a_html: String,
-    b_html: String,
-    /// Each LLM judge's answer beside the raters'.
-    judges: Vec<JudgeColumn>,
-}
-
-/// A judge's answer to the task as the side-by-side page shows it.
-struct JudgeColumn {
-    judge: String,
-    complete: bool,
-    /// Per question: its label, then the answer's (or why it was not read), and its
-    /// explanation.
-    rows: Vec<(String, String, String)>,
-    /// Each call: the order asked, its status, and its raw output or error.
-    calls: Vec<(String, String, String)>,
-}
-
-impl JudgeColumn {
-    fn new(rubric: &verdict_core::rubric::Rubric, judge: super::JudgeOnTask) -> Self {
-        let rows = rubric
-            .slots()
-            .iter()
-            .map(|slot| {
-                let label = super::table::row_label(slot);
-                match judge.fields.get(&slot.path()) {
-                    Some(status) if status.is_parsed() => {
-                        let cell = super::table::cell(slot, &judge.answers);
-                        (label, cell.value, cell.why)
-                    }
-                    Some(status) => (label, format!("not read: {status}"), String::new()),
-                    None => (label, "—".into(), String::new()),
-                }
-            })
-            .collect();
-        let calls = judge
-            .calls
-            .into_iter()
-            .map(|c| {
-                let order = if c.swapped { "B first" } else { "A first" };
-                let shown = c
-                    .raw_output
-                    .or(c.error.map(|e| format!("error: {e}")))
-                    .unwrap_or_default();
-                (order.to_owned(), c.status.label(), shown)
-            })
-            .collect();
-        Self {
-            judge: judge.judge,
-            complete: judge.complete,
-            rows,
-            calls,
-        }
-    }
-}
-
-/// `GET /batches/{id}/tasks/{external_id}`: every rater's answers side by side.
-async fn task(
-    RequireLead(lead): RequireLead,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
-) -> AppResult<Response> {
-    let (summary, rubric, task_id, ratings) =
-        super::task_ratings(&state, &lead, batch_id, &external_id).await?;
-    let (_, rendered) = task::with_html(state.store(), task_id).await?;
-    let judges = super::task_judges(&state, &summary.batch, &rubric, task_id)
-        .await?
-        .into_iter()
-        .map(|j| JudgeColumn::new(&rubric, j))
-        .collect();
-    let columns: Vec<Column<'_>> = ratings
-        .iter()
-        .map(|r| Column::task(&r.answers.0, r.swapped))
-        .collect();
-    let rows = rows(&rubric, &summary.batch.classifications, &columns);
-    let raters = ratings
-        .iter()
-        .map(|r| RaterColumn {
-            rating_id: r.rating_id,
-            rater: r.rater.clone(),
-            outcome: r.outcome.label(),
-            status: r.status,
-            counts: r.counts_in_metrics(),
-            swapped: r.swapped,
-        })
-        .collect();
-    let page = TaskPage {
-        layout: page_user.layout,
-        batch_id,
-        batch_name: summary.batch.name,
-        external_id,
-        raters,
-        rows,
-        prompt_html: rendered.prompt,
-        a_html: rendered.response_a,
-        b_html: rendered.response_b,
-        judges,
-    };
-    Ok(render(&page)?.into_response())
-}
-
-#[derive(Template)]
-#[template(path = "review/disagreements.html")]
-struct DisagreementsPage {
-    layout: Layout,
-    batch_id: Uuid,
-    batch_name: String,
-    tasks: Vec<TaskSpread>,
-    rule: &'static str,
-}
-
-/// `GET /batches/{id}/disagreements`: the batch's tasks, most disagreement first.
-async fn disagreements(
-    RequireLead(lead): RequireLead,
-    page_user: PageUser,
-    State(state): State<AppState>,
-    ApiPath(batch_id): ApiPath<Uuid>,
-) -> AppResult<Response> {
-    let (summary, tasks) = super::disagreements(&state, &lead, batch_id).await?;
-    Ok(render(&DisagreementsPage {
-        layout: page_user.layout,
-        batch_id,
-        batch_name: summary.batch.name,
-        tasks,
-        rule: disagreement::SPREAD_RULE,
-    })?
-    .into_response())
 }
 
 /// A gold grade in words: `2 of 3 expected answers right; wrong: sxs` (paths in the

@@ -1,0 +1,148 @@
+//! Accounts and their API tokens: `verdict user` and `verdict token`.
+
+use std::io::{BufRead, IsTerminal};
+
+use anyhow::{Context, bail};
+
+use super::{TokenCommand, UserCommand};
+use crate::audit::{self, Actor};
+use crate::auth::Role;
+use crate::users::{NewUser, username_violation};
+use crate::{Config, Store, auth, users};
+
+/// Reads a password without it ever touching argv: the first line of standard input
+/// with `--password-stdin`, otherwise asked twice on the terminal without echo.
+fn read_password(from_stdin: bool) -> anyhow::Result<String> {
+    if from_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .context("cannot read standard input")?;
+        return Ok(line.trim_end_matches(['\r', '\n']).to_owned());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("no terminal to ask for the password on; pipe it in with --password-stdin");
+    }
+    let first = rpassword::prompt_password("Password: ")?;
+    let second = rpassword::prompt_password("Password again: ")?;
+    if first != second {
+        bail!("the passwords differ");
+    }
+    Ok(first)
+}
+
+async fn find_user(store: &Store, username: &str) -> anyhow::Result<verdict_core::user::User> {
+    store
+        .user_by_name(username)
+        .await?
+        .with_context(|| format!("no user named {username:?}"))
+}
+
+pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> {
+    match cmd {
+        UserCommand::Add {
+            username,
+            role,
+            password_stdin,
+        } => {
+            if let Some(why) = username_violation(username.trim()) {
+                bail!("username {why}");
+            }
+            if Role::parse(&role).is_none() {
+                bail!("unknown role {role:?}: use rater, lead or admin");
+            }
+            let password = read_password(password_stdin)?;
+            let new = NewUser::parse(Some(&username), Some(&role), Some(&password)).map_err(
+                |fields| {
+                    let reasons: Vec<String> =
+                        fields.iter().map(|(f, why)| format!("{f} {why}")).collect();
+                    anyhow::anyhow!(reasons.join("; "))
+                },
+            )?;
+            let hasher = cli_hasher();
+            let user = users::create(store, &hasher, new, None)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
+            audit::record(store, Actor::Cli, "user.create", &user.username, detail).await;
+            println!("created {} ({})", user.username, user.role);
+        }
+        UserCommand::List => {
+            println!("{:<32} {:<6} {:<8} created", "username", "role", "active");
+            for u in store.list_users().await? {
+                let active = if u.active { "yes" } else { "no" };
+                let created = u.created_at.format("%Y-%m-%d %H:%M");
+                println!(
+                    "{:<32} {:<6} {:<8} {created}",
+                    u.username,
+                    u.role.as_str(),
+                    active
+                );
+            }
+        }
+        UserCommand::SetPassword {
+            username,
+            password_stdin,
+        } => {
+            let user = find_user(store, &username).await?;
+            let password = read_password(password_stdin)?;
+            if let Some(why) = auth::password::policy_violation(&password, &[&user.username]) {
+                bail!("password {why}");
+            }
+            let hash = cli_hasher()
+                .hash(password)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            store.set_password_hash(user.id, &hash).await?;
+            let detail = serde_json::json!({
+                "user_id": user.id, "changed": ["password"], "before": {}, "after": {}
+            });
+            audit::record(store, Actor::Cli, "user.update", &user.username, detail).await;
+            println!(
+                "password changed for {username}; their sessions have ended and their API \
+                 tokens are revoked"
+            );
+        }
+        UserCommand::Deactivate { username } => {
+            let user = find_user(store, &username).await?;
+            store.set_active(user.id, false).await?;
+            if user.active {
+                let detail = serde_json::json!({
+                    "user_id": user.id, "changed": ["active"],
+                    "before": {"active": true}, "after": {"active": false}
+                });
+                audit::record(store, Actor::Cli, "user.update", &user.username, detail).await;
+            }
+            println!(
+                "deactivated {username}; their sessions have ended, their API tokens are \
+                 revoked and the tasks they held went back to the pool"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The password hasher for account commands, with the server's default settings.
+fn cli_hasher() -> auth::password::Hasher {
+    let defaults = Config::default();
+    auth::password::Hasher::new(defaults.max_concurrent_hashes, defaults.hash_wait)
+}
+
+pub(super) async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
+    match cmd {
+        TokenCommand::Create { username, name } => {
+            let user = find_user(store, &username).await?;
+            if !user.active {
+                bail!("{username} is deactivated");
+            }
+            let (token, secret) = users::tokens::issue(store, &user, &name)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let detail = serde_json::json!({ "name": token.name });
+            audit::record(store, Actor::Cli, "token.create", &user.username, detail).await;
+            println!("{secret}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,444 @@
+//! The `verdict` command line: its arguments (here) and their commands, one file per
+//! group: the server and its database (`server`), accounts and tokens (`accounts`),
+//! rubrics (`rubrics`), a batch's tasks in and ratings out (`batches`), and LLM judges
+//! (`judges`).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::Store;
+
+mod accounts;
+mod batches;
+mod judges;
+mod rubrics;
+mod server;
+
+const DEFAULT_DATABASE_URL: &str = "sqlite://verdict.db";
+
+/// verdict: human rating of AI answers to coding prompts.
+#[derive(Debug, Parser)]
+#[command(name = "verdict", version, about, long_about = None)]
+pub struct Cli {
+    /// Database: sqlite://FILE (created if missing) or postgres://USER@HOST/DB.
+    #[arg(long, global = true, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    database_url: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the web server (migrates the database first).
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage accounts.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Manage rubric documents.
+    #[command(subcommand)]
+    Rubric(RubricCommand),
+    /// Manage LLM judges and run them over batches.
+    #[command(subcommand)]
+    Judge(JudgeCommand),
+    /// Import tasks from a file into a new or existing batch.
+    Import(ImportArgs),
+    /// Export a batch's ratings (canonical orientation, one row per rating).
+    Export(ExportArgs),
+    /// Write a consistent copy of a SQLite database to a new file, while it is in use
+    /// (on PostgreSQL, use pg_dump; the error says how).
+    Backup(BackupArgs),
+    /// Run a demo: a fresh database with demo accounts and a demo batch.
+    Demo(DemoArgs),
+    /// Copy everything from one database into a new, empty one (SQLite to PostgreSQL
+    /// when a team outgrows one machine, or back), then check each table's count. Stop
+    /// every `verdict serve` on the source first.
+    MigrateData(MigrateDataArgs),
+}
+
+#[derive(Debug, Args)]
+struct MigrateDataArgs {
+    /// The database to copy: sqlite://FILE or postgres://USER@HOST/DB.
+    #[arg(long)]
+    from: String,
+    /// The new, empty database to copy into (created and migrated first; a SQLite file
+    /// is created if missing).
+    #[arg(long)]
+    to: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum JudgeCommand {
+    /// Configure a judge: an OpenAI-compatible endpoint (`--base-url
+    /// http://127.0.0.1:8081/v1`) and model. Its API key is read from an environment
+    /// variable of the server (`--api-key-env`); none for a local server.
+    Add {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        base_url: String,
+        #[arg(long)]
+        model: String,
+        /// The server's environment variable holding the key; its name must begin with
+        /// VERDICT_JUDGE_KEY_ (e.g. VERDICT_JUDGE_KEY_OPENAI).
+        #[arg(long)]
+        api_key_env: Option<String>,
+        #[arg(long)]
+        temperature: Option<f64>,
+        #[arg(long)]
+        max_tokens: Option<u32>,
+        #[arg(long)]
+        seed: Option<i64>,
+        /// Constrain outputs to the answer's JSON schema (`response_format`).
+        #[arg(long)]
+        structured_output: bool,
+        #[arg(long)]
+        concurrency: Option<u32>,
+        #[arg(long)]
+        requests_per_minute: Option<u32>,
+        /// The most of a reply read, in bytes (default 4 MiB); a longer one fails the call.
+        #[arg(long)]
+        max_reply_bytes: Option<u64>,
+        #[command(flatten)]
+        endpoints: JudgeEndpointArgs,
+    },
+    /// List the judges.
+    List,
+    /// Run a judge over a batch here, with a progress bar, until every call is made.
+    /// An open run of the judge over the batch is resumed (after Ctrl-C, or a pause):
+    /// it asks only what it does not have yet.
+    Run {
+        /// The batch's name.
+        #[arg(long)]
+        batch: String,
+        /// The judge's name.
+        #[arg(long)]
+        judge: String,
+        #[command(flatten)]
+        endpoints: JudgeEndpointArgs,
+    },
+}
+
+/// Where judges may be sent, and how much of a reply they may be let send: for `serve`,
+/// and for the judge commands, which configure and call judges themselves.
+#[derive(Debug, Args)]
+struct JudgeEndpointArgs {
+    /// The only hosts judges may be sent to: names, addresses or CIDRs, comma-separated
+    /// (e.g. 127.0.0.1,10.0.0.0/8,llm.internal). Checked when a judge is configured and,
+    /// on the addresses a name resolves to, when it is called. Unset: any host, but
+    /// link-local and metadata addresses (169.254.0.0/16, fe80::/10), which never are.
+    #[arg(long, env = "VERDICT_JUDGE_ALLOW_HOSTS", value_delimiter = ',')]
+    judge_allow_hosts: Option<Vec<crate::judge::endpoint::AllowedHost>>,
+    /// The largest reply a judge may be set to read, in MiB (a judge reads 4 MiB unless
+    /// set otherwise, and never more than this).
+    #[arg(long, env = "VERDICT_JUDGE_MAX_REPLY_MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    judge_max_reply_mib: u64,
+}
+
+impl JudgeEndpointArgs {
+    fn policy(&self) -> crate::judge::endpoint::EndpointPolicy {
+        crate::judge::endpoint::EndpointPolicy {
+            allow_hosts: self.judge_allow_hosts.clone(),
+            max_reply_bytes: self.judge_max_reply_mib * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct BackupArgs {
+    /// The file to write; it must not exist yet.
+    #[arg(long)]
+    to: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ExportArgs {
+    /// The batch's name.
+    #[arg(long)]
+    batch: String,
+    /// csv or jsonl.
+    #[arg(long, default_value = "csv")]
+    format: String,
+    /// Where to write (default: standard output).
+    #[arg(long)]
+    output: Option<std::path::PathBuf>,
+    /// Only this outcome: rated, skipped or out_of_scope.
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Only this status: submitted, returned, accepted or rejected.
+    #[arg(long)]
+    status: Option<String>,
+    /// Only this rater's ratings.
+    #[arg(long)]
+    rater: Option<String>,
+    /// Submitted at or after this date or RFC 3339 time.
+    #[arg(long)]
+    since: Option<String>,
+    /// Submitted before this date or RFC 3339 time.
+    #[arg(long)]
+    until: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    /// The batch to create, or to add tasks to if it exists.
+    #[arg(long)]
+    name: String,
+    /// The rubric of a new batch.
+    #[arg(long, default_value = "blackhat")]
+    rubric: String,
+    /// Raters per task in a new batch (default 1); when adding to an existing batch, it
+    /// must be the batch's (change it with the batch's settings).
+    #[arg(long)]
+    overlap: Option<i32>,
+    /// Show A and B in a fixed order (a new batch randomises by default); when adding to
+    /// an existing batch, the batch must already show them so.
+    #[arg(long)]
+    no_randomize: bool,
+    /// Let raters of a new batch see each task's external id (by default they see
+    /// "Task 1", "Task 2", ... counting their own tasks); when adding to an existing
+    /// batch, the batch must already show them.
+    #[arg(long)]
+    raters_see_external_ids: bool,
+    /// jsonl, json or csv (default: from the file name).
+    #[arg(long)]
+    format: Option<String>,
+    /// The file to import.
+    file: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "VERDICT_BIND", default_value = "127.0.0.1:8080")]
+    bind: String,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "VERDICT_BIND", default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// Largest request body (uploads included), in MiB.
+    #[arg(long, env = "VERDICT_MAX_UPLOAD_MB", default_value_t = 256)]
+    max_upload_mb: u64,
+    /// Mark the session cookie Secure; turn on when verdict is served over HTTPS.
+    #[arg(long, env = "VERDICT_COOKIE_SECURE")]
+    cookie_secure: bool,
+    /// Seconds a connection has to send a request's headers, after opening or after its
+    /// previous response (so idle kept-alive connections close after this too).
+    #[arg(long, env = "VERDICT_HEADER_TIMEOUT_S", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout_s: u64,
+    /// Seconds a request body may send nothing before the request is abandoned.
+    #[arg(long, env = "VERDICT_BODY_TIMEOUT_S", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    body_timeout_s: u64,
+    /// Open connections at most; more wait until one closes (keep it well under the
+    /// process's limit of open files, `ulimit -n`).
+    #[arg(long, env = "VERDICT_MAX_CONNECTIONS", default_value_t = 512,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// Metrics and exports computed at once; more wait their turn, so leads' reports
+    /// cannot starve raters (default: half the cores, at least one).
+    #[arg(long, env = "VERDICT_MAX_HEAVY_READS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_heavy_reads: Option<u64>,
+    /// A judge run whose worker has been silent this long is taken over (another
+    /// instance, or this one after a restart, works it on).
+    #[arg(long, env = "VERDICT_JUDGE_LEASE_S", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(2..))]
+    judge_lease_s: u64,
+    #[command(flatten)]
+    judge_endpoints: JudgeEndpointArgs,
+    /// The vendored Pyodide package the in-browser code runner serves (installed by
+    /// scripts/vendor-pyodide); without it Python blocks cannot be run, JavaScript can.
+    #[arg(long, env = "VERDICT_PYODIDE_DIR", default_value = crate::config::DEFAULT_PYODIDE_DIR)]
+    pyodide_dir: std::path::PathBuf,
+    /// Reverse proxies in front of verdict, as addresses or CIDR networks separated by
+    /// commas (e.g. 172.30.80.10 or 10.0.0.0/8). A request from one of them comes from
+    /// the right-most address of its X-Forwarded-For that is not a trusted proxy, and the
+    /// login limits count it there. Unset: every request comes from its connection's peer.
+    #[arg(long, env = "VERDICT_TRUSTED_PROXIES", default_value = "",
+          value_parser = trusted_proxies)]
+    trusted_proxies: TrustedProxies,
+}
+
+/// The parsed `--trusted-proxies`.
+#[derive(Debug, Clone)]
+struct TrustedProxies(Vec<ipnet::IpNet>);
+
+fn trusted_proxies(list: &str) -> Result<TrustedProxies, String> {
+    crate::web::client::parse_trusted_proxies(list).map(TrustedProxies)
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Create an account (asks for the password, or reads it with --password-stdin). A
+    /// password needs at least 10 characters and must be hard to guess: not a common
+    /// password, word, name, date, keyboard pattern or repetition, and not the username.
+    Add {
+        #[arg(long)]
+        username: String,
+        /// rater, lead or admin.
+        #[arg(long, default_value = "rater")]
+        role: String,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List accounts.
+    List,
+    /// Set a new password (ends the user's sessions); the same rules as `user add`.
+    SetPassword {
+        #[arg(long)]
+        username: String,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Deactivate an account (ends its sessions; its tokens stop working).
+    Deactivate {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RubricCommand {
+    /// Add a rubric document (JSON): a new rubric, or the next version of the rubric of
+    /// its name. Every broken rule is reported with its path in the document.
+    Add {
+        /// The document to read.
+        file: std::path::PathBuf,
+    },
+    /// List the rubrics and their versions.
+    List,
+    /// Print a rubric's document (its newest version, or --version).
+    Show {
+        name: String,
+        #[arg(long)]
+        version: Option<i32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Create an API token for a user and print it (only the token, once).
+    Create {
+        #[arg(long)]
+        username: String,
+        /// What the token is for.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+}
+
+/// Parses the command line and runs it.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn open_store(url: &str) -> anyhow::Result<Store> {
+    let store = Store::connect(url)
+        .await
+        .with_context(|| "cannot open the database")?;
+    store
+        .migrate()
+        .await
+        .context("cannot migrate the database")?;
+    Ok(store)
+}
+
+async fn execute(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Demo(args) = cli.command {
+        return crate::demo::run(&args.bind).await;
+    }
+    if let Command::MigrateData(args) = cli.command {
+        return server::migrate_data(&args).await;
+    }
+    let store = open_store(&cli.database_url).await?;
+    let result = match cli.command {
+        Command::Serve(args) => server::serve(store.clone(), args, &cli.database_url).await,
+        Command::Migrate => {
+            println!("database is up to date");
+            Ok(())
+        }
+        Command::User(cmd) => accounts::user(&store, cmd).await,
+        Command::Token(cmd) => accounts::token(&store, cmd).await,
+        Command::Rubric(cmd) => rubrics::rubric(&store, cmd).await,
+        Command::Judge(cmd) => judges::judge(&store, cmd).await,
+        Command::Import(args) => batches::import(&store, args).await,
+        Command::Export(args) => batches::export(&store, args).await,
+        Command::Backup(args) => server::backup(&store, &args, &cli.database_url).await,
+        Command::Demo(_) | Command::MigrateData(_) => unreachable!("handled above"),
+    };
+    store.close().await;
+    result
+}
+
+/// An application error as command-line text, with every bad field or record.
+fn describe(err: crate::error::AppError) -> anyhow::Error {
+    use crate::error::AppError;
+    match err {
+        AppError::Validation { message, fields } => {
+            let lines: Vec<String> = fields
+                .iter()
+                .map(|(f, why)| format!("  {f}: {why}"))
+                .collect();
+            anyhow::anyhow!("{message}\n{}", lines.join("\n"))
+        }
+        AppError::BadRecords { count, errors } => {
+            let mut lines: Vec<String> = errors
+                .iter()
+                .map(|e| format!("  line {}: {}", e.line, e.message))
+                .collect();
+            if count > errors.len() as u64 {
+                lines.push(format!("  ... and {} more", count - errors.len() as u64));
+            }
+            anyhow::anyhow!(
+                "{count} records are invalid; nothing was imported\n{}",
+                lines.join("\n")
+            )
+        }
+        // Whoever runs the command line holds the database: the cause is theirs to see.
+        AppError::Internal(cause) => anyhow::anyhow!("internal error: {cause}"),
+        other => anyhow::anyhow!("{other}"),
+    }
+}

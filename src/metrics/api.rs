@@ -1,0 +1,130 @@
+//! The metrics API: `GET /api/v1/batches/{id}/metrics`, and the figures of a batch as
+//! the batch page reads them too, folded from the instance's copy kept in
+//! [`crate::heavy::live`].
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::auth::RequireLead;
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::heavy::live::Folded;
+use crate::metrics::{Accumulator, Metrics};
+use crate::state::AppState;
+use crate::web::ApiPath;
+use crate::web::openapi::ApiRouter;
+use verdict_core::rubric::Rubric;
+
+pub fn router() -> ApiRouter {
+    ApiRouter::new().routes(routes!(metrics_api))
+}
+
+/// The metrics of `batch`, of `tasks` tasks (gold aside), with the rubric they were made
+/// under: what the API answers and the batch page draws.
+pub async fn measure(
+    state: &AppState,
+    batch: &verdict_core::batch::Batch,
+    tasks: i64,
+) -> AppResult<(Metrics, Arc<Rubric>)> {
+    let id = batch.id;
+    let rubric = state.store().batch_rubric(batch).await?;
+    let turn = state.heavy_reads().turn().await;
+    let (folded, mut slot) = fold(state, id, batch, &rubric).await?;
+    let calls = state.store().judge_call_facts(id).await?;
+    let store = state.store();
+    let grades: Vec<(String, verdict_core::gold::Grade)> = store
+        .gold_grades(id)
+        .await?
+        .into_iter()
+        .map(|g| (g.rater, g.grade.0))
+        .collect();
+    let gold = crate::metrics::gold::figures(
+        &grades,
+        store.gold_count(id).await?,
+        batch.gold_rate,
+        batch.review_first_below,
+        store.held_count(id).await?,
+    );
+    let judged = Arc::clone(&rubric);
+    let min_explanation = batch.min_explanation();
+    let (folded, metrics) = tokio::task::spawn_blocking(move || {
+        let acc = &folded.acc;
+        let judges = acc.judges(&judged, min_explanation, &calls);
+        let metrics = Metrics {
+            judges,
+            gold,
+            ..acc.finish(tasks)
+        };
+        (folded, metrics)
+    })
+    .await
+    .map_err(AppError::internal)?;
+    // Kept for the next request, which reads on from its mark.
+    *slot = Some(folded);
+    drop(turn);
+    Ok((metrics, rubric))
+}
+
+/// The batch's ratings folded, brought up to date: the instance's folded copy with the
+/// ratings changed since its last read folded in, or on the first request (or after the
+/// batch's rubric changed, or a read failed part way) all its ratings. Returned with the
+/// batch's slot, held: put the folded ratings back in it when done.
+async fn fold(
+    state: &AppState,
+    id: Uuid,
+    batch: &verdict_core::batch::Batch,
+    rubric: &Rubric,
+) -> AppResult<(Folded, tokio::sync::OwnedMutexGuard<Option<Folded>>)> {
+    let mut slot = state.live_metrics().slot(id).lock_owned().await;
+    let store = state.store();
+    // Taken out while reading: a read that fails leaves the slot empty, to count afresh.
+    let kept = slot.take().filter(|f| {
+        f.version == batch.rubric_version && f.classifications == batch.classifications
+    });
+    // The mark comes before the read, so that what changes during it is read again.
+    let mark = store.ratings_mark().await?;
+    let mut folded = match kept {
+        Some(mut folded) => {
+            store
+                .for_each_rating(id, Some(folded.mark), |row| folded.acc.add(&row))
+                .await?;
+            folded
+        }
+        None => {
+            let mut acc = Accumulator::new(rubric, batch.rubric_version, &batch.classifications);
+            store.for_each_rating(id, None, |row| acc.add(&row)).await?;
+            Folded {
+                acc,
+                mark,
+                version: batch.rubric_version,
+                classifications: batch.classifications.clone(),
+            }
+        }
+    };
+    folded.mark = mark;
+    Ok((folded, slot))
+}
+
+/// The batch's metrics. Only ratings with outcome `rated` and status `submitted` or
+/// `accepted` count; `counts` says how many were left out, and why.
+#[utoipa::path(get, path = "/api/v1/batches/{id}/metrics", tag = "metrics",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = Metrics), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn metrics_api(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<Metrics>> {
+    // The batch and its task count only: the progress the batch page shows counts over
+    // all the batch's ratings, which the metrics keep folded.
+    let store = state.store();
+    if !store.batch_matches(id, lead.id, lead.role).await? {
+        return Err(AppError::NotFound);
+    }
+    let batch = store.batch(id).await?.ok_or(AppError::NotFound)?;
+    let tasks = store.task_count(id).await?;
+    Ok(Json(measure(&state, &batch, tasks).await?.0))
+}

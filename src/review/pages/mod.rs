@@ -1,0 +1,28 @@
+//! The lead's pages: the review queue with bulk accept, one rating with its history and
+//! the decision form, a task's ratings side by side, and a batch's tasks by
+//! disagreement.
+
+use axum::Router;
+use axum::routing::get;
+
+use crate::state::AppState;
+
+mod disagreements;
+mod queue;
+mod rating;
+mod task;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/review", get(queue::queue))
+        .route(
+            "/review/accept",
+            get(queue::confirm_accept).post(queue::post_accept),
+        )
+        .route("/review/{id}", get(rating::one).post(rating::post_decision))
+        .route("/batches/{id}/tasks/{external_id}", get(task::task))
+        .route(
+            "/batches/{id}/disagreements",
+            get(disagreements::disagreements),
+        )
+}
