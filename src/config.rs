@@ -43,7 +43,7 @@ pub struct Config {
     pub judge_retry_delay: Duration,
     /// Where judges may be sent (`--judge-allow-hosts`) and the largest reply limit a
     /// judge may set (`--judge-max-reply-mib`).
-    pub judge_endpoints: crate::judge::endpoint::EndpointPolicy,
+    pub judge_endpoints: crate::services::judging::endpoint::EndpointPolicy,
     /// Seals the API keys judges store (`VERDICT_SECRET_KEY`); none: keys come from
     /// environment variables only.
     pub sealing_key: Option<crate::credentials::sealed::SealingKey>,

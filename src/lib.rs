@@ -39,7 +39,6 @@ pub mod error;
 pub mod export;
 pub mod heavy;
 pub mod home;
-pub mod judge;
 pub mod judges;
 pub mod metrics;
 pub mod migrate_data;

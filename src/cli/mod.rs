@@ -135,7 +135,7 @@ struct JudgeEndpointArgs {
     /// on the addresses a name resolves to, when it is called. Unset: any host, but
     /// link-local and metadata addresses (169.254.0.0/16, fe80::/10), which never are.
     #[arg(long, env = "VERDICT_JUDGE_ALLOW_HOSTS", value_delimiter = ',')]
-    judge_allow_hosts: Option<Vec<crate::judge::endpoint::AllowedHost>>,
+    judge_allow_hosts: Option<Vec<crate::services::judging::endpoint::AllowedHost>>,
     /// The largest reply a judge may be set to read, in MiB (a judge reads 4 MiB unless
     /// set otherwise, and never more than this).
     #[arg(long, env = "VERDICT_JUDGE_MAX_REPLY_MIB", default_value_t = 64,
@@ -144,8 +144,8 @@ struct JudgeEndpointArgs {
 }
 
 impl JudgeEndpointArgs {
-    fn policy(&self) -> crate::judge::endpoint::EndpointPolicy {
-        crate::judge::endpoint::EndpointPolicy {
+    fn policy(&self) -> crate::services::judging::endpoint::EndpointPolicy {
+        crate::services::judging::endpoint::EndpointPolicy {
             allow_hosts: self.judge_allow_hosts.clone(),
             max_reply_bytes: self.judge_max_reply_mib * 1024 * 1024,
         }

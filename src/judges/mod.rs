@@ -11,12 +11,12 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::credentials::sealed::{SECRET_ENV, SealingKey};
-use crate::judge::endpoint::{EndpointPolicy, MIN_MAX_REPLY_BYTES};
-use crate::judge::{KEY_ENV_PREFIX, Params, Plan, Template, template};
+use crate::services::judging::endpoint::{EndpointPolicy, MIN_MAX_REPLY_BYTES};
 use crate::services::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::Store;
 use crate::store::judges::{Judge, JudgeSettings, Run, RunCounts};
 use verdict_core::batch::Batch;
+use verdict_core::judge::{KEY_ENV_PREFIX, Params, Plan, Template, template};
 use verdict_core::lifecycle::RunStatus;
 
 pub mod api;

@@ -146,7 +146,7 @@ pub struct JudgeOnTaskView {
     /// Per answer path: parsed, or why not (missing, conflicting, truncated,
     /// inconsistent, `invalid: why`).
     #[schema(value_type = Object)]
-    pub fields: crate::judge::Fields,
+    pub fields: verdict_core::judge::Fields,
     pub calls: Vec<JudgeCallView>,
 }
 
@@ -161,7 +161,7 @@ pub struct JudgeCallView {
     pub error: Option<String>,
     /// As the judge was shown them.
     #[schema(value_type = Object)]
-    pub fields: crate::judge::Fields,
+    pub fields: verdict_core::judge::Fields,
 }
 
 /// One rater's rating of the task, in the task's canonical orientation.

@@ -230,7 +230,7 @@ pub struct JudgeOnTask {
     /// Canonical orientation; only what was read (consistently, for a pair).
     pub answers: TaskAnswers,
     /// Per answer path: parsed, or why not.
-    pub fields: crate::judge::Fields,
+    pub fields: verdict_core::judge::Fields,
     /// Whether it is a whole rating (stored as the judge's).
     pub complete: bool,
     pub calls: Vec<crate::store::judges::Call>,
@@ -259,17 +259,17 @@ pub async fn task_judges(
         }
     }
     for judge in &mut judges {
-        let asked: Vec<crate::judge::Asked<'_>> = judge
+        let asked: Vec<verdict_core::judge::Asked<'_>> = judge
             .calls
             .iter()
             .filter(|c| c.status != lifecycle::CallStatus::Failed)
-            .map(|c| crate::judge::Asked {
+            .map(|c| verdict_core::judge::Asked {
                 swapped: c.swapped,
                 answers: &c.answers.0,
                 fields: &c.fields.0,
             })
             .collect();
-        let combined = crate::judge::combine(rubric, &asked, min_explanation);
+        let combined = verdict_core::judge::combine(rubric, &asked, min_explanation);
         judge.complete = combined.complete();
         judge.answers = combined.answers;
         judge.fields = combined.fields;

@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use verdict::Config;
 use verdict::credentials::sealed::SealingKey;
-use verdict::judge::endpoint::EndpointPolicy;
+use verdict::services::judging::endpoint::EndpointPolicy;
 use verdict::store::Backend;
 
 use crate::helpers::{

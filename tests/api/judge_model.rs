@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use verdict::judge::{Asked, Fields, combine, parse};
+use verdict_core::judge::{Asked, Fields, combine, parse};
 use verdict_core::rubric::ShownAnswers;
 
 use verdict::store::Backend;
@@ -163,7 +163,7 @@ async fn check_stored(
     run: &str,
 ) {
     let rubric = verdict_core::rubric::by_name(rubric_name).expect("built-in");
-    let format = verdict::judge::template::built_in(rubric).format;
+    let format = verdict_core::judge::template::built_in(rubric).format;
     let stored = calls(app, admin, run, None).await;
     let mut by_task: BTreeMap<String, Vec<(bool, ShownAnswers, Fields)>> = BTreeMap::new();
     for call in &stored {

@@ -11,7 +11,7 @@
 //! What a judge's endpoint can send back is bounded: a reply is read up to the judge's
 //! limit and dropped beyond it, redirects are never followed, addresses are checked as
 //! they resolve ([`EndpointPolicy`]), and what is stored of an output or an error is
-//! capped.
+//! capped (see [`endpoint`], the rules of where a judge may be sent).
 
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
@@ -29,12 +29,14 @@ use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult};
 use crate::credentials::sealed::SealingKey;
-use crate::judge::endpoint::{self, EndpointPolicy};
-use crate::judge::{self, Asked, Plan, TaskText, template};
 use crate::store::Store;
 use crate::store::judges::{Call, Judge, Run, call_params};
+use endpoint::EndpointPolicy;
+use verdict_core::judge::{self, Asked, Plan, TaskText, template};
 use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::Rubric;
+
+pub mod endpoint;
 
 /// The most a `Retry-After` is waited for; a longer one fails the call (resume later).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
@@ -282,10 +284,10 @@ fn report(
 pub fn api_key(judge: &Judge, key: Option<&SealingKey>) -> Result<Option<String>, String> {
     if let Some(name) = &judge.api_key_env {
         // A judge stored before the rule held is not let read the server's own secrets.
-        if !name.starts_with(crate::judge::KEY_ENV_PREFIX) {
+        if !name.starts_with(verdict_core::judge::KEY_ENV_PREFIX) {
             return Err(format!(
                 "its key variable {name} does not begin with {}: only those are sent to judges",
-                crate::judge::KEY_ENV_PREFIX
+                verdict_core::judge::KEY_ENV_PREFIX
             ));
         }
         return std::env::var(name)
