@@ -49,13 +49,13 @@ pub mod runner;
 pub mod services;
 pub mod signin;
 pub mod state;
-pub mod store;
 pub mod users;
 pub mod web;
 
 pub use config::Config;
 pub use state::AppState;
 pub use store::Store;
+pub use verdict_store as store;
 
 /// The name of the session cookie.
 pub const SESSION_COOKIE: &str = "verdict_session";

@@ -18,8 +18,8 @@ use verdict_core::rubric::Classification;
 /// The SQL condition (on a batch `b`, with the user's id as `$1`) for the batches a
 /// person of `role` may see as that role: as a rater the open ones opened to them (or to
 /// everyone), as a lead the ones they lead (or that every lead leads), as an admin all.
-/// The access checks ([`crate::access`], which re-exports it) and every query that lists
-/// or opens batches use it; it lives in the store so the store needs nothing above it.
+/// The app's access checks (which re-export it) and every query that lists or opens
+/// batches use it; it lives in the store so the store needs nothing above it.
 pub fn batch_filter(role: Role) -> &'static str {
     match role {
         Role::Rater => {

@@ -1,11 +1,12 @@
-//! The database seam: one `Store` over SQLite or PostgreSQL, chosen from the URL scheme.
+//! verdict's store, the database seam: one `Store` over SQLite or PostgreSQL, chosen
+//! from the URL scheme. It depends on the core and on no part of the app.
 //!
 //! Query text is written once in the common SQL dialect (`$1` placeholders work on both
 //! backends) and run against whichever pool is configured; the `read!`, `write!` and
 //! `transaction!` macros expand the same code once per backend so that the types stay
 //! concrete (sqlx's `Any` driver does not carry uuid and chrono types).
 //!
-//! Rows are read into row types of this module (`RatingRow`, `BatchRow`, ...) and handed
+//! Rows are read into row types of this crate (`RatingRow`, `BatchRow`, ...) and handed
 //! out as the core's entities, which know no database. A change reads what it changes
 //! inside its transaction, asks the core what to do (`Assignment::finish_step`,
 //! `Rating::check_review`, ...) and writes what the core decided: no state is compared
@@ -133,8 +134,8 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
 macro_rules! read {
     ($store:expr, |$pool:ident| $body:expr) => {
         match $store.pools() {
-            $crate::store::PoolRef::Sqlite { read: $pool, .. } => $body,
-            $crate::store::PoolRef::Postgres($pool) => $body,
+            $crate::PoolRef::Sqlite { read: $pool, .. } => $body,
+            $crate::PoolRef::Postgres($pool) => $body,
         }
     };
 }
@@ -146,8 +147,8 @@ macro_rules! read {
 macro_rules! write {
     ($store:expr, |$pool:ident| $body:expr) => {
         match $store.pools() {
-            $crate::store::PoolRef::Sqlite { write, .. } => {
-                match $crate::store::group::GroupWriter::enter(write).await {
+            $crate::PoolRef::Sqlite { write, .. } => {
+                match $crate::group::GroupWriter::enter(write).await {
                     Err(e) => Err(e.into()),
                     Ok(mut turn) => {
                         let out = {
@@ -158,7 +159,7 @@ macro_rules! write {
                     }
                 }
             }
-            $crate::store::PoolRef::Postgres($pool) => $body,
+            $crate::PoolRef::Postgres($pool) => $body,
         }
     };
 }
@@ -170,16 +171,16 @@ macro_rules! write {
 macro_rules! transaction {
     ($store:expr, |$tx:ident| $body:expr) => {
         match $store.pools() {
-            $crate::store::PoolRef::Sqlite { write, .. } => {
-                let mut turn = $crate::store::group::GroupWriter::enter(write).await?;
-                let out: Result<_, $crate::store::StoreError> = async {
+            $crate::PoolRef::Sqlite { write, .. } => {
+                let mut turn = $crate::group::GroupWriter::enter(write).await?;
+                let out: Result<_, $crate::StoreError> = async {
                     let $tx = turn.conn();
                     Ok($body)
                 }
                 .await;
                 turn.leave(out).await?
             }
-            $crate::store::PoolRef::Postgres(pool) => {
+            $crate::PoolRef::Postgres(pool) => {
                 let mut $tx = pool.begin().await?;
                 let out = $body;
                 $tx.commit().await?;
@@ -248,10 +249,16 @@ impl Store {
         match &self.pools {
             Pools::Sqlite { write, .. } => {
                 write
-                    .exclusive(async |conn| sqlx::migrate!("migrations/sqlite").run(conn).await)
+                    .exclusive(async |conn| {
+                        sqlx::migrate!("../../migrations/sqlite").run(conn).await
+                    })
                     .await??
             }
-            Pools::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+            Pools::Postgres(pool) => {
+                sqlx::migrate!("../../migrations/postgres")
+                    .run(pool)
+                    .await?
+            }
         }
         self.install_built_in_rubrics().await
     }

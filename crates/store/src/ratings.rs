@@ -572,7 +572,7 @@ pub(crate) use insert_history;
 /// to a client that sends less (or none).
 macro_rules! upsert_draft {
     ($tx:expr, $assignment:expr, $answers:expr, $extras:expr, $time:expr, $now:expr) => {{
-        let (evidence_given, evidence) = $crate::store::ratings::evidence_binds($extras);
+        let (evidence_given, evidence) = $crate::ratings::evidence_binds($extras);
         sqlx::query(
             "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status, answers,
                                   time_spent_s, created_at, updated_at, evidence)

@@ -694,3 +694,6 @@ impl From<FactsRow> for RatingFacts {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -54,12 +54,12 @@ macro_rules! columns {
             /// The select list: each field's expression named as the field, in the
             /// order the fields are declared.
             pub(crate) const COLUMNS: &'static str =
-                $crate::store::scan::columns!(@select $($sql, $field);+);
+                $crate::scan::columns!(@select $($sql, $field);+);
         }
 
-        impl $crate::store::scan::Scanned for $name {
+        impl $crate::scan::Scanned for $name {
             fn scan(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
-                let mut columns = $crate::store::scan::Columns::new(row);
+                let mut columns = $crate::scan::Columns::new(row);
                 // Fields are evaluated in the order written: the declared order, that of
                 // `COLUMNS`.
                 Ok(Self {
@@ -252,4 +252,4 @@ pub(crate) fn scan<T: Scanned + Send + 'static>(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
