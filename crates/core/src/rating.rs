@@ -2,6 +2,7 @@
 //! keeps beside its answers, and the checks on revising and reviewing one. The store
 //! persists what these decide; it compares no states itself.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -64,8 +65,8 @@ impl Rating {
         let (answers, _, note) = finish.parts();
         !self.status.is_draft()
             && self.outcome == finish.outcome()
-            && self.answers == answers
-            && self.note == note
+            && self.answers == *answers
+            && self.note.as_deref() == note
     }
 
     /// Whether its rater may revise it; the refusal says why not.
@@ -125,17 +126,19 @@ pub enum Finish {
 
 impl Finish {
     /// The answers, skip reason and note it stores (a skip stores no answers; out of
-    /// scope, its explanation is the note).
-    pub fn parts(&self) -> (TaskAnswers, Option<SkipReason>, Option<String>) {
+    /// scope, its explanation is the note), borrowed from it.
+    pub fn parts(&self) -> (Cow<'_, TaskAnswers>, Option<SkipReason>, Option<&str>) {
         match self {
-            Finish::Rated { answers } => (answers.clone(), None, None),
-            Finish::Skipped { reason, note } => {
-                (TaskAnswers::default(), Some(*reason), note.clone())
-            }
+            Finish::Rated { answers } => (Cow::Borrowed(answers), None, None),
+            Finish::Skipped { reason, note } => (
+                Cow::Owned(TaskAnswers::default()),
+                Some(*reason),
+                note.as_deref(),
+            ),
             Finish::OutOfScope {
                 answers,
                 explanation,
-            } => (answers.clone(), None, Some(explanation.clone())),
+            } => (Cow::Borrowed(answers), None, Some(explanation)),
         }
     }
 

@@ -13,12 +13,8 @@ use verdict_core::lifecycle::{Outcome, RaterKind, SkipReason, Status};
 use verdict_core::metrics::RatingFacts;
 
 use super::{ExportRow, FactsRow};
-use crate::scan::tests::{database, precise, scanned};
+use crate::scan::tests::{database, parse, precise, scanned};
 use crate::scan::uuid;
-
-fn parse<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).expect("json")
-}
 
 #[tokio::test]
 async fn the_store_scans_export_rows_and_rating_facts_as_sqlx_reads_them() {

@@ -48,7 +48,7 @@ pub(crate) fn precise(second: u32, nanos: u32) -> DateTime<Utc> {
         + chrono::Duration::nanoseconds(nanos.into())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
     serde_json::from_value(value).expect("json")
 }
 
