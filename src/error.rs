@@ -76,12 +76,7 @@ pub enum AppError {
 
 pub type AppResult<T> = Result<T, AppError>;
 
-/// A consistency warning of a rubric, as a refused submission names it.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct WarningView {
-    pub id: String,
-    pub message: String,
-}
+pub use crate::services::WarningView;
 
 fn unconfirmed_message(count: usize) -> String {
     let which = if count == 1 {
@@ -262,6 +257,8 @@ impl From<ServiceError> for AppError {
             ServiceError::Forbidden => Self::Forbidden,
             ServiceError::Invalid(fields) => Self::invalid(fields),
             ServiceError::Internal(cause) => Self::Internal(cause),
+            ServiceError::Conflict(why) => Self::Conflict(why),
+            ServiceError::Unconfirmed(warnings) => Self::Unconfirmed(warnings),
         }
     }
 }

@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{TaskView, owned};
+use super::TaskView;
 use crate::auth::{CurrentUser, RequireLead};
-use crate::error::{AppResult, ErrorBody};
+use crate::error::{AppError, AppResult, ErrorBody};
+use crate::services::assignment::{self as work, owned};
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
@@ -20,6 +21,7 @@ use utoipa_axum::routes;
 use verdict_core::lifecycle::AssignmentState;
 use verdict_core::rating::Rating;
 use verdict_core::rubric::{Classification, Rubric};
+use verdict_core::submission::RatingRequest;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()
@@ -60,10 +62,10 @@ pub async fn next(
     State(state): State<AppState>,
     ApiPath(batch_id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let Some(assignment) = super::next(&state, batch_id, &user).await? else {
+    let Some(assignment) = work::next(state.store(), batch_id, &user).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    let (owned, task, draft) = super::owned_form(&state, assignment.id, &user).await?;
+    let (owned, task, draft) = work::owned_form(state.store(), assignment.id, &user).await?;
     let (time_spent_s, draft) = match draft {
         Some(draft) => (
             draft.time_spent_s,
@@ -116,9 +118,12 @@ pub async fn draft(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(answers): ApiJson<Value>,
 ) -> AppResult<Json<RatingRef>> {
-    let owned = owned(&state, id, &user).await?;
+    let owned = owned(state.store(), id, &user).await?;
+    let request = RatingRequest::try_from(answers).map_err(AppError::invalid)?;
     Ok(Json(
-        super::save_draft(&state, &owned, &answers).await?.into(),
+        work::save_draft(state.store(), &owned, &request)
+            .await?
+            .into(),
     ))
 }
 
@@ -136,9 +141,12 @@ pub async fn submit(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(answers): ApiJson<Value>,
 ) -> AppResult<Json<RatingRef>> {
-    let owned = owned(&state, id, &user).await?;
+    let owned = owned(state.store(), id, &user).await?;
+    let request = RatingRequest::try_from(answers).map_err(AppError::invalid)?;
     Ok(Json(
-        super::submit(&state, &owned, &user, &answers).await?.into(),
+        work::submit(state.store(), &owned, &user, &request)
+            .await?
+            .into(),
     ))
 }
 
@@ -168,10 +176,10 @@ pub async fn skip(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<SkipRequest>,
 ) -> AppResult<Json<RatingRef>> {
-    let owned = owned(&state, id, &user).await?;
+    let owned = owned(state.store(), id, &user).await?;
     Ok(Json(
-        super::skip(
-            &state,
+        work::skip(
+            state.store(),
             &owned,
             &user,
             &request.reason,
@@ -211,17 +219,18 @@ pub async fn out_of_scope(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<OutOfScopeRequest>,
 ) -> AppResult<Json<RatingRef>> {
-    let owned = owned(&state, id, &user).await?;
-    let mut answers = request
-        .answers
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let owned = owned(state.store(), id, &user).await?;
+    let mut answers = match request.answers {
+        Some(answers) => RatingRequest::try_from(answers).map_err(AppError::invalid)?,
+        None => RatingRequest::default(),
+    };
     // The time travels with the answers, where a submission carries it too.
-    if let (Some(time), Value::Object(fields)) = (request.time_spent_s, &mut answers) {
-        fields.insert("time_spent_s".into(), time);
+    if request.time_spent_s.is_some() {
+        answers.time_spent = request.time_spent_s;
     }
     let explanation = request.explanation.unwrap_or_default();
     Ok(Json(
-        super::out_of_scope(&state, &owned, &user, &explanation, &answers)
+        work::out_of_scope(state.store(), &owned, &user, &explanation, answers)
             .await?
             .into(),
     ))
@@ -247,7 +256,7 @@ pub async fn release(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<Released>> {
-    let assignment = super::release(&state, id, &lead).await?;
+    let assignment = work::release(state.store(), id, &lead).await?;
     Ok(Json(Released {
         assignment_id: assignment.id,
         state: assignment.state,

@@ -10,14 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Owned, ShownDraft, owned};
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
+use crate::services::ServiceError;
+use crate::services::assignment::{self as work, Owned, ShownDraft};
 use crate::state::AppState;
 use crate::web::{ApiPath, Layout, PageUser, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, SkipReason};
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
+use verdict_core::submission::RatingRequest;
 use verdict_core::task::Task;
 use verdict_core::user::User;
 
@@ -88,7 +90,7 @@ async fn next(
 /// Claims the rater's next task in the batch and redirects to its form, or to the
 /// page that says nothing is left.
 async fn go_next(state: &AppState, batch_id: Uuid, user: &User) -> AppResult<Response> {
-    let to = match super::next(state, batch_id, user).await? {
+    let to = match work::next(state.store(), batch_id, user).await? {
         Some(assignment) => format!("/assignments/{}", assignment.id),
         None => format!("/batches/{batch_id}/next"),
     };
@@ -468,7 +470,7 @@ pub fn confirmed_of(answers: &Answers) -> Vec<String> {
 
 /// An open assignment of this user's, or a trip back to their queue if it is finished.
 async fn open_owned(state: &AppState, id: Uuid, user: &User) -> AppResult<Result<Owned, Response>> {
-    let owned = owned(state, id, user).await?;
+    let owned = work::owned(state.store(), id, user).await?;
     if !owned.assignment.state.is_open() {
         return Ok(Err(finished(state, id).await?));
     }
@@ -488,7 +490,7 @@ async fn form(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let (owned, task, draft) = super::owned_form(&state, id, &page_user.user).await?;
+    let (owned, task, draft) = work::owned_form(state.store(), id, &page_user.user).await?;
     if !owned.assignment.state.is_open() {
         return finished(&state, id).await;
     }
@@ -523,8 +525,9 @@ async fn form(
 
 type FormPairs = Vec<(String, String)>;
 
-fn answers_of(owned: &Owned, pairs: &FormPairs) -> Value {
-    super::form_answers(&owned.rubric, &owned.batch.classifications, pairs)
+/// The rating a form's fields make.
+fn request_of(owned: &Owned, pairs: &FormPairs) -> RatingRequest {
+    RatingRequest::from_form(&owned.rubric, &owned.batch.classifications, pairs)
 }
 
 /// The out-of-scope explanation a form carries ("" when it has none).
@@ -535,13 +538,18 @@ fn scope_explanation_of(pairs: &FormPairs) -> &str {
         .map_or("", |(_, v)| v.as_str())
 }
 
-/// The answers of a refused form, as the page shows them again, and its time spent.
-fn as_typed(input: &Value) -> (Answers, i32) {
-    let time = input["time_spent_s"]
-        .as_i64()
-        .and_then(|t| i32::try_from(t).ok())
-        .unwrap_or(0);
-    (input.as_object().cloned().unwrap_or_default(), time)
+/// The answers of a refused form as the page shows them again (with the code runs and
+/// the warnings it ticked, where the form keeps them), and its time spent.
+pub fn as_typed(request: &RatingRequest) -> (Answers, i32) {
+    let mut answers = request.answers.clone();
+    if let Some(evidence) = &request.evidence {
+        answers.insert("evidence".into(), evidence.clone());
+    }
+    if let Some(ids) = &request.confirmed_warnings {
+        answers.insert("confirmed_warnings".into(), ids.clone());
+    }
+    let time = request.time().ok().flatten().unwrap_or_default();
+    (answers, time.seconds())
 }
 
 /// Where a finished assignment leads: the rater's next task in the same batch (the
@@ -570,13 +578,13 @@ async fn submit(
         Ok(owned) => owned,
         Err(redirect) => return Ok(redirect),
     };
-    let input = answers_of(&owned, &pairs);
-    match super::submit(&state, &owned, &page_user.user, &input).await {
+    let input = request_of(&owned, &pairs);
+    match work::submit(state.store(), &owned, &page_user.user, &input).await {
         Ok(_) => to_next(&state, &owned, &page_user.user).await,
-        Err(AppError::Validation { fields, .. }) => {
+        Err(ServiceError::Invalid(fields)) => {
             shown_again(&state, &owned, page_user.layout, &input, fields, Vec::new()).await
         }
-        Err(AppError::Unconfirmed(warnings)) => {
+        Err(ServiceError::Unconfirmed(warnings)) => {
             shown_again(
                 &state,
                 &owned,
@@ -587,7 +595,7 @@ async fn submit(
             )
             .await
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -597,11 +605,11 @@ async fn shown_again(
     state: &AppState,
     owned: &Owned,
     layout: Layout,
-    input: &Value,
+    input: &RatingRequest,
     fields: FieldErrors,
     warnings: Vec<WarningView>,
 ) -> AppResult<Response> {
-    let _ = super::save_draft(state, owned, input).await;
+    let _ = work::save_draft(state.store(), owned, input).await;
     let (shown, time) = as_typed(input);
     let status = if warnings.is_empty() {
         StatusCode::UNPROCESSABLE_ENTITY
@@ -641,8 +649,8 @@ async fn draft(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(pairs): CsrfForm<FormPairs>,
 ) -> AppResult<Json<Saved>> {
-    let owned = owned(&state, id, &page_user.user).await?;
-    let rating = super::save_draft(&state, &owned, &answers_of(&owned, &pairs)).await?;
+    let owned = work::owned(state.store(), id, &page_user.user).await?;
+    let rating = work::save_draft(state.store(), &owned, &request_of(&owned, &pairs)).await?;
     Ok(Json(Saved {
         saved_at: rating.updated_at,
     }))
@@ -682,19 +690,19 @@ async fn check(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(pairs): CsrfForm<FormPairs>,
 ) -> AppResult<Json<Checked>> {
-    let owned = owned(&state, id, &page_user.user).await?;
+    let owned = work::owned(state.store(), id, &page_user.user).await?;
     let out_of_scope = pairs
         .iter()
         .any(|(k, v)| k == "check" && v == Outcome::OutOfScope.as_str());
     let result = if out_of_scope {
-        super::scope_explanation(scope_explanation_of(&pairs), &owned.batch).map(|_| vec![])
+        work::scope_explanation(scope_explanation_of(&pairs), &owned.batch).map(|_| vec![])
     } else {
-        super::check(&owned, &answers_of(&owned, &pairs))
+        work::check(&owned, &request_of(&owned, &pairs))
     };
     let (fields, warnings) = match result {
         Ok(warnings) => (FieldErrors::new(), warnings),
-        Err(AppError::Validation { fields, .. }) => (fields, vec![]),
-        Err(other) => return Err(other),
+        Err(ServiceError::Invalid(fields)) => (fields, vec![]),
+        Err(other) => return Err(other.into()),
     };
     let summary = match fields.get("explanation") {
         Some(why) if out_of_scope => scope_refusal(why),
@@ -737,8 +745,8 @@ async fn skip(
             t.parse::<i64>()
                 .map_or_else(|_| Value::from(t), Value::from)
         });
-    super::skip(
-        &state,
+    work::skip(
+        state.store(),
         &owned,
         &page_user.user,
         &form.reason,
@@ -761,11 +769,12 @@ async fn out_of_scope(
         Err(redirect) => return Ok(redirect),
     };
     let explanation = scope_explanation_of(&pairs).to_owned();
-    let input = answers_of(&owned, &pairs);
-    match super::out_of_scope(&state, &owned, &page_user.user, &explanation, &input).await {
+    let input = request_of(&owned, &pairs);
+    let refused = as_typed(&input);
+    match work::out_of_scope(state.store(), &owned, &page_user.user, &explanation, input).await {
         Ok(_) => to_next(&state, &owned, &page_user.user).await,
-        Err(AppError::Validation { fields, .. }) if fields.contains_key("explanation") => {
-            let (shown, time) = as_typed(&input);
+        Err(ServiceError::Invalid(fields)) if fields.contains_key("explanation") => {
+            let (shown, time) = refused;
             let why = scope_refusal(&fields["explanation"]);
             let mut page = form_page(
                 &state,
@@ -781,6 +790,6 @@ async fn out_of_scope(
             page.oos_explanation = explanation;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }

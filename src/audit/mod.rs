@@ -14,14 +14,12 @@ use serde_json::Value;
 use crate::auth::RequireAdmin;
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
-use crate::store::Store;
 use crate::store::audit::AuditEntry;
 use crate::store::page::{ListKind, Page};
 use crate::web::openapi::ApiRouter;
 use crate::web::paging::{PageLinks, Paged, params};
 use crate::web::{ApiQuery, Layout, PageUser, render};
 use utoipa_axum::routes;
-use verdict_core::user::User;
 
 pub mod words;
 
@@ -31,51 +29,6 @@ pub fn api_router() -> ApiRouter {
 
 pub fn page_router() -> Router<AppState> {
     Router::new().route("/admin/audit", get(page))
-}
-
-/// Who did something the audit log records.
-#[derive(Debug, Clone, Copy)]
-pub enum Actor<'a> {
-    /// A signed-in account (or its API token).
-    User(&'a User),
-    /// The command line, run by whoever holds the database.
-    Cli,
-}
-
-impl Actor<'_> {
-    /// How the audit log names the actor: its account's id, or another name.
-    pub fn ids(&self) -> (Option<uuid::Uuid>, Option<&'static str>) {
-        match self {
-            Actor::User(user) => (Some(user.id), None),
-            Actor::Cli => (None, Some("cli")),
-        }
-    }
-}
-
-impl<'a> From<&'a User> for Actor<'a> {
-    fn from(user: &'a User) -> Self {
-        Self::User(user)
-    }
-}
-
-/// Records that `actor` did `action` to `target`. The action has already happened, so a
-/// failure to record it is logged rather than turned into an error for the caller.
-pub async fn record<'a>(
-    store: &Store,
-    actor: impl Into<Actor<'a>>,
-    action: &str,
-    target: &str,
-    detail: Value,
-) {
-    let actor = actor.into();
-    let (id, name) = actor.ids();
-    let who = match actor {
-        Actor::User(user) => user.username.as_str(),
-        Actor::Cli => "cli",
-    };
-    if let Err(err) = store.record_audit(id, name, action, target, &detail).await {
-        tracing::error!(%err, actor = who, action, target, "audit entry not recorded");
-    }
 }
 
 /// One audit entry.

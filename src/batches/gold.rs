@@ -79,7 +79,7 @@ pub async fn set(
     let detail = serde_json::json!({
         "batch_id": batch_id, "gold_rate": gold_rate, "review_first_below": review_first_below,
     });
-    crate::audit::record(state.store(), lead, "batch.gold", &batch.name, detail).await;
+    crate::services::audit::record(state.store(), lead, "batch.gold", &batch.name, detail).await;
     settings(state, batch_id, lead).await
 }
 

@@ -229,7 +229,7 @@ pub async fn import(
     format: import::Format,
     bytes: bytes::Bytes,
     progress: impl FnMut(u64) + Send + Clone + 'static,
-    by: Option<crate::audit::Actor<'_>>,
+    by: Option<crate::services::audit::Actor<'_>>,
 ) -> AppResult<Imported> {
     let entry = by.map(|actor| {
         let (actor_id, actor_name) = actor.ids();

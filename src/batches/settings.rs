@@ -346,7 +346,8 @@ pub async fn apply(
             "before": pick(true),
             "after": pick(false),
         });
-        crate::audit::record(state.store(), actor, "batch.settings", &batch.name, detail).await;
+        crate::services::audit::record(state.store(), actor, "batch.settings", &batch.name, detail)
+            .await;
     }
     Ok((batch, changes))
 }

@@ -5,8 +5,8 @@ use std::io::{BufRead, IsTerminal};
 use anyhow::{Context, bail};
 
 use super::{TokenCommand, UserCommand};
-use crate::audit::{self, Actor};
 use crate::auth::Role;
+use crate::services::audit::{self, Actor};
 use crate::users::{NewUser, username_violation};
 use crate::{Config, Store, auth, users};
 

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 
 use super::{ExportArgs, ImportArgs, describe};
 use crate::Store;
-use crate::audit::Actor;
+use crate::services::audit::Actor;
 
 pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     use verdict_core::import::Format;

@@ -34,9 +34,9 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                     .await
                     .map_err(|e| describe(e.into()))?;
             let judge = store.create_judge(&name, &settings).await?;
-            crate::audit::record(
+            crate::services::audit::record(
                 store,
-                crate::audit::Actor::Cli,
+                crate::services::audit::Actor::Cli,
                 "judge.create",
                 &judge.name,
                 serde_json::json!({"base_url": judge.base_url, "model": judge.model}),

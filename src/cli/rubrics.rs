@@ -4,7 +4,7 @@ use anyhow::{Context, bail};
 
 use super::{RubricCommand, describe};
 use crate::Store;
-use crate::audit::Actor;
+use crate::services::audit::Actor;
 
 pub(super) async fn rubric(store: &Store, cmd: RubricCommand) -> anyhow::Result<()> {
     match cmd {

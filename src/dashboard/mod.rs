@@ -434,6 +434,6 @@ async fn release(
     ApiPath((batch, id)): ApiPath<(Uuid, Uuid)>,
     crate::auth::csrf::CsrfForm(_): crate::auth::csrf::CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
-    crate::assign::release(&state, id, &lead).await?;
+    crate::services::assignment::release(state.store(), id, &lead).await?;
     Ok(axum::response::Redirect::to(&format!("/batches/{batch}#held")).into_response())
 }

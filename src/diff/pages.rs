@@ -83,7 +83,7 @@ async fn assignment_diff(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<DiffQuery>,
 ) -> AppResult<Response> {
-    let owned = crate::assign::owned(&state, id, &page_user.user).await?;
+    let owned = crate::services::assignment::owned(state.store(), id, &page_user.user).await?;
     let (back_href, back_label) = if owned.assignment.state.is_open() {
         (format!("/assignments/{id}"), "Back to the task")
     } else {

@@ -97,7 +97,7 @@ pub async fn export(
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
     let mut detail = serde_json::to_value(&query).map_err(AppError::internal)?;
     detail["batch_id"] = serde_json::json!(id);
-    crate::audit::record(
+    crate::services::audit::record(
         state.store(),
         &lead,
         "batch.export",

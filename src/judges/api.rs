@@ -75,7 +75,7 @@ pub async fn create(
             }
             other => other.into(),
         })?;
-    crate::audit::record(
+    crate::services::audit::record(
         state.store(),
         &admin,
         "judge.create",
@@ -134,7 +134,7 @@ pub async fn update(
         .as_object()
         .map(|o| o.keys().collect())
         .unwrap_or_default();
-    crate::audit::record(
+    crate::services::audit::record(
         state.store(),
         &admin,
         "judge.update",

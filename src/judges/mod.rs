@@ -606,7 +606,7 @@ pub async fn launch(
     )
     .await?;
     state.judging().spawn(run.id);
-    crate::audit::record(
+    crate::services::audit::record(
         state.store(),
         admin,
         "judge_run.start",
@@ -678,7 +678,7 @@ pub async fn move_run(
         RunStatus::Running => state.judging().spawn(id),
         _ => state.judging().stop(id),
     }
-    crate::audit::record(
+    crate::services::audit::record(
         state.store(),
         admin,
         &format!("judge_run.{}", action.verb()),

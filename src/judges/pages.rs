@@ -388,7 +388,7 @@ async fn create(
         Ok((Some(name), settings)) if errors.is_empty() => {
             match store.create_judge(&name, &settings).await {
                 Ok(judge) => {
-                    crate::audit::record(
+                    crate::services::audit::record(
                         state.store(),
                         &admin,
                         "judge.create",
@@ -510,7 +510,7 @@ async fn update(
                     .update_judge(id, &settings)
                     .await?
                     .ok_or(AppError::NotFound)?;
-                crate::audit::record(
+                crate::services::audit::record(
                     state.store(),
                     &admin,
                     "judge.update",

@@ -7,14 +7,16 @@ use uuid::Uuid;
 
 use super::{ChangeView, HistoryItem, HistoryQuery};
 use crate::auth::CurrentUser;
-use crate::error::{AppResult, ErrorBody};
+use crate::error::{AppError, AppResult, ErrorBody};
 use crate::services::rating::{RatingView, access, view};
+use crate::services::revision;
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::web::openapi::ApiRouter;
 use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
+use verdict_core::submission::RevisionRequest;
 
 pub fn router() -> ApiRouter {
     ApiRouter::new()
@@ -80,7 +82,10 @@ pub async fn revise(
     ApiJson(answers): ApiJson<Value>,
 ) -> AppResult<Json<RatingView>> {
     let before = access(state.store(), id, &user).await?;
-    super::revise(&state, &before, &user, &answers).await?;
+    // Who may revise it and whether it may change are answered before its body is read.
+    revision::revisable(&before)?;
+    let request = RevisionRequest::try_from(answers).map_err(AppError::invalid)?;
+    revision::revise(state.store(), &before, &user, request).await?;
     let after = access(state.store(), id, &user).await?;
     Ok(Json(view(state.store(), &after).await?))
 }

@@ -1,22 +1,20 @@
-//! Ratings after the fact: a rater's history, reading one rating, revising it.
+//! Ratings after the fact: a rater's history, reading one rating and its changes, and
+//! revising it (through [`crate::services::revision`]).
 
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::assign::{checked, confirm};
-use crate::error::{AppError, AppResult};
-use crate::services::finish::{over, scope_explanation, skip_of};
-use crate::services::rating::{Access, Viewer, turn_paths};
+use crate::error::AppResult;
+use crate::services::rating::{Access, turn_paths};
 use crate::state::AppState;
 use crate::store::page::{ListKind, Page};
 use crate::store::ratings::HistoryRow;
 use crate::web::paging::params;
 use verdict_core::evidence::Evidence;
-use verdict_core::lifecycle::{self, Outcome, Status};
-use verdict_core::rating::{Extras, Finish, Rating};
-use verdict_core::rubric::{self, Mode, ShownAnswers, TaskAnswers};
+use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::rubric::TaskAnswers;
 use verdict_core::user::User;
 
 pub mod api;
@@ -149,186 +147,4 @@ pub async fn changes(state: &AppState, access: &Access) -> AppResult<Vec<ChangeV
             after: orient(after.0),
         })
         .collect())
-}
-
-/// A revision in progress, as its rater left it: the answers in their orientation, the
-/// out-of-scope explanation being written, and the active time so far.
-pub struct RevisionDraft {
-    pub answers: ShownAnswers,
-    pub explanation: Option<String>,
-    pub time_spent_s: i32,
-}
-
-/// Saves what the rater has written into a revision so far, checked as a draft is (any
-/// answer may be missing), without changing the rating itself; returns when it was saved.
-pub async fn save_revision_draft(
-    state: &AppState,
-    access: &Access,
-    input: &Value,
-) -> AppResult<chrono::DateTime<chrono::Utc>> {
-    if access.viewer != Viewer::Owner {
-        return Err(AppError::Forbidden);
-    }
-    access.rating.check_revise()?;
-    let mut given = input.as_object().cloned().unwrap_or_default();
-    let explanation = match given.remove("explanation") {
-        Some(Value::String(text)) => Some(text),
-        _ => None,
-    };
-    // Evidence and confirmations count when the revision is sent, not in its draft.
-    for key in [
-        "outcome",
-        "reason",
-        "note",
-        "evidence",
-        "confirmed_warnings",
-    ] {
-        given.remove(key);
-    }
-    let min = access.batch.min_explanation();
-    let questions = &access.batch.classifications;
-    let mut answers = rubric::validate(
-        &access.rubric,
-        questions,
-        &Value::Object(given),
-        Mode::Draft,
-        min,
-    )
-    .map_err(AppError::invalid)?;
-    // Checked by `validate`: a whole number of seconds in range.
-    let time = rubric::take_time_spent(&mut answers).unwrap_or(0);
-    let draft = serde_json::json!({
-        "answers": ShownAnswers::new(answers).into_task(&access.rubric, access.turn()),
-        "explanation": explanation,
-    });
-    state
-        .store()
-        .save_revision_draft(access.rating.id, &draft, time)
-        .await?
-        .ok_or_else(|| {
-            lifecycle::Refusal::Closed("a lead has already decided on this rating".into()).into()
-        })
-}
-
-/// The revision its rater is writing, if they saved one.
-pub async fn revision_draft(state: &AppState, access: &Access) -> AppResult<Option<RevisionDraft>> {
-    let Some((draft, time_spent_s)) = state.store().revision_draft(access.rating.id).await? else {
-        return Ok(None);
-    };
-    // Saved in the task's own order, as ratings are.
-    let answers = draft
-        .get("answers")
-        .and_then(|answers| TaskAnswers::deserialize(answers).ok())
-        .unwrap_or_default();
-    Ok(Some(RevisionDraft {
-        answers: answers.into_shown(&access.rubric, access.turn()),
-        explanation: draft
-            .get("explanation")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        time_spent_s,
-    }))
-}
-
-/// Revises a rating with answers in the viewer's orientation. The body may also change
-/// its outcome (`"outcome": "rated"`, `"out_of_scope"` or `"skipped"`), with what that
-/// outcome needs: `explanation` for out of scope, `reason` (and a `note`) for a skip.
-/// Answers are checked as a submission, or as out of scope (laid over the answers kept,
-/// so a new explanation alone is enough). The change is kept in its history.
-pub async fn revise(
-    state: &AppState,
-    access: &Access,
-    user: &User,
-    input: &Value,
-) -> AppResult<Rating> {
-    // Leads may read a rating; only its rater may change it.
-    if access.viewer != Viewer::Owner {
-        return Err(AppError::Forbidden);
-    }
-    access.rating.check_revise()?;
-    let Some(given) = input.as_object() else {
-        return Err(AppError::field("answers", "must be a JSON object"));
-    };
-    let mut given = given.clone();
-    let mut text = |key: &str| -> AppResult<Option<String>> {
-        match given.remove(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(AppError::field(key, "must be a string")),
-        }
-    };
-    let outcome = text("outcome")?;
-    let (explanation, reason, note) = (text("explanation")?, text("reason")?, text("note")?);
-    let outcome = match outcome {
-        None => access.rating.outcome,
-        Some(name) => name.parse::<Outcome>().map_err(|_| {
-            AppError::field(
-                "outcome",
-                format!("unknown outcome {name:?}: use rated, out_of_scope or skipped"),
-            )
-        })?,
-    };
-    let time = given
-        .get("time_spent_s")
-        .and_then(Value::as_i64)
-        .and_then(|t| i32::try_from(t).ok());
-    let form = crate::assign::Form {
-        rubric: &access.rubric,
-        batch: &access.batch,
-        swapped: access.turn(),
-    };
-    let (finish, extras) = match outcome {
-        Outcome::Rated => {
-            let mut checked = checked(&form, &Value::Object(given), Mode::Submit)?;
-            confirm(&mut checked)?;
-            let finish = Finish::Rated {
-                answers: checked.answers,
-            };
-            (finish, checked.extras)
-        }
-        Outcome::OutOfScope => {
-            let kept_note = (access.rating.outcome == Outcome::OutOfScope)
-                .then(|| access.rating.note.clone())
-                .flatten();
-            let explanation = explanation.or(kept_note).unwrap_or_default();
-            let explanation = scope_explanation(&explanation, &access.batch)?;
-            let merged = over(&access.shown_answers(), &Value::Object(given));
-            let checked = checked(&form, &merged, Mode::OutOfScope)?;
-            let finish = Finish::OutOfScope {
-                answers: checked.answers,
-                explanation,
-            };
-            // Warnings are about rated answers: out of scope, none is recorded.
-            let extras = Extras {
-                confirmed_warnings: vec![],
-                ..checked.extras
-            };
-            (finish, extras)
-        }
-        Outcome::Skipped => (
-            skip_of(reason.as_deref().unwrap_or(""), note.as_deref())?,
-            Extras::default(),
-        ),
-    };
-    let mut extras = extras;
-    (extras.gold_grade, extras.review_first) = crate::services::gold::assess(
-        state.store(),
-        &access.batch,
-        access.rating.task_id,
-        access.rating.rater_id,
-        &finish,
-        access.rating.review_first,
-    )
-    .await?;
-    Ok(state
-        .store()
-        .revise(
-            access.rating.id,
-            user.id,
-            &finish,
-            &extras,
-            time,
-            access.batch.overlap,
-        )
-        .await??)
 }

@@ -11,10 +11,12 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::HistoryQuery;
-use crate::assign::pages::{FormView, confirmed_of, form_view};
+use crate::assign::pages::{FormView, as_typed, confirmed_of, form_view};
 use crate::auth::csrf::CsrfForm;
-use crate::error::{AppError, AppResult, FieldErrors, WarningView};
+use crate::error::{AppResult, FieldErrors, WarningView};
+use crate::services::ServiceError;
 use crate::services::rating::{Access, Viewer, access};
+use crate::services::revision;
 use crate::services::task;
 use crate::state::AppState;
 use crate::store::page::ListKind;
@@ -23,6 +25,7 @@ use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
 use verdict_core::lifecycle::{Outcome, SkipReason, Status};
 use verdict_core::rubric::Answers;
+use verdict_core::submission::{RatingRequest, RevisionRequest};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -119,7 +122,7 @@ async fn page(
 ) -> AppResult<RatingPage> {
     let revisable = access.revisable() && access.viewer == Viewer::Owner;
     let draft = if revisable {
-        super::revision_draft(state, access).await?
+        revision::draft(state.store(), access).await?
     } else {
         None
     };
@@ -236,24 +239,37 @@ async fn draft(
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Json<serde_json::Value>> {
     let access = access(state.store(), id, &page_user.user).await?;
-    let input = revision_input(&access, &pairs);
-    let saved_at = super::save_revision_draft(&state, &access, &input).await?;
+    let request = revision_of(&access, &pairs);
+    let saved_at = revision::save_draft(state.store(), &access, &request).await?;
     Ok(Json(serde_json::json!({ "saved_at": saved_at })))
 }
 
-/// The revise form's fields as the service takes them: the answers, and what an
-/// out-of-scope rating's form also says (what it becomes and why).
-fn revision_input(access: &Access, pairs: &[(String, String)]) -> serde_json::Value {
-    let mut input =
-        crate::assign::form_answers(&access.rubric, &access.batch.classifications, pairs);
-    if let Some(fields) = input.as_object_mut() {
-        for key in ["outcome", "explanation", "reason", "note"] {
-            if let Some((_, value)) = pairs.iter().find(|(k, _)| k == key) {
-                fields.insert(key.to_owned(), value.as_str().into());
-            }
-        }
+/// The revise form's fields as a revision: the answers, and what an out-of-scope
+/// rating's form also says (what it becomes and why).
+fn revision_of(access: &Access, pairs: &[(String, String)]) -> RevisionRequest {
+    let text = |key: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, value)| value.clone())
+    };
+    RevisionRequest {
+        outcome: text("outcome"),
+        explanation: text("explanation"),
+        reason: text("reason"),
+        note: text("note"),
+        rating: RatingRequest::from_form(&access.rubric, &access.batch.classifications, pairs),
     }
-    input
+}
+
+/// A refused revision's answers as the form shows them again, with the explanation it
+/// gave, and its time spent.
+fn refused(request: &RevisionRequest) -> (Answers, i32) {
+    let (mut answers, time) = as_typed(&request.rating);
+    if let Some(explanation) = &request.explanation {
+        answers.insert("explanation".into(), Value::from(explanation.as_str()));
+    }
+    (answers, time)
 }
 
 async fn revise(
@@ -263,24 +279,21 @@ async fn revise(
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
     let access = access(state.store(), id, &page_user.user).await?;
-    let input = revision_input(&access, &pairs);
-    match super::revise(&state, &access, &page_user.user, &input).await {
+    let request = revision_of(&access, &pairs);
+    let (answers, time) = refused(&request);
+    match revision::revise(state.store(), &access, &page_user.user, request).await {
         Ok(_) => Ok(Redirect::to(&format!("/ratings/{id}?sent=1")).into_response()),
-        Err(AppError::Validation { fields, .. }) => {
-            let mut answers = input.as_object().cloned().unwrap_or_default();
-            let time = verdict_core::rubric::take_time_spent(&mut answers).unwrap_or(0);
+        Err(ServiceError::Invalid(fields)) => {
             let shown = Shown::Refused(answers, fields, time);
             let page = page(&state, &access, page_user.layout, shown, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
-        Err(AppError::Unconfirmed(warnings)) => {
-            let mut answers = input.as_object().cloned().unwrap_or_default();
-            let time = verdict_core::rubric::take_time_spent(&mut answers).unwrap_or(0);
+        Err(ServiceError::Unconfirmed(warnings)) => {
             let shown = Shown::Refused(answers, FieldErrors::new(), time);
             let mut page = page(&state, &access, page_user.layout, shown, None).await?;
             page.warnings = warnings;
             Ok((StatusCode::CONFLICT, render(&page)?).into_response())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }

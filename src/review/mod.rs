@@ -196,7 +196,8 @@ pub async fn decide(
                 "comment": comment, "field_comments": field_comments
             });
             let target = rating.id.to_string();
-            crate::audit::record(state.store(), lead, "rating.review", &target, detail).await;
+            crate::services::audit::record(state.store(), lead, "rating.review", &target, detail)
+                .await;
             Ok(rating)
         }
         Err(refusal) => Err(refusal.into()),

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::audit::Actor;
 use crate::error::{AppError, AppResult};
+use crate::services::audit::Actor;
 use crate::store::Store;
 use crate::store::rubrics::Added;
 use verdict_core::rubric::{self, Rubric, Subject, document};
@@ -131,7 +131,7 @@ pub async fn add(store: &Store, document: &Value, actor: Actor<'_>) -> AppResult
     };
     if created {
         let detail = serde_json::json!({ "version": version, "title": rubric.title });
-        crate::audit::record(store, actor, "rubric.add", &rubric.name, detail).await;
+        crate::services::audit::record(store, actor, "rubric.add", &rubric.name, detail).await;
     }
     Ok(AddedView {
         name: rubric.name,

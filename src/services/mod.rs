@@ -10,10 +10,12 @@ use crate::store::StoreError;
 pub use verdict_core::fields::FieldErrors;
 use verdict_core::lifecycle::Refusal;
 
-pub mod finish;
+pub mod assignment;
+pub mod audit;
 pub mod gold;
 pub mod judging;
 pub mod rating;
+pub mod revision;
 pub mod task;
 
 /// Why a service did not do what it was asked.
@@ -34,6 +36,14 @@ pub enum ServiceError {
     /// What was given is wrong: field path to why.
     #[error("{} field(s) are invalid", .0.len())]
     Invalid(FieldErrors),
+    /// It cannot be done in the state things are in (a closed batch, an account already
+    /// taken); the message says why.
+    #[error("{0}")]
+    Conflict(String),
+    /// A submission meets consistency warnings its rater has not confirmed: nothing was
+    /// stored; the same submission confirming them is.
+    #[error("{} consistency warning(s) to confirm", .0.len())]
+    Unconfirmed(Vec<WarningView>),
     /// Stored data the service cannot make sense of (a fault, not the caller's).
     #[error("{0}")]
     Internal(String),
@@ -45,6 +55,22 @@ impl ServiceError {
         let mut fields = FieldErrors::new();
         fields.insert(path.to_owned(), why.into());
         Self::Invalid(fields)
+    }
+}
+
+/// A consistency warning of a rubric, as a refused submission names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct WarningView {
+    pub id: String,
+    pub message: String,
+}
+
+impl From<&verdict_core::rubric::Warning> for WarningView {
+    fn from(warning: &verdict_core::rubric::Warning) -> Self {
+        Self {
+            id: warning.id.clone(),
+            message: warning.message.clone(),
+        }
     }
 }
 

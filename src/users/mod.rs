@@ -126,7 +126,7 @@ pub async fn create(
     tracing::info!(username = %user.username, role = %user.role, "user created");
     if let Some(actor) = actor {
         let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
-        crate::audit::record(store, actor, "user.create", &user.username, detail).await;
+        crate::services::audit::record(store, actor, "user.create", &user.username, detail).await;
     }
     Ok(user)
 }
@@ -211,7 +211,8 @@ pub async fn update(state: &AppState, admin: &User, id: Uuid, changes: Changes) 
         let detail = serde_json::json!({
             "user_id": user.id, "changed": changed, "before": before, "after": after
         });
-        crate::audit::record(state.store(), admin, "user.update", &user.username, detail).await;
+        crate::services::audit::record(state.store(), admin, "user.update", &user.username, detail)
+            .await;
     }
     find(state, id).await
 }

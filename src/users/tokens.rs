@@ -84,7 +84,7 @@ pub async fn create_for(
     let (token, secret) = issue(state.store(), &owner, &name).await?;
     if owner.id != caller.id {
         let detail = serde_json::json!({ "name": token.name });
-        crate::audit::record(
+        crate::services::audit::record(
             state.store(),
             caller,
             "token.create",
@@ -169,7 +169,7 @@ pub async fn revoke_for(state: &AppState, caller: &User, id: Uuid) -> AppResult<
     tracing::info!(by = %caller.username, owner = %token.username, token = %token.id, "API token revoked");
     if token.username != caller.username {
         let detail = serde_json::json!({ "name": token.name });
-        crate::audit::record(
+        crate::services::audit::record(
             state.store(),
             caller,
             "token.revoke",

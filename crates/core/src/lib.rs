@@ -24,5 +24,6 @@ pub mod render;
 pub mod role;
 pub mod rubric;
 pub mod settings;
+pub mod submission;
 pub mod task;
 pub mod user;

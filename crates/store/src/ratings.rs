@@ -18,6 +18,7 @@ use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{AssignmentState, Outcome, Refusal, SkipReason, Status};
 use verdict_core::rating::{EvidenceChange, Extras, Finish, Rating};
 use verdict_core::rubric::TaskAnswers;
+use verdict_core::submission::TimeSpent;
 
 /// A rating as its row holds it (see [`Rating`]).
 #[derive(sqlx::FromRow)]
@@ -220,7 +221,7 @@ impl super::Store {
         &self,
         rating_id: Uuid,
         draft: &Value,
-        time_spent_s: i32,
+        time_spent: TimeSpent,
     ) -> StoreResult<Option<DateTime<Utc>>> {
         let now = Utc::now();
         let changed = write!(self, |pool| {
@@ -232,7 +233,7 @@ impl super::Store {
             )
             .bind(rating_id)
             .bind(Json(draft))
-            .bind(time_spent_s)
+            .bind(time_spent.seconds())
             .bind(Status::Submitted.as_str())
             .bind(Status::Returned.as_str())
             .execute(pool)
@@ -323,7 +324,7 @@ impl super::Store {
         assignment_id: Uuid,
         answers: &TaskAnswers,
         extras: &Extras,
-        time_spent_s: i32,
+        time_spent: TimeSpent,
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
@@ -338,11 +339,25 @@ impl super::Store {
             match assignment.draft_step() {
                 DraftStep::Refuse(refusal) => Err(refusal),
                 DraftStep::SaveAndRefuse => {
-                    upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
+                    upsert_draft!(
+                        &mut *tx,
+                        &assignment,
+                        answers,
+                        extras,
+                        time_spent.seconds(),
+                        now
+                    )?;
                     Err(Refusal::Expired)
                 }
                 DraftStep::Save => {
-                    upsert_draft!(&mut *tx, &assignment, answers, extras, time_spent_s, now)?;
+                    upsert_draft!(
+                        &mut *tx,
+                        &assignment,
+                        answers,
+                        extras,
+                        time_spent.seconds(),
+                        now
+                    )?;
                     sqlx::query(
                         "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
                     )
@@ -373,7 +388,7 @@ impl super::Store {
         actor: Uuid,
         finish: &Finish,
         extras: &Extras,
-        time_spent_s: i32,
+        time_spent: TimeSpent,
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
@@ -399,7 +414,14 @@ impl super::Store {
                 FinishStep::Expired { keep_draft } => {
                     // What the rater wrote is kept where they can read it again.
                     if keep_draft {
-                        upsert_draft!(&mut *tx, &assignment, &answers, extras, time_spent_s, now)?;
+                        upsert_draft!(
+                            &mut *tx,
+                            &assignment,
+                            &answers,
+                            extras,
+                            time_spent.seconds(),
+                            now
+                        )?;
                     }
                     Err(Refusal::Expired)
                 }
@@ -433,7 +455,7 @@ impl super::Store {
                     .bind(Json(&answers))
                     .bind(skip_reason.map(SkipReason::as_str))
                     .bind(note)
-                    .bind(time_spent_s)
+                    .bind(time_spent.seconds())
                     .bind(now)
                     .bind(Status::Submitted.as_str())
                     .bind(Json(&extras.confirmed_warnings))
@@ -477,7 +499,7 @@ impl super::Store {
         actor: Uuid,
         finish: &Finish,
         extras: &Extras,
-        time_spent_s: Option<i32>,
+        time_spent: Option<TimeSpent>,
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
@@ -509,7 +531,7 @@ impl super::Store {
                 .bind(Json(&answers))
                 .bind(skip_reason.map(SkipReason::as_str))
                 .bind(note)
-                .bind(time_spent_s)
+                .bind(time_spent.map(TimeSpent::seconds))
                 .bind(now)
                 .bind(Status::Submitted.as_str())
                 .bind(Json(&extras.confirmed_warnings))

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use super::{Answer, Explanation, Question, Required, Rubric, Subject, Warning};
 
 /// Answers as a JSON object. A pair rubric keeps the answers asked of each response
-/// under `a` and `b`; the answers asked once, the derived ones, `classifications` and
-/// `time_spent_s` sit at the top.
+/// under `a` and `b`; the answers asked once, the derived ones and `classifications` sit
+/// at the top.
 pub type Answers = Map<String, Value>;
 
 /// Field path (e.g. `b.correctness_explanation`) to what is wrong with it: the core's one
@@ -47,28 +47,6 @@ pub struct Classification {
 /// hold.
 pub const MAX_TEXT_CHARS: usize = 20_000;
 
-/// The most time a rating may claim, a week: anything more is a broken clock.
-pub const MAX_TIME_SPENT_S: i64 = 7 * 24 * 3600;
-
-/// Takes the active time out of answers, where a form or a request carries it (it is
-/// stored in a column of its own): `None` when absent or not a number of seconds.
-pub fn take_time_spent(answers: &mut Answers) -> Option<i32> {
-    answers
-        .remove("time_spent_s")
-        .and_then(|t| t.as_i64())
-        .and_then(|t| i32::try_from(t).ok())
-}
-
-/// Active time as a rating, a skip or an out-of-scope mark carries it: whole seconds
-/// from 0 to [`MAX_TIME_SPENT_S`].
-pub fn time_spent(value: &Value) -> Result<i32, String> {
-    value
-        .as_i64()
-        .filter(|s| (0..=MAX_TIME_SPENT_S).contains(s))
-        .and_then(|s| i32::try_from(s).ok())
-        .ok_or_else(|| format!("must be a whole number of seconds from 0 to {MAX_TIME_SPENT_S}"))
-}
-
 /// Checks `input` against `rubric` and the batch's `classifications`, returning the
 /// answers with texts trimmed, derived answers worked out and nothing but known fields,
 /// or every broken rule by path.
@@ -95,7 +73,7 @@ pub fn validate(
     for (key, value) in input {
         let side = pair && (key == "a" || key == "b");
         let known = side
-            || matches!(key.as_str(), "classifications" | "time_spent_s")
+            || key == "classifications"
             || once()
                 .any(|q| *key == q.key || (q.explanation.is_some() && *key == q.explanation_key()))
             || rubric.derived.iter().any(|d| d.key == *key);
@@ -143,17 +121,6 @@ pub fn validate(
         check.classifications(classifications, input.get("classifications"), &mut errors)
     {
         out.insert("classifications".into(), Value::Object(classes));
-    }
-    match input.get("time_spent_s") {
-        None | Some(Value::Null) => {}
-        Some(v) => match time_spent(v) {
-            Ok(s) => {
-                out.insert("time_spent_s".into(), Value::from(s));
-            }
-            Err(why) => {
-                errors.insert("time_spent_s".into(), why);
-            }
-        },
     }
     if errors.is_empty() {
         Ok(out)

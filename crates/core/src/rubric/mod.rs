@@ -17,10 +17,7 @@ mod answers;
 pub mod document;
 mod orientation;
 
-pub use answers::{
-    Answers, Classification, MAX_TEXT_CHARS, MAX_TIME_SPENT_S, Mode, Problems, take_time_spent,
-    time_spent, validate, warnings,
-};
+pub use answers::{Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, validate, warnings};
 pub use orientation::{ShownAnswers, TaskAnswers};
 
 /// A rating form, as its document declares it.
