@@ -208,11 +208,7 @@ async fn housekeeping(state: AppState) {
             tracing::warn!(%err, "could not delete expired sessions");
         }
         // Taking a task sweeps its batch too; this keeps progress true where nobody does.
-        match state
-            .store()
-            .release(store::assignments::Release::LeaseOver)
-            .await
-        {
+        match services::assignment::release_lapsed(state.store()).await {
             Ok(ended) if !ended.is_empty() => {
                 tracing::info!(
                     count = ended.len(),

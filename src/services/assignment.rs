@@ -166,6 +166,12 @@ pub async fn release(store: &Store, id: Uuid, lead: &User) -> ServiceResult<Assi
     Ok(ended)
 }
 
+/// Ends every assignment whose lease ran out, so its task goes back to the pool (taking
+/// a task sweeps its own batch; this keeps progress true where nobody is taking any).
+pub async fn release_lapsed(store: &Store) -> ServiceResult<Vec<Assignment>> {
+    Ok(store.release(Release::LeaseOver).await?)
+}
+
 /// The saved answers of an assignment, in the orientation its rater was shown.
 pub async fn draft(store: &Store, owned: &Owned) -> ServiceResult<Option<(Rating, ShownAnswers)>> {
     let rating = store.rating_of_assignment(owned.assignment.id).await?;

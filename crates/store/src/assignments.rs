@@ -115,18 +115,19 @@ impl AssignmentForm {
     /// The assignment; its task, as [`Store::task`](super::Store::task) reads it; and
     /// its draft, if the rater has saved one.
     pub fn split(self) -> (Assignment, Task, Option<Draft>) {
-        let task = Task {
+        // The task's columns come as a task row's do, so they become a task the one way.
+        let task = Task::from(TaskRow {
             id: self.assignment.task_id,
             batch_id: self.assignment.batch_id,
             external_id: self.external_id,
-            prompt: self.prompt.0,
+            prompt: self.prompt,
             response_a: self.response_a,
             response_b: self.response_b,
             model_a: self.model_a,
             model_b: self.model_b,
-            metadata: self.metadata.0,
-            rendered: self.rendered.map(|Json(r)| r),
-        };
+            metadata: self.metadata,
+            rendered: self.rendered,
+        });
         let draft = self.draft_answers.map(|Json(answers)| Draft {
             answers,
             evidence: self.draft_evidence.map(|Json(e)| e),
