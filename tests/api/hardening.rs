@@ -208,6 +208,17 @@ async fn a_returned_out_of_scope_rating_can_be_fixed(app: &TestApp) {
         marked["rating_id"].as_str().unwrap().to_owned()
     };
     let first = app.take(&rater, &batch).await;
+    // Answers sent with the mark must be answers: anything else is named, not ignored.
+    let odd = app
+        .act(
+            &rater,
+            &first,
+            "out-of-scope",
+            &json!({"explanation": WHY, "answers": 5}),
+        )
+        .await;
+    let odd = json_with(odd, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(odd["fields"]["answers"], "must be a JSON object", "{odd}");
     let id = mark(&first).await;
     decide(app, &lead, &id, "return").await;
 
@@ -241,6 +252,21 @@ async fn a_returned_out_of_scope_rating_can_be_fixed(app: &TestApp) {
     .await;
     let bad = json_with(bad, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert!(bad["fields"]["reason"].is_string(), "{bad}");
+    // A skip's time is checked as every other path checks it.
+    let clock = revise(
+        app,
+        &rater,
+        &id,
+        json!({"outcome": "skipped", "reason": "unfamiliar", "time_spent_s": -3}),
+    )
+    .await;
+    let clock = json_with(clock, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        clock["fields"]["time_spent_s"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("must be a whole number of seconds")),
+        "{clock}"
+    );
     let skipped = revise(
         app,
         &rater,
