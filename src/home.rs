@@ -6,12 +6,13 @@ use axum::extract::State;
 use axum::response::Html;
 use axum::routing::get;
 
+use crate::auth::PageUser;
 use crate::auth::Role;
 use crate::error::AppResult;
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
 use crate::store::ratings::HistoryRow;
-use crate::web::{Layout, PageUser, render};
+use crate::web::{Layout, render};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/", get(home))

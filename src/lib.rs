@@ -47,7 +47,6 @@ pub mod review;
 pub mod rubrics;
 pub mod runner;
 pub mod services;
-pub mod signin;
 pub mod state;
 pub mod users;
 pub mod web;
@@ -74,7 +73,7 @@ pub fn router(state: AppState) -> Router {
     let limit = usize::try_from(config.max_upload_bytes).unwrap_or(usize::MAX);
     let (api_routes, document) = api::split();
     let app = Router::new()
-        .merge(signin::router())
+        .merge(auth::signin::router())
         .merge(home::router())
         .merge(users::page_router())
         .merge(batches::page_router())

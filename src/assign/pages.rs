@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::services::ServiceError;
 use crate::services::assignment::{self as work, Owned, ShownDraft};
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, SkipReason};
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::auth::PageUser;
 use crate::auth::RequireAdmin;
 use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
@@ -18,7 +19,7 @@ use crate::store::audit::AuditEntry;
 use crate::store::page::{ListKind, Page};
 use crate::web::openapi::ApiRouter;
 use crate::web::paging::{PageLinks, Paged, params};
-use crate::web::{ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiQuery, Layout, render};
 use utoipa_axum::routes;
 
 pub mod words;

@@ -1,5 +1,9 @@
-//! Who is asking, and what they may do: roles, passwords, tokens, sessions, CSRF and the
-//! extractors every handler uses to name the role it needs.
+//! Sign-in in one place: who is asking and what they may do. The extractors every
+//! handler uses to name the user or role it needs (`CurrentUser`, `PageUser`,
+//! `RequireLead`, `RequireAdmin`), sessions and their lifetimes, CSRF (`csrf`), and the
+//! login and logout pages (`signin`). The credentials they check (password hashing, login
+//! limits, token digests) sit below the web layer in `crate::credentials`, re-exported
+//! here, so that the app state and the services can hold them without the web.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -9,9 +13,11 @@ use tower_sessions::Session;
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
+use crate::web::{Layout, session_of};
 use verdict_core::user::User;
 
 pub mod csrf;
+pub mod signin;
 pub use crate::credentials::{limits, password, tokens};
 
 pub use verdict_core::role::Role;
@@ -167,5 +173,31 @@ impl FromRequestParts<AppState> for RequireAdmin {
         } else {
             Err(AppError::Forbidden)
         }
+    }
+}
+
+/// A signed-in user visiting a page, with the layout filled in. Pages that need a higher
+/// role also sit behind a `RequireLead`/`RequireAdmin` route layer.
+pub struct PageUser {
+    pub user: User,
+    pub layout: Layout,
+}
+
+impl FromRequestParts<AppState> for PageUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
+        let session = session_of(parts)?;
+        let csrf_token = csrf::token(&session).await?;
+        let returned = state.store().returned_for(user.id).await?;
+        Ok(Self {
+            user: user.clone(),
+            layout: Layout {
+                user: Some(user),
+                csrf_token,
+                returned,
+            },
+        })
     }
 }

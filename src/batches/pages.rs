@@ -17,11 +17,12 @@ use uuid::Uuid;
 
 use super::settings::{Change, Settings};
 use super::{BatchView, SettingsRequest, view, visible};
+use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::rubric::{Classification, MAX_OPTIONS};
 
 pub fn router() -> Router<AppState> {

@@ -7,13 +7,14 @@ use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
 use super::{RunForm, build};
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::export::ExportQuery;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::web::{ApiPath, ApiQuery, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, render};
 
 /// The export form as typed: every field text, empty for "any".
 #[derive(Debug, Default, Clone, serde::Deserialize)]

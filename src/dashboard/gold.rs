@@ -8,10 +8,11 @@ use uuid::Uuid;
 
 use super::export::ExportForm;
 use super::{RunForm, build};
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::web::{ApiPath, PageUser, render};
+use crate::web::{ApiPath, render};
 
 /// The batch page's gold settings, in percent: how often a gold task is mixed in, and
 /// the accuracy below which a rater's new ratings go to review first (empty: never).

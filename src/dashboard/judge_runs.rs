@@ -12,13 +12,14 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::RunForm;
+use crate::auth::PageUser;
 use crate::auth::RequireAdmin;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::judges::{RunAction, launch, move_run};
 use crate::services::ServiceError;
 use crate::state::AppState;
-use crate::web::{ApiPath, PageUser};
+use crate::web::ApiPath;
 
 pub fn router() -> Router<AppState> {
     Router::new()

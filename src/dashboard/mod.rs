@@ -11,6 +11,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use uuid::Uuid;
 
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppResult, FieldErrors};
@@ -18,7 +19,7 @@ use crate::judges::RunView;
 use crate::metrics::judges::{JudgeField, JudgeMetrics};
 use crate::metrics::{Metrics, PreferenceSummary, ScoreSummary};
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, render};
 use bias::BiasView;
 use export::ExportForm;
 use figures::{coefficient, estimate, percent};

@@ -12,10 +12,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{Section, View, compare};
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::rubric::Subject;
 
 pub fn router() -> Router<AppState> {

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{JudgeView, RunView, read_settings, run_view};
+use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, FieldErrors};
@@ -22,7 +23,7 @@ use crate::state::AppState;
 use crate::store::StoreError;
 use crate::store::judges::{CallRow, Judge, JudgeSettings};
 use crate::web::paging::PageLinks;
-use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::lifecycle::CallStatus;
 
 pub fn router() -> Router<AppState> {

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::HistoryQuery;
 use crate::assign::pages::{FormView, as_typed, confirmed_of, form_view};
+use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppResult, FieldErrors, WarningView};
 use crate::services::ServiceError;
@@ -22,7 +23,7 @@ use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::ratings::HistoryRow;
 use crate::web::paging::PageLinks;
-use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::lifecycle::{Outcome, SkipReason, Status};
 use verdict_core::rubric::Answers;
 use verdict_core::submission::{RatingRequest, RevisionRequest};

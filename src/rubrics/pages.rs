@@ -10,11 +10,12 @@ use axum::routing::get;
 use serde::Deserialize;
 
 use super::RubricSummary;
+use crate::auth::PageUser;
 use crate::auth::RequireAdmin;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::web::{ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiQuery, Layout, render};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/admin/rubrics", get(page).post(add))

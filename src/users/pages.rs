@@ -10,11 +10,12 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{Changes, NewUser, UserView};
+use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::state::AppState;
-use crate::web::{ApiPath, ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiPath, ApiQuery, Layout, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -12,12 +12,13 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::tokens::{MAX_TOKEN_NAME_LEN, create_for, revoke_for, visible};
+use crate::auth::PageUser;
 use crate::auth::Role;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::tokens::ApiToken;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, render};
 
 pub fn router() -> Router<AppState> {
     Router::new()

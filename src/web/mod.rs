@@ -11,7 +11,6 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::de::DeserializeOwned;
 use tower_sessions::Session;
 
-use crate::auth::{CurrentUser, csrf};
 use crate::body::nul_in;
 pub use crate::body::{read_limited, refuse_nul_in_form, too_large};
 use crate::error::{AppError, ErrorBody, ErrorInfo};
@@ -41,32 +40,6 @@ impl Layout {
             csrf_token,
             returned: 0,
         }
-    }
-}
-
-/// A signed-in user visiting a page, with the layout filled in. Pages that need a higher
-/// role also sit behind a `RequireLead`/`RequireAdmin` route layer.
-pub struct PageUser {
-    pub user: User,
-    pub layout: Layout,
-}
-
-impl FromRequestParts<AppState> for PageUser {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let CurrentUser { user, .. } = CurrentUser::from_request_parts(parts, state).await?;
-        let session = session_of(parts)?;
-        let csrf_token = csrf::token(&session).await?;
-        let returned = state.store().returned_for(user.id).await?;
-        Ok(Self {
-            user: user.clone(),
-            layout: Layout {
-                user: Some(user),
-                csrf_token,
-                returned,
-            },
-        })
     }
 }
 

@@ -5,11 +5,12 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::error::AppResult;
 use crate::review::{self, TaskSpread, disagreement};
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, render};
 
 #[derive(Template)]
 #[template(path = "review/disagreements.html")]

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
@@ -16,7 +17,7 @@ use crate::review::{self, BulkAccepted, FilterText, QueueItem, QueueQuery, Seen}
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::web::paging::PageLinks;
-use crate::web::{ApiQuery, Layout, PageUser, render};
+use crate::web::{ApiQuery, Layout, render};
 use verdict_core::lifecycle::{Outcome, Status};
 use verdict_core::rubric::Slot;
 

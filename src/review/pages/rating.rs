@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
@@ -15,7 +16,7 @@ use crate::review::{self, Decision, QueueQuery, decide, reviewable};
 use crate::services::rating::Access;
 use crate::services::task;
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::{Outcome, Status};
 use verdict_core::rubric::{Side, Subject};

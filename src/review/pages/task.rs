@@ -6,13 +6,14 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
+use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::error::AppResult;
 use crate::review::table::{self, Column, Row, rows};
 use crate::review::{self, JudgeOnTask};
 use crate::services::task;
 use crate::state::AppState;
-use crate::web::{ApiPath, Layout, PageUser, render};
+use crate::web::{ApiPath, Layout, render};
 use verdict_core::lifecycle::Status;
 
 /// One rater's column of the side-by-side view.

@@ -1,5 +1,5 @@
-//! The login and logout pages: the feature that signs people in and out, built on
-//! `auth` (sessions, CSRF) and `web` (layout, rendering).
+//! The login and logout pages: signing people in and out, beside the session and token
+//! extractors and CSRF of the rest of `auth`, on `web`'s layout and rendering.
 
 use askama::Template;
 use axum::Router;
@@ -10,8 +10,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use crate::auth::csrf::{self, CsrfForm, LoginCsrfForm};
-use crate::auth::{LOGIN_AT_KEY, session_user};
+use super::csrf::{self, CsrfForm, LoginCsrfForm};
+use super::{LOGIN_AT_KEY, session_user};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
