@@ -59,6 +59,13 @@ pub struct Config {
 /// Where `scripts/vendor-pyodide` installs Pyodide, relative to the working directory.
 pub const DEFAULT_PYODIDE_DIR: &str = "vendor/node_modules/pyodide";
 
+/// How long a judge run's worker may stay silent before another takes the run over,
+/// unless `--judge-lease-s` says otherwise; the command line's runs use it too.
+pub const DEFAULT_JUDGE_LEASE: Duration = Duration::from_secs(30);
+
+/// The first wait before a judge call is retried, for the server and the command line.
+pub const DEFAULT_JUDGE_RETRY_DELAY: Duration = Duration::from_secs(1);
+
 /// One password hash per core: more would not finish sooner, only take more memory.
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -81,8 +88,8 @@ impl Default for Config {
             body_idle_timeout: Duration::from_secs(30),
             max_connections: 512,
             max_heavy_reads: cores().div_ceil(2),
-            judge_lease: Duration::from_secs(30),
-            judge_retry_delay: Duration::from_secs(1),
+            judge_lease: DEFAULT_JUDGE_LEASE,
+            judge_retry_delay: DEFAULT_JUDGE_RETRY_DELAY,
             judge_endpoints: Default::default(),
             sealing_key: None,
             export_fault_after_rows: None,

@@ -3,10 +3,12 @@
 use anyhow::Context;
 
 use super::{JudgeCommand, describe};
-use crate::{Config, Store};
+use crate::Store;
+use crate::config::{DEFAULT_JUDGE_LEASE, DEFAULT_JUDGE_RETRY_DELAY};
+use crate::services::audit::Actor;
+use crate::services::judging::{Judging, judges, runs};
 
 pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()> {
-    use verdict_core::lifecycle::RunStatus;
     let key = crate::credentials::sealed::SealingKey::from_env().map_err(anyhow::Error::msg)?;
     match cmd {
         JudgeCommand::Add {
@@ -29,19 +31,9 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 "structured_output": structured_output, "concurrency": concurrency,
                 "requests_per_minute": requests_per_minute, "max_reply_bytes": max_reply_bytes,
             });
-            let (_, settings) =
-                crate::judges::read_settings(store, key.as_ref(), &endpoints.policy(), &body, None)
-                    .await
-                    .map_err(|e| describe(e.into()))?;
-            let judge = store.create_judge(&name, &settings).await?;
-            crate::services::audit::record(
-                store,
-                crate::services::audit::Actor::Cli,
-                "judge.create",
-                &judge.name,
-                serde_json::json!({"base_url": judge.base_url, "model": judge.model}),
-            )
-            .await;
+            let judge = judges::create(store, Actor::Cli, key.as_ref(), &endpoints.policy(), &body)
+                .await
+                .map_err(|e| describe(e.into()))?;
             println!("created judge {} ({})", judge.name, judge.id);
         }
         JudgeCommand::List => {
@@ -65,30 +57,19 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 .batch_by_name(&batch)
                 .await?
                 .with_context(|| format!("no batch named {batch:?}"))?;
-            let judge = crate::judges::find_judge(store, &judge)
+            let judge = runs::find_judge(store, &judge)
                 .await
                 .map_err(|e| describe(e.into()))?;
-            let open = store
-                .runs_of_batch(batch.id)
-                .await?
-                .into_iter()
-                .find(|r| r.judge_id == judge.id && r.status.is_open());
-            let run = match open {
-                Some(run) => {
-                    store
-                        .set_run_status(run.id, &[RunStatus::Paused], RunStatus::Running)
-                        .await?;
-                    eprintln!("resuming run {}", run.id);
-                    run
-                }
-                None => crate::judges::start_run(store, key.as_ref(), &judge, &batch, None)
-                    .await
-                    .map_err(|e| describe(e.into()))?,
-            };
-            let judging = crate::services::judging::Judging::new(
+            let (run, resumed) = runs::resume_or_start(store, key.as_ref(), &judge, &batch)
+                .await
+                .map_err(|e| describe(e.into()))?;
+            if resumed {
+                eprintln!("resuming run {}", run.id);
+            }
+            let judging = Judging::new(
                 store.clone(),
-                Config::default().judge_lease,
-                Config::default().judge_retry_delay,
+                DEFAULT_JUDGE_LEASE,
+                DEFAULT_JUDGE_RETRY_DELAY,
                 key,
                 endpoints.policy(),
             );
@@ -124,12 +105,9 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 }
             }
             bar.finish();
-            let view = crate::judges::run_view(
-                store,
-                store.run(run.id).await?.context("the run is gone")?,
-            )
-            .await
-            .map_err(|e| describe(e.into()))?;
+            let view = runs::run_view(store, store.run(run.id).await?.context("the run is gone")?)
+                .await
+                .map_err(|e| describe(e.into()))?;
             println!(
                 "run {}: {} — {} answered, {} unparsed, {} failed of {} calls; {} + {} tokens",
                 view.id,

@@ -254,7 +254,8 @@ struct ServeArgs {
     max_heavy_reads: Option<u64>,
     /// A judge run whose worker has been silent this long is taken over (another
     /// instance, or this one after a restart, works it on).
-    #[arg(long, env = "VERDICT_JUDGE_LEASE_S", default_value_t = 30,
+    #[arg(long, env = "VERDICT_JUDGE_LEASE_S",
+          default_value_t = crate::config::DEFAULT_JUDGE_LEASE.as_secs(),
           value_parser = clap::value_parser!(u64).range(2..))]
     judge_lease_s: u64,
     #[command(flatten)]

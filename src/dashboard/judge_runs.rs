@@ -16,8 +16,8 @@ use crate::auth::PageUser;
 use crate::auth::RequireAdmin;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult, FieldErrors};
-use crate::judges::{RunAction, launch, move_run};
 use crate::services::ServiceError;
+use crate::services::judging::runs::{RunAction, launch, move_run};
 use crate::state::AppState;
 use crate::web::ApiPath;
 
@@ -65,7 +65,7 @@ async fn start(
     let started = if name.is_empty() {
         Err(ServiceError::field("judge", "is required: choose a judge"))
     } else {
-        launch(&state, &admin, &batch, name).await
+        launch(state.store(), state.judging(), &admin, &batch, name).await
     };
     let (status, errors) = match started {
         Ok(_) => {
@@ -100,7 +100,7 @@ async fn transition(
 ) -> AppResult<Response> {
     let layout = page_user.layout;
     let run = state.store().run(id).await?.ok_or(AppError::NotFound)?;
-    match move_run(&state, &admin, id, action)
+    match move_run(state.store(), state.judging(), &admin, id, action)
         .await
         .map_err(AppError::from)
     {

@@ -15,9 +15,9 @@ use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppResult, FieldErrors};
-use crate::judges::RunView;
 use crate::metrics::judges::{JudgeField, JudgeMetrics};
 use crate::metrics::{Metrics, PreferenceSummary, ScoreSummary};
+use crate::services::judging::runs::RunView;
 use crate::state::AppState;
 use crate::web::{ApiPath, Layout, render};
 use bias::BiasView;
@@ -259,7 +259,7 @@ async fn build(
     let (batch, metrics, rubric) = compute(state, id, lead).await?;
     let mut runs = Vec::new();
     for run in state.store().runs_of_batch(id).await? {
-        runs.push(crate::judges::run_view(state.store(), run).await?);
+        runs.push(crate::services::judging::runs::run_view(state.store(), run).await?);
     }
     let run_judges = if lead.can_administer() {
         let judges = state.store().list_judges().await?;

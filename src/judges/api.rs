@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{JudgeView, RunAction, RunView, launch, move_run, read_settings, run_view};
+use super::JudgeView;
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::services::judging::judges::{self, Changed};
+use crate::services::judging::runs::{RunAction, RunView, launch, move_run, run_view};
 use crate::state::AppState;
 use crate::store::judges::Run;
 use crate::web::openapi::ApiRouter;
@@ -56,33 +58,14 @@ pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Value>,
 ) -> AppResult<(StatusCode, Json<Created>)> {
-    let store = state.store();
-    let (name, settings) = read_settings(
-        store,
+    let judge = judges::create(
+        state.store(),
+        &admin,
         state.judging().sealing_key(),
         state.judging().policy(),
         &body,
-        None,
     )
     .await?;
-    let name = name.ok_or_else(|| AppError::field("name", "is required"))?;
-    let judge = store
-        .create_judge(&name, &settings)
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::Duplicate(_) => {
-                AppError::Conflict(format!("a judge is already named {name:?}"))
-            }
-            other => other.into(),
-        })?;
-    crate::services::audit::record(
-        state.store(),
-        &admin,
-        "judge.create",
-        &judge.name,
-        serde_json::json!({"base_url": judge.base_url, "model": judge.model}),
-    )
-    .await;
     Ok((
         StatusCode::CREATED,
         Json(Created {
@@ -118,30 +101,16 @@ pub async fn update(
 ) -> AppResult<Json<JudgeView>> {
     let store = state.store();
     let judge = store.judge(id).await?.ok_or(AppError::NotFound)?;
-    let (_, settings) = read_settings(
+    let judge = judges::update(
         store,
+        &admin,
         state.judging().sealing_key(),
         state.judging().policy(),
+        &judge,
         &body,
-        Some(&judge),
+        Changed::Given,
     )
     .await?;
-    let judge = store
-        .update_judge(id, &settings)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let changed: Vec<&String> = body
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    crate::services::audit::record(
-        state.store(),
-        &admin,
-        "judge.update",
-        &judge.name,
-        serde_json::json!({"changed": changed}),
-    )
-    .await;
     Ok(Json(judge.into()))
 }
 
@@ -178,7 +147,14 @@ pub async fn start(
         .batch(batch_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let run = launch(&state, &admin, &batch, body.judge.trim()).await?;
+    let run = launch(
+        state.store(),
+        state.judging(),
+        &admin,
+        &batch,
+        body.judge.trim(),
+    )
+    .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Started {
@@ -234,7 +210,7 @@ async fn moved(
     id: Uuid,
     action: RunAction,
 ) -> AppResult<Json<RunView>> {
-    let run = move_run(state, admin, id, action).await?;
+    let run = move_run(state.store(), state.judging(), admin, id, action).await?;
     Ok(Json(run_view(state.store(), run).await?))
 }
 

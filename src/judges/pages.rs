@@ -1,6 +1,6 @@
 //! The judges' pages: the admin's list of judges with the form that adds one, and a run's
-//! calls with their raw output. They do what the API does (`read_settings`, the runs'
-//! calls), so whatever the API can do, a page can; the batch page's buttons that start,
+//! calls with their raw output. They do what the API does (`services::judging::judges`,
+//! the runs' calls), so whatever the API can do, a page can; the batch page's buttons that start,
 //! pause, resume and cancel runs are the batch page's (`dashboard::judge_runs`).
 
 use askama::Template;
@@ -13,15 +13,17 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{JudgeView, RunView, read_settings, run_view};
+use super::JudgeView;
 use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::services::ServiceError;
+use crate::services::judging::judges::{self, Changed};
+use crate::services::judging::runs::{RunView, run_view};
+use crate::services::judging::settings::read_settings;
 use crate::state::AppState;
-use crate::store::StoreError;
-use crate::store::judges::{CallRow, Judge, JudgeSettings};
+use crate::store::judges::CallRow;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::lifecycle::CallStatus;
@@ -376,42 +378,27 @@ async fn create(
     CsrfForm(form): CsrfForm<JudgeForm>,
 ) -> AppResult<Response> {
     let store = state.store();
+    let (key, policy) = (state.judging().sealing_key(), state.judging().policy());
     let (body, mut errors) = form.body(false);
-    let checked = read_settings(
-        store,
-        state.judging().sealing_key(),
-        state.judging().policy(),
-        &body,
-        None,
-    )
-    .await;
+    // A form that cannot even be put in a request is not sent; its other fields are
+    // still checked, so that every bad field is named at once.
+    let checked = if errors.is_empty() {
+        judges::create(store, &admin, key, policy, &body).await
+    } else {
+        read_settings(store, key, policy, &body, None)
+            .await
+            .and(Err(ServiceError::Invalid(FieldErrors::new())))
+    };
     let status = match checked {
-        Ok((Some(name), settings)) if errors.is_empty() => {
-            match store.create_judge(&name, &settings).await {
-                Ok(judge) => {
-                    crate::services::audit::record(
-                        state.store(),
-                        &admin,
-                        "judge.create",
-                        &judge.name,
-                        json!({"base_url": judge.base_url, "model": judge.model}),
-                    )
-                    .await;
-                    let query = serde_urlencoded::to_string([("added", &judge.name)])
-                        .map_err(AppError::internal)?;
-                    return Ok(Redirect::to(&format!("/admin/judges?{query}")).into_response());
-                }
-                Err(StoreError::Duplicate(_)) => {
-                    errors.insert(
-                        "name".into(),
-                        format!("is taken: a judge is already named {name:?}"),
-                    );
-                    StatusCode::CONFLICT
-                }
-                Err(other) => return Err(other.into()),
-            }
+        Ok(judge) => {
+            let query = serde_urlencoded::to_string([("added", &judge.name)])
+                .map_err(AppError::internal)?;
+            return Ok(Redirect::to(&format!("/admin/judges?{query}")).into_response());
         }
-        Ok(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        Err(ServiceError::Conflict(why)) => {
+            errors.insert("name".into(), format!("is taken: {why}"));
+            StatusCode::CONFLICT
+        }
         Err(ServiceError::Invalid(fields)) => {
             errors.extend(fields);
             StatusCode::UNPROCESSABLE_ENTITY
@@ -448,40 +435,6 @@ async fn edit_page(
     Ok(render(&page)?.into_response())
 }
 
-/// The settings of a judge that `after` changes, by their names in the API.
-fn changed_settings(before: &Judge, after: &JudgeSettings) -> Vec<&'static str> {
-    let (old, new) = (&before.params.0, &after.params);
-    [
-        ("base_url", before.base_url != after.base_url),
-        ("model", before.model != after.model),
-        ("api_key_env", before.api_key_env != after.api_key_env),
-        ("api_key", before.api_key_sealed != after.api_key_sealed),
-        ("temperature", old.temperature != new.temperature),
-        ("max_tokens", old.max_tokens != new.max_tokens),
-        ("seed", old.seed != new.seed),
-        ("timeout_s", old.timeout_s != new.timeout_s),
-        (
-            "structured_output",
-            old.structured_output != new.structured_output,
-        ),
-        ("max_text_chars", old.max_text_chars != new.max_text_chars),
-        (
-            "max_reply_bytes",
-            old.max_reply_bytes != new.max_reply_bytes,
-        ),
-        ("concurrency", before.concurrency != after.concurrency),
-        (
-            "requests_per_minute",
-            before.requests_per_minute != after.requests_per_minute,
-        ),
-        ("templates", before.templates.0 != after.templates),
-    ]
-    .into_iter()
-    .filter(|(_, changed)| *changed)
-    .map(|(name, _)| name)
-    .collect()
-}
-
 /// `POST /admin/judges/{id}`: changes a judge as `PATCH /api/v1/judges/{id}` does (runs
 /// already started keep what they started with). Every bad field is named beside it and
 /// nothing is changed; a save that changes nothing writes and records nothing.
@@ -493,38 +446,32 @@ async fn update(
     CsrfForm(form): CsrfForm<JudgeForm>,
 ) -> AppResult<Response> {
     let store = state.store();
+    let (key, policy) = (state.judging().sealing_key(), state.judging().policy());
     let judge = store.judge(id).await?.ok_or(AppError::NotFound)?;
     let (body, mut errors) = form.body(true);
-    let checked = read_settings(
-        store,
-        state.judging().sealing_key(),
-        state.judging().policy(),
-        &body,
-        Some(&judge),
-    )
-    .await;
+    // As adding one: a form that cannot be put in a request is only checked.
+    let checked = if errors.is_empty() {
+        judges::update(
+            store,
+            &admin,
+            key,
+            policy,
+            &judge,
+            &body,
+            Changed::Different,
+        )
+        .await
+    } else {
+        read_settings(store, key, policy, &body, Some(&judge))
+            .await
+            .and(Err(ServiceError::Invalid(FieldErrors::new())))
+    };
     match checked {
-        Ok((_, settings)) if errors.is_empty() => {
-            let changed = changed_settings(&judge, &settings);
-            if !changed.is_empty() {
-                store
-                    .update_judge(id, &settings)
-                    .await?
-                    .ok_or(AppError::NotFound)?;
-                crate::services::audit::record(
-                    state.store(),
-                    &admin,
-                    "judge.update",
-                    &judge.name,
-                    json!({ "changed": changed }),
-                )
-                .await;
-            }
+        Ok(judge) => {
             let query = serde_urlencoded::to_string([("changed", &judge.name)])
                 .map_err(AppError::internal)?;
             return Ok(Redirect::to(&format!("/admin/judges?{query}")).into_response());
         }
-        Ok(_) => {}
         Err(ServiceError::Invalid(fields)) => errors.extend(fields),
         Err(other) => return Err(other.into()),
     }

@@ -428,7 +428,7 @@ async fn start_cancelled_run(app: &TestApp, judge: &str, batch: &str) -> String 
         .await
         .expect("read")
         .expect("batch");
-    let run = verdict::judges::start_run(store, None, &judge, &batch, None)
+    let run = verdict::services::judging::runs::start_run(store, None, &judge, &batch, None)
         .await
         .expect("run");
     let cancelled = store

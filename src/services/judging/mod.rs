@@ -37,6 +37,9 @@ use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::Rubric;
 
 pub mod endpoint;
+pub mod judges;
+pub mod runs;
+pub mod settings;
 
 /// The most a `Retry-After` is waited for; a longer one fails the call (resume later).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);

@@ -1,0 +1,280 @@
+//! Judge runs as admins start and move them: the plan a run keeps to, the one open run
+//! per judge and batch, pausing, resuming and cancelling (with this process's worker
+//! started or stopped to match), and the view of a run the API, the pages and the
+//! command line show.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Judging;
+use crate::credentials::sealed::SealingKey;
+use crate::services::{ServiceError, ServiceResult};
+use crate::store::Store;
+use crate::store::judges::{Judge, Run, RunCounts};
+use verdict_core::batch::Batch;
+use verdict_core::judge::{Plan, template};
+use verdict_core::lifecycle::RunStatus;
+use verdict_core::user::User;
+
+/// Tokens a run's calls used.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Tokens {
+    pub prompt: i64,
+    pub completion: i64,
+}
+
+/// A judge run and how far it has got.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunView {
+    pub id: Uuid,
+    pub judge: String,
+    pub batch_id: Uuid,
+    pub status: RunStatus,
+    pub rubric: String,
+    pub rubric_version: i32,
+    pub model: String,
+    /// Tasks asked about, and calls to make in all (two per task for a pair rubric).
+    pub tasks: i32,
+    pub calls: i32,
+    /// Calls over so far, by what became of them.
+    pub answered: i64,
+    pub unparsed: i64,
+    pub failed: i64,
+    pub tokens: Tokens,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl RunView {
+    /// The view of `run`, by `judge` (its name), with its calls so far.
+    pub fn new(run: Run, judge: &str, counts: RunCounts) -> Self {
+        let plan = run.plan.0;
+        Self {
+            id: run.id,
+            judge: judge.to_owned(),
+            batch_id: run.batch_id,
+            status: run.status,
+            rubric: plan.rubric,
+            rubric_version: plan.rubric_version,
+            model: plan.model,
+            tasks: run.tasks,
+            calls: run.calls,
+            answered: counts.answered,
+            unparsed: counts.unparsed,
+            failed: counts.failed,
+            tokens: Tokens {
+                prompt: counts.prompt_tokens,
+                completion: counts.completion_tokens,
+            },
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+        }
+    }
+}
+
+/// The judge a request names: by name, or by id.
+pub async fn find_judge(store: &Store, given: &str) -> ServiceResult<Judge> {
+    if let Ok(id) = Uuid::parse_str(given)
+        && let Some(judge) = store.judge(id).await?
+    {
+        return Ok(judge);
+    }
+    store
+        .judge_by_name(given)
+        .await?
+        .ok_or_else(|| ServiceError::field("judge", format!("there is no judge {given:?}")))
+}
+
+/// Starts a run of `judge` over `batch`: fixes the plan (the batch's rubric version, the
+/// judge's template for it or the built-in one, model and parameters), checks the judge
+/// can be called, and records the run. The caller sets a worker on it.
+pub async fn start_run(
+    store: &Store,
+    key: Option<&SealingKey>,
+    judge: &Judge,
+    batch: &Batch,
+    by: Option<Uuid>,
+) -> ServiceResult<Run> {
+    let rubric = store.batch_rubric(batch).await?;
+    let template = judge
+        .templates
+        .0
+        .get(&rubric.name)
+        .cloned()
+        .unwrap_or_else(|| template::built_in(&rubric));
+    let problems = template::check(&template, &rubric);
+    if !problems.is_empty() {
+        let fields = problems
+            .into_iter()
+            .map(|(field, why)| {
+                (
+                    format!("judge.templates.{}.{field}", rubric.name),
+                    format!("{why} (for version {} of the rubric)", batch.rubric_version),
+                )
+            })
+            .collect();
+        return Err(ServiceError::Invalid(fields));
+    }
+    super::api_key(judge, key).map_err(|why| ServiceError::field("judge", why))?;
+    let tasks = store.task_ids(batch.id).await?.len();
+    let orders = Plan::orders(rubric.subject).len();
+    let plan = Plan {
+        rubric: rubric.name.clone(),
+        rubric_version: batch.rubric_version,
+        template,
+        model: judge.model.clone(),
+        params: judge.params.0.clone(),
+        min_explanation: batch.min_explanation(),
+    };
+    let tasks = i32::try_from(tasks).unwrap_or(i32::MAX);
+    let calls = tasks.saturating_mul(orders as i32);
+    store
+        .create_run(judge.id, batch.id, &plan, tasks, calls, by)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::Duplicate(_) => {
+                ServiceError::Refused(verdict_core::lifecycle::Refusal::Closed(
+                    "this judge already has an open run over this batch: resume or cancel it"
+                        .into(),
+                ))
+            }
+            other => other.into(),
+        })
+}
+
+/// A run as the API shows it.
+pub async fn run_view(store: &Store, run: Run) -> ServiceResult<RunView> {
+    let judge = store
+        .judge(run.judge_id)
+        .await?
+        .map(|j| j.name)
+        .unwrap_or_default();
+    let counts = store.run_counts(run.id).await?;
+    Ok(RunView::new(run, &judge, counts))
+}
+
+/// Starts a run of the judge named (or with the id) `judge` over `batch` for `admin`,
+/// sets this process's worker (`judging`) on it, and records it in the audit log: the
+/// API's and the batch page's Start.
+pub async fn launch(
+    store: &Store,
+    judging: &Judging,
+    admin: &User,
+    batch: &Batch,
+    judge: &str,
+) -> ServiceResult<Run> {
+    let judge = find_judge(store, judge).await?;
+    let run = start_run(store, judging.sealing_key(), &judge, batch, Some(admin.id)).await?;
+    judging.spawn(run.id);
+    crate::services::audit::record(
+        store,
+        admin,
+        "judge_run.start",
+        &batch.name,
+        serde_json::json!({"judge": judge.name, "run": run.id}),
+    )
+    .await;
+    Ok(run)
+}
+
+/// The run the command line works in the foreground: `judge`'s open run over `batch`,
+/// set running again if it was paused, or else a new one (not in the audit log: the
+/// command line's runs never were). Says whether the run was already there.
+pub async fn resume_or_start(
+    store: &Store,
+    key: Option<&SealingKey>,
+    judge: &Judge,
+    batch: &Batch,
+) -> ServiceResult<(Run, bool)> {
+    let open = store
+        .runs_of_batch(batch.id)
+        .await?
+        .into_iter()
+        .find(|r| r.judge_id == judge.id && r.status.is_open());
+    match open {
+        Some(run) => {
+            store
+                .set_run_status(run.id, &[RunStatus::Paused], RunStatus::Running)
+                .await?;
+            Ok((run, true))
+        }
+        None => Ok((start_run(store, key, judge, batch, None).await?, false)),
+    }
+}
+
+/// What an admin does to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAction {
+    /// Stop asking for now: calls under way finish and are kept.
+    Pause,
+    /// Go on asking what the run does not have yet.
+    Resume,
+    /// Stop for good; what the run has is kept.
+    Cancel,
+}
+
+impl RunAction {
+    fn allows(self, status: RunStatus) -> bool {
+        match self {
+            RunAction::Pause => status.can_pause(),
+            RunAction::Resume => status.can_resume(),
+            RunAction::Cancel => status.can_cancel(),
+        }
+    }
+
+    fn to(self) -> RunStatus {
+        match self {
+            RunAction::Pause => RunStatus::Paused,
+            RunAction::Resume => RunStatus::Running,
+            RunAction::Cancel => RunStatus::Cancelled,
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            RunAction::Pause => "pause",
+            RunAction::Resume => "resume",
+            RunAction::Cancel => "cancel",
+        }
+    }
+}
+
+/// Pauses, resumes or cancels a run for `admin`: starts or stops this process's worker
+/// (`judging`) and records it; a run whose status does not allow it (now) is refused,
+/// saying why.
+pub async fn move_run(
+    store: &Store,
+    judging: &Judging,
+    admin: &User,
+    id: Uuid,
+    action: RunAction,
+) -> ServiceResult<Run> {
+    let run = store.run(id).await?.ok_or(ServiceError::NotFound)?;
+    let from: Vec<RunStatus> = RunStatus::ALL
+        .iter()
+        .copied()
+        .filter(|s| action.allows(*s))
+        .collect();
+    let to = action.to();
+    if !action.allows(run.status) || !store.set_run_status(id, &from, to).await? {
+        let now = store.run(id).await?.map_or(run.status, |r| r.status);
+        return Err(verdict_core::lifecycle::Refusal::Closed(
+            format!("the run is {now}: it cannot be {}d now", action.verb()).into(),
+        )
+        .into());
+    }
+    match to {
+        RunStatus::Running => judging.spawn(id),
+        _ => judging.stop(id),
+    }
+    crate::services::audit::record(
+        store,
+        admin,
+        &format!("judge_run.{}", action.verb()),
+        &id.to_string(),
+        serde_json::json!({"from": run.status, "to": to}),
+    )
+    .await;
+    store.run(id).await?.ok_or(ServiceError::NotFound)
+}
