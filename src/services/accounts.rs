@@ -44,8 +44,11 @@ pub const MAX_TOKEN_NAME_LEN: usize = 100;
 /// A valid request for a new account.
 #[derive(Debug)]
 pub struct NewUser {
+    /// The name they sign in with, trimmed.
     pub username: String,
+    /// What the account may do.
     pub role: Role,
+    /// The password as given; only its hash is stored.
     pub password: String,
 }
 

@@ -15,6 +15,7 @@ use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
 
+/// The routes of `/api/v1/me` and `/api/v1/users`.
 pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(me))

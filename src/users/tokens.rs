@@ -15,6 +15,7 @@ use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 
+/// The routes of `/api/v1/tokens`.
 pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(list, create))
