@@ -66,6 +66,13 @@ pub const DEFAULT_JUDGE_LEASE: Duration = Duration::from_secs(30);
 /// The first wait before a judge call is retried, for the server and the command line.
 pub const DEFAULT_JUDGE_RETRY_DELAY: Duration = Duration::from_secs(1);
 
+/// The most password hashes a server runs at once by default, whatever its cores: the
+/// hashing threads keep their memory, 76 MiB for four.
+pub const MAX_DEFAULT_CONCURRENT_HASHES: usize = 4;
+
+/// How long a password check waits for its turn by default.
+pub const DEFAULT_HASH_WAIT: Duration = Duration::from_secs(10);
+
 /// One password hash per core: more would not finish sooner, only take more memory.
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -81,9 +88,8 @@ impl Default for Config {
             login_per_account_and_address_per_min: 5,
             login_per_address_per_min: 30,
             trusted_proxies: Vec::new(),
-            // Four at most: the hashing threads keep their memory, 76 MiB for four.
-            max_concurrent_hashes: cores().min(4),
-            hash_wait: Duration::from_secs(10),
+            max_concurrent_hashes: cores().min(MAX_DEFAULT_CONCURRENT_HASHES),
+            hash_wait: DEFAULT_HASH_WAIT,
             header_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             max_connections: 512,

@@ -6,8 +6,8 @@ use tokio::net::TcpListener;
 
 use crate::auth::Role;
 use crate::batches::{SettingsRequest, UploadParams};
+use crate::services::accounts::{self, NewUser};
 use crate::store::batches::Imported;
-use crate::users::NewUser;
 use crate::{AppState, Config, Store};
 use verdict_core::import::Format;
 use verdict_core::rubric::Classification;
@@ -77,7 +77,7 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         let password = crate::auth::tokens::generate()[4..20].to_owned();
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(&password))
             .map_err(|e| anyhow::anyhow!("demo account: {e:?}"))?;
-        crate::users::create(state.store(), state.hasher(), new, None)
+        accounts::create_user(state.store(), state.hasher(), new, None)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         credentials.push((username, role, password));

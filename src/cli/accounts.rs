@@ -6,9 +6,12 @@ use anyhow::{Context, bail};
 
 use super::{TokenCommand, UserCommand};
 use crate::auth::Role;
-use crate::services::audit::{self, Actor};
-use crate::users::{NewUser, username_violation};
-use crate::{Config, Store, auth, users};
+use crate::credentials::password::Hasher;
+use crate::error::AppError;
+use crate::services::ServiceError;
+use crate::services::accounts::{self, AccountError, Changes, NewUser, username_violation};
+use crate::services::audit::Actor;
+use crate::{Store, config};
 
 /// Reads a password without it ever touching argv: the first line of standard input
 /// with `--password-stdin`, otherwise asked twice on the terminal without echo.
@@ -60,12 +63,9 @@ pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> 
                     anyhow::anyhow!(reasons.join("; "))
                 },
             )?;
-            let hasher = cli_hasher();
-            let user = users::create(store, &hasher, new, None)
+            let user = accounts::create_user(store, &cli_hasher(), new, Some(Actor::Cli))
                 .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let detail = serde_json::json!({ "user_id": user.id, "role": user.role.as_str() });
-            audit::record(store, Actor::Cli, "user.create", &user.username, detail).await;
+                .map_err(|e| anyhow::anyhow!("{}", AppError::from(e)))?;
             println!("created {} ({})", user.username, user.role);
         }
         UserCommand::List => {
@@ -87,18 +87,13 @@ pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> 
         } => {
             let user = find_user(store, &username).await?;
             let password = read_password(password_stdin)?;
-            if let Some(why) = auth::password::policy_violation(&password, &[&user.username]) {
-                bail!("password {why}");
-            }
-            let hash = cli_hasher()
-                .hash(password)
+            let changes = Changes {
+                password: Some(password),
+                ..Changes::default()
+            };
+            accounts::update_user(store, &cli_hasher(), Actor::Cli, user.id, changes)
                 .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            store.set_password_hash(user.id, &hash).await?;
-            let detail = serde_json::json!({
-                "user_id": user.id, "changed": ["password"], "before": {}, "after": {}
-            });
-            audit::record(store, Actor::Cli, "user.update", &user.username, detail).await;
+                .map_err(refused)?;
             println!(
                 "password changed for {username}; their sessions have ended and their API \
                  tokens are revoked"
@@ -106,14 +101,13 @@ pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> 
         }
         UserCommand::Deactivate { username } => {
             let user = find_user(store, &username).await?;
-            store.set_active(user.id, false).await?;
-            if user.active {
-                let detail = serde_json::json!({
-                    "user_id": user.id, "changed": ["active"],
-                    "before": {"active": true}, "after": {"active": false}
-                });
-                audit::record(store, Actor::Cli, "user.update", &user.username, detail).await;
-            }
+            let changes = Changes {
+                active: Some(false),
+                ..Changes::default()
+            };
+            accounts::update_user(store, &cli_hasher(), Actor::Cli, user.id, changes)
+                .await
+                .map_err(refused)?;
             println!(
                 "deactivated {username}; their sessions have ended, their API tokens are \
                  revoked and the tasks they held went back to the pool"
@@ -123,10 +117,22 @@ pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// The password hasher for account commands, with the server's default settings.
-fn cli_hasher() -> auth::password::Hasher {
-    let defaults = Config::default();
-    auth::password::Hasher::new(defaults.max_concurrent_hashes, defaults.hash_wait)
+/// The password hasher for account commands: one thread, as a command hashes one
+/// password, waiting as long as the server does by default.
+fn cli_hasher() -> Hasher {
+    Hasher::new(1, config::DEFAULT_HASH_WAIT)
+}
+
+/// Why an account change was refused, in the words the command line prints: each bad
+/// field as `field why`.
+fn refused(err: AccountError) -> anyhow::Error {
+    match err {
+        AccountError::Service(ServiceError::Invalid(fields)) => {
+            let reasons: Vec<String> = fields.iter().map(|(f, why)| format!("{f} {why}")).collect();
+            anyhow::anyhow!(reasons.join("; "))
+        }
+        other => anyhow::anyhow!("{other}"),
+    }
 }
 
 pub(super) async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()> {
@@ -136,11 +142,9 @@ pub(super) async fn token(store: &Store, cmd: TokenCommand) -> anyhow::Result<()
             if !user.active {
                 bail!("{username} is deactivated");
             }
-            let (token, secret) = users::tokens::issue(store, &user, &name)
+            let (_, secret) = accounts::issue_token_for(store, Actor::Cli, &user, &name)
                 .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let detail = serde_json::json!({ "name": token.name });
-            audit::record(store, Actor::Cli, "token.create", &user.username, detail).await;
+                .map_err(|e| anyhow::anyhow!("{}", AppError::from(e)))?;
             println!("{secret}");
         }
     }

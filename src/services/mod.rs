@@ -10,6 +10,7 @@ use crate::store::StoreError;
 pub use verdict_core::fields::FieldErrors;
 use verdict_core::lifecycle::Refusal;
 
+pub mod accounts;
 pub mod assignment;
 pub mod audit;
 pub mod gold;

@@ -6,14 +6,16 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{Changes, NewUser, UserView};
+use super::UserView;
 use crate::auth::{CurrentUser, RequireAdmin};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::services::accounts::{self, Changes, NewUser};
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath};
 use utoipa_axum::routes;
 
+/// The routes of `/api/v1/me` and `/api/v1/users`.
 pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(me))
@@ -66,7 +68,8 @@ pub async fn create(
         body.password.as_deref(),
     )
     .map_err(AppError::invalid)?;
-    let user = super::create(state.store(), state.hasher(), new, Some(&admin)).await?;
+    let user =
+        accounts::create_user(state.store(), state.hasher(), new, Some((&admin).into())).await?;
     Ok((StatusCode::CREATED, Json(user.into())))
 }
 
@@ -97,6 +100,8 @@ pub async fn update(
         password: body.password,
     };
     Ok(Json(
-        super::update(&state, &admin, id, changes).await?.into(),
+        accounts::update_user(state.store(), state.hasher(), (&admin).into(), id, changes)
+            .await?
+            .into(),
     ))
 }

@@ -9,11 +9,13 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{Changes, NewUser, UserView};
+use super::UserView;
 use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::services::ServiceError;
+use crate::services::accounts::{self, AccountError, Changes, NewUser};
 use crate::state::AppState;
 use crate::web::{ApiPath, ApiQuery, Layout, render};
 
@@ -128,13 +130,17 @@ async fn create(
     let parsed = NewUser::parse(Some(&form.username), Some(&form.role), Some(&form.password));
     let (status, errors) = match parsed {
         Ok(new) => {
-            match super::create(state.store(), state.hasher(), new, Some(&page_user.user)).await {
+            let actor = Some((&page_user.user).into());
+            match accounts::create_user(state.store(), state.hasher(), new, actor).await {
                 Ok(_) => return Ok(Redirect::to("/admin/users").into_response()),
-                Err(AppError::Conflict(why)) => (
-                    StatusCode::CONFLICT,
-                    FieldErrors::from([("username".to_owned(), why)]),
-                ),
-                Err(other) => return Err(other),
+                // A taken username is shown beside the field, in the API's words.
+                Err(err) => match AppError::from(err) {
+                    AppError::Conflict(why) => (
+                        StatusCode::CONFLICT,
+                        FieldErrors::from([("username".to_owned(), why)]),
+                    ),
+                    other => return Err(other),
+                },
             }
         }
         Err(errors) => (StatusCode::UNPROCESSABLE_ENTITY, errors),
@@ -169,7 +175,8 @@ async fn update(
         active: form.active.map(|a| a == "true"),
         password: None,
     };
-    super::update(&state, &page_user.user, id, changes).await?;
+    let actor = (&page_user.user).into();
+    accounts::update_user(state.store(), state.hasher(), actor, id, changes).await?;
     Ok(Redirect::to("/admin/users"))
 }
 
@@ -193,9 +200,10 @@ async fn reset_password(
         password: Some(form.password),
         ..Changes::default()
     };
-    match super::update(&state, &page_user.user, id, changes).await {
+    let actor = (&page_user.user).into();
+    match accounts::update_user(state.store(), state.hasher(), actor, id, changes).await {
         Ok(_) => Ok(Redirect::to(&format!("/admin/users?reset={id}")).into_response()),
-        Err(AppError::Validation { fields, .. }) => {
+        Err(AccountError::Service(ServiceError::Invalid(fields))) => {
             let why = fields
                 .get("password")
                 .cloned()
@@ -211,6 +219,6 @@ async fn reset_password(
             let html = render(&page(&state, page_user, form, FieldErrors::new(), reset).await?)?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, html).into_response())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }

@@ -11,11 +11,12 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::tokens::{MAX_TOKEN_NAME_LEN, create_for, revoke_for, visible};
 use crate::auth::PageUser;
 use crate::auth::Role;
 use crate::auth::csrf::CsrfForm;
-use crate::error::{AppError, AppResult};
+use crate::error::AppResult;
+use crate::services::ServiceError;
+use crate::services::accounts::{self, MAX_TOKEN_NAME_LEN};
 use crate::state::AppState;
 use crate::store::tokens::ApiToken;
 use crate::web::{ApiPath, Layout, render};
@@ -58,7 +59,7 @@ async fn page(
     error: Option<String>,
 ) -> AppResult<TokensPage> {
     let admin = page_user.user.role >= Role::Admin;
-    let tokens = visible(state, &page_user.user, admin).await?;
+    let tokens = accounts::visible_tokens(state.store(), &page_user.user, admin).await?;
     let usernames = if admin {
         state
             .store()
@@ -101,8 +102,8 @@ async fn create(
     State(state): State<AppState>,
     CsrfForm(form): CsrfForm<CreateForm>,
 ) -> AppResult<Response> {
-    let made = create_for(
-        &state,
+    let made = accounts::create_token(
+        state.store(),
         &page_user.user,
         Some(&form.name),
         form.username.as_deref(),
@@ -120,7 +121,7 @@ async fn create(
             let no_store = [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))];
             Ok((StatusCode::CREATED, no_store, html).into_response())
         }
-        Err(AppError::Validation { fields, .. }) => {
+        Err(ServiceError::Invalid(fields)) => {
             let why = fields
                 .iter()
                 .map(|(field, why)| format!("{} {why}", capitalised(field)))
@@ -129,7 +130,7 @@ async fn create(
             let html = render(&page(&state, page_user, None, form.name, Some(why)).await?)?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, html).into_response())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -150,6 +151,6 @@ async fn revoke(
     ApiPath(id): ApiPath<Uuid>,
     CsrfForm(RevokeForm {}): CsrfForm<RevokeForm>,
 ) -> AppResult<Redirect> {
-    revoke_for(&state, &page_user.user, id).await?;
+    accounts::revoke_token(state.store(), &page_user.user, id).await?;
     Ok(Redirect::to("/tokens"))
 }

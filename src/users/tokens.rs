@@ -6,16 +6,16 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::auth::{CurrentUser, Role, tokens};
-use crate::error::{AppError, AppResult, ErrorBody};
+use crate::auth::CurrentUser;
+use crate::error::{AppResult, ErrorBody};
+use crate::services::accounts;
 use crate::state::AppState;
-use crate::store::Store;
 use crate::store::tokens::ApiToken;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
-use verdict_core::user::User;
 
+/// The routes of `/api/v1/tokens`.
 pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(list, create))
@@ -40,62 +40,6 @@ pub struct NewToken {
     token: String,
 }
 
-pub const MAX_TOKEN_NAME_LEN: usize = 100;
-
-/// Makes a token for `owner` and returns its secret.
-pub async fn issue(store: &Store, owner: &User, name: &str) -> AppResult<(ApiToken, String)> {
-    let secret = tokens::generate();
-    let token = store
-        .create_token(owner, name, &tokens::digest(&secret))
-        .await?;
-    tracing::info!(username = %owner.username, token = %token.id, "API token created");
-    Ok((token, secret))
-}
-
-/// Checks a request for a token and makes it: for the caller, or for `username` (an
-/// admin only). 422 naming `name`, 403 for a non-admin asking for someone else, 404 for
-/// an unknown user. Tokens made for someone else go in the audit log.
-pub async fn create_for(
-    state: &AppState,
-    caller: &User,
-    name: Option<&str>,
-    username: Option<&str>,
-) -> AppResult<(ApiToken, String)> {
-    let name = name.map(str::trim).unwrap_or("").to_owned();
-    if name.is_empty() || name.chars().count() > MAX_TOKEN_NAME_LEN {
-        return Err(AppError::field(
-            "name",
-            format!("is required, at most {MAX_TOKEN_NAME_LEN} characters"),
-        ));
-    }
-    let owner = match username.map(str::trim).filter(|u| !u.is_empty()) {
-        Some(username) if username != caller.username => {
-            if caller.role < Role::Admin {
-                return Err(AppError::Forbidden);
-            }
-            state
-                .store()
-                .user_by_name(username)
-                .await?
-                .ok_or(AppError::NotFound)?
-        }
-        _ => caller.clone(),
-    };
-    let (token, secret) = issue(state.store(), &owner, &name).await?;
-    if owner.id != caller.id {
-        let detail = serde_json::json!({ "name": token.name });
-        crate::services::audit::record(
-            state.store(),
-            caller,
-            "token.create",
-            &owner.username,
-            detail,
-        )
-        .await;
-    }
-    Ok((token, secret))
-}
-
 /// Creates a bearer token for the caller, or for another user (admin).
 #[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", request_body = CreateToken,
     responses((status = 201, body = NewToken), (status = 401, body = ErrorBody),
@@ -105,8 +49,8 @@ pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateToken>,
 ) -> AppResult<(StatusCode, Json<NewToken>)> {
-    let (token, secret) = create_for(
-        &state,
+    let (token, secret) = accounts::create_token(
+        state.store(),
         &user,
         body.name.as_deref(),
         body.username.as_deref(),
@@ -131,18 +75,6 @@ pub struct ListTokens {
     pub all: Option<bool>,
 }
 
-/// The live tokens the caller may see and revoke: their own, or with `all=true` every
-/// user's (admin). 403 for `all=true` from anyone else.
-pub async fn visible(state: &AppState, caller: &User, all: bool) -> AppResult<Vec<ApiToken>> {
-    if all && caller.role < Role::Admin {
-        return Err(AppError::Forbidden);
-    }
-    Ok(state
-        .store()
-        .list_tokens((!all).then_some(caller.id))
-        .await?)
-}
-
 /// The caller's live tokens, or every user's (admin, `all=true`); never their secrets.
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", params(ListTokens),
     responses((status = 200, body = [ApiToken]), (status = 401, body = ErrorBody),
@@ -153,32 +85,8 @@ pub async fn list(
     ApiQuery(query): ApiQuery<ListTokens>,
 ) -> AppResult<Json<Vec<ApiToken>>> {
     Ok(Json(
-        visible(&state, &user, query.all.unwrap_or(false)).await?,
+        accounts::visible_tokens(state.store(), &user, query.all.unwrap_or(false)).await?,
     ))
-}
-
-/// Revokes a token: one of the caller's, or anyone's for an admin (recorded in the audit
-/// log). 404 for a token that is not live or not the caller's to revoke.
-pub async fn revoke_for(state: &AppState, caller: &User, id: Uuid) -> AppResult<ApiToken> {
-    let admin = caller.role >= Role::Admin;
-    let token = state
-        .store()
-        .revoke_token((!admin).then_some(caller.id), id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    tracing::info!(by = %caller.username, owner = %token.username, token = %token.id, "API token revoked");
-    if token.username != caller.username {
-        let detail = serde_json::json!({ "name": token.name });
-        crate::services::audit::record(
-            state.store(),
-            caller,
-            "token.revoke",
-            &token.username,
-            detail,
-        )
-        .await;
-    }
-    Ok(token)
 }
 
 /// Revokes one of the caller's tokens, or anyone's (admin).
@@ -190,6 +98,6 @@ pub async fn revoke(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<StatusCode> {
-    revoke_for(&state, &user, id).await?;
+    accounts::revoke_token(state.store(), &user, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

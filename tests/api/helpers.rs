@@ -12,8 +12,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use verdict::auth::Role;
+use verdict::services::accounts::{self, NewUser};
 use verdict::store::Backend;
-use verdict::users::NewUser;
 use verdict::{AppState, Config, Store};
 
 /// Runs the test function `$name(&fixture)` once on SQLite and once on PostgreSQL (when
@@ -300,10 +300,10 @@ impl TestApp {
     pub async fn persona(&self, username: &str, role: Role) -> Persona {
         let new = NewUser::parse(Some(username), Some(role.as_str()), Some(PASSWORD))
             .expect("valid user");
-        let user = verdict::users::create(self.state.store(), self.state.hasher(), new, None)
+        let user = accounts::create_user(self.state.store(), self.state.hasher(), new, None)
             .await
             .expect("create user");
-        let (_, token) = verdict::users::tokens::issue(self.state.store(), &user, "tests")
+        let (_, token) = accounts::issue_token(self.state.store(), &user, "tests")
             .await
             .expect("token");
         Persona {
