@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::credentials::CredentialError;
 use crate::services::ServiceError;
+use crate::services::batches::ImportError;
 use crate::store::StoreError;
 use verdict_core::lifecycle::Refusal;
 
@@ -259,6 +260,15 @@ impl From<ServiceError> for AppError {
             ServiceError::Internal(cause) => Self::Internal(cause),
             ServiceError::Conflict(why) => Self::Conflict(why),
             ServiceError::Unconfirmed(warnings) => Self::Unconfirmed(warnings),
+        }
+    }
+}
+
+impl From<ImportError> for AppError {
+    fn from(err: ImportError) -> Self {
+        match err {
+            ImportError::BadRecords { count, errors } => Self::BadRecords { count, errors },
+            ImportError::Service(err) => err.into(),
         }
     }
 }

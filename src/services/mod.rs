@@ -12,6 +12,7 @@ use verdict_core::lifecycle::Refusal;
 
 pub mod assignment;
 pub mod audit;
+pub mod batches;
 pub mod gold;
 pub mod judging;
 pub mod rating;
