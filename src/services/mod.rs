@@ -17,6 +17,7 @@ pub mod gold;
 pub mod judging;
 pub mod rating;
 pub mod revision;
+pub mod rubrics;
 pub mod task;
 
 /// Why a service did not do what it was asked.
