@@ -16,6 +16,7 @@ pub mod batches;
 pub mod gold;
 pub mod judging;
 pub mod rating;
+pub mod review;
 pub mod revision;
 pub mod rubrics;
 pub mod task;
