@@ -5,8 +5,9 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::auth::Role;
-use crate::batches::{SettingsRequest, UploadParams};
 use crate::services::accounts::{self, NewUser};
+use crate::services::batches::settings::SettingsChange;
+use crate::services::batches::{self, UploadParams};
 use crate::store::batches::Imported;
 use crate::{AppState, Config, Store};
 use verdict_core::import::Format;
@@ -94,7 +95,7 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
         required: true,
         options: options.iter().map(|o| o.to_string()).collect(),
     };
-    let settings = SettingsRequest {
+    let settings = SettingsChange {
         classifications: Some(vec![
             question(
                 "language",
@@ -129,9 +130,9 @@ pub async fn run(bind: &str) -> anyhow::Result<()> {
                 ],
             ),
         ]),
-        ..SettingsRequest::default()
+        ..SettingsChange::default()
     };
-    crate::batches::update(&state, imported.batch.id, settings, None)
+    batches::settings::update(state.store(), imported.batch.id, settings, None)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
 
@@ -167,10 +168,10 @@ async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Impor
         randomize: batch.randomize,
         raters_see_external_ids: None,
     };
-    let new = crate::batches::new_batch(state.store(), &params, None)
+    let new = batches::new_batch(state.store(), &params, None)
         .await
         .map_err(|e| anyhow::anyhow!("demo batch {}: {e:?}", batch.name))?;
-    crate::batches::import(
+    batches::import(
         state.store(),
         new,
         Format::Jsonl,

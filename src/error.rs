@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::credentials::CredentialError;
 use crate::services::ServiceError;
 use crate::services::accounts::AccountError;
+use crate::services::batches::ImportError;
 use crate::store::StoreError;
 use verdict_core::lifecycle::Refusal;
 
@@ -269,6 +270,15 @@ impl From<AccountError> for AppError {
         match err {
             AccountError::Service(err) => err.into(),
             AccountError::Hash(err) => err.into(),
+        }
+    }
+}
+
+impl From<ImportError> for AppError {
+    fn from(err: ImportError) -> Self {
+        match err {
+            ImportError::BadRecords { count, errors } => Self::BadRecords { count, errors },
+            ImportError::Service(err) => err.into(),
         }
     }
 }

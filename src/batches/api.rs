@@ -11,6 +11,7 @@ use super::gold::{GoldRequest, GoldSettings};
 use super::{BatchView, SettingsRequest, UploadParams, view, visible};
 use crate::auth::{CurrentUser, RequireAdmin, RequireLead};
 use crate::error::{AppError, AppResult, ErrorBody};
+use crate::services::batches;
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
@@ -61,12 +62,12 @@ pub async fn upload(
             "send tasks as application/x-ndjson (JSON Lines), application/json (an array) or text/csv".into(),
         )
     })?;
-    let new = super::new_batch(state.store(), &params, Some(&admin)).await?;
+    let new = batches::new_batch(state.store(), &params, Some(&admin)).await?;
     let bytes = body.map_err(|e| match e.status() {
         StatusCode::PAYLOAD_TOO_LARGE => crate::web::too_large(&state),
         _ => AppError::BadRequest(e.body_text()),
     })?;
-    let imported = super::import(
+    let imported = batches::import(
         state.store(),
         new,
         format,
@@ -124,7 +125,7 @@ pub async fn update(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<SettingsRequest>,
 ) -> AppResult<Json<BatchView>> {
-    super::update(&state, id, request, Some(&admin)).await?;
+    batches::settings::update(state.store(), id, request.into(), Some(&admin)).await?;
     let summary = visible(&state, id, &admin).await?;
     Ok(Json(view(&state, summary, &admin).await?))
 }

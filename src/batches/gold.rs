@@ -4,10 +4,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::error::{AppError, AppResult};
+use crate::error::AppResult;
 use crate::state::AppState;
-use verdict_core::batch::Batch;
-use verdict_core::fields::FieldErrors;
 use verdict_core::user::User;
 
 /// A batch's gold settings and how many gold tasks it holds.
@@ -36,7 +34,7 @@ pub struct GoldRequest {
 
 /// The batch's gold settings, for a lead of it (404 for anyone else, as everywhere).
 pub async fn settings(state: &AppState, batch_id: Uuid, lead: &User) -> AppResult<GoldSettings> {
-    let batch = led(state, batch_id, lead).await?;
+    let batch = crate::services::batches::led(state.store(), batch_id, lead).await?;
     Ok(GoldSettings {
         gold_rate: batch.gold_rate,
         review_first_below: batch.review_first_below,
@@ -44,52 +42,21 @@ pub async fn settings(state: &AppState, batch_id: Uuid, lead: &User) -> AppResul
     })
 }
 
-/// Changes the batch's gold settings: every bad value is named and nothing changes.
+/// Changes the batch's gold settings (see [`crate::services::batches::set_gold`]) and
+/// returns them as they are now.
 pub async fn set(
     state: &AppState,
     batch_id: Uuid,
     lead: &User,
     request: &GoldRequest,
 ) -> AppResult<GoldSettings> {
-    let batch = led(state, batch_id, lead).await?;
-    let mut errors = FieldErrors::new();
-    let gold_rate = request.gold_rate.unwrap_or(batch.gold_rate);
-    if !(0.0..=1.0).contains(&gold_rate) {
-        errors.insert(
-            "gold_rate".into(),
-            "must be a share from 0 to 1, e.g. 0.1 for one task in ten".into(),
-        );
-    }
-    let review_first_below = request
-        .review_first_below
-        .unwrap_or(batch.review_first_below);
-    if review_first_below.is_some_and(|t| !(t > 0.0 && t <= 1.0)) {
-        errors.insert(
-            "review_first_below".into(),
-            "must be an accuracy above 0 and at most 1, e.g. 0.7, or null for never".into(),
-        );
-    }
-    if !errors.is_empty() {
-        return Err(AppError::invalid(errors));
-    }
-    state
-        .store()
-        .set_gold_settings(batch_id, gold_rate, review_first_below)
-        .await?;
-    let detail = serde_json::json!({
-        "batch_id": batch_id, "gold_rate": gold_rate, "review_first_below": review_first_below,
-    });
-    crate::services::audit::record(state.store(), lead, "batch.gold", &batch.name, detail).await;
+    crate::services::batches::set_gold(
+        state.store(),
+        batch_id,
+        lead,
+        request.gold_rate,
+        request.review_first_below,
+    )
+    .await?;
     settings(state, batch_id, lead).await
-}
-
-async fn led(state: &AppState, batch_id: Uuid, lead: &User) -> AppResult<Batch> {
-    if !crate::access::can_review(state.store(), batch_id, lead).await? {
-        return Err(AppError::NotFound);
-    }
-    state
-        .store()
-        .batch(batch_id)
-        .await?
-        .ok_or(AppError::NotFound)
 }

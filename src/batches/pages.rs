@@ -15,12 +15,13 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::settings::{Change, Settings};
-use super::{BatchView, SettingsRequest, view, visible};
+use super::{BatchView, view, visible};
 use crate::auth::PageUser;
 use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
+use crate::services::ServiceError;
+use crate::services::batches::settings::{self as service, Change, Settings, SettingsChange};
 use crate::state::AppState;
 use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::rubric::{Classification, MAX_OPTIONS};
@@ -110,7 +111,7 @@ fn field_label(path: &str) -> String {
     }
     match path {
         "classifications" => "Classification questions (JSON)".into(),
-        other => super::settings::label(other).into(),
+        other => service::label(other).into(),
     }
 }
 
@@ -278,7 +279,7 @@ impl SettingsForm {
     /// The form as a settings change, and what is wrong with it before the settings'
     /// own checks: fields that are not numbers or JSON, member lists left empty. Also
     /// the row each question came from, to show its errors beside it.
-    fn request(&self) -> (SettingsRequest, FieldErrors, Vec<usize>) {
+    fn request(&self) -> (SettingsChange, FieldErrors, Vec<usize>) {
         let mut fields = FieldErrors::new();
         let mut number = |name: &str, text: &str| match text.trim().parse::<i32>() {
             Ok(n) => Some(n),
@@ -341,7 +342,7 @@ impl SettingsForm {
         };
         let raters = members("raters", self.raters_only, &self.raters, "rater");
         let leads = members("leads", self.leads_only, &self.leads, "lead");
-        let request = SettingsRequest {
+        let request = SettingsChange {
             state: Some(self.state.clone()),
             overlap,
             randomize: Some(self.randomize),
@@ -474,8 +475,8 @@ async fn settings(
     let notice = query.saved.and_then(|saved| {
         let names: Vec<&str> = saved
             .split(',')
-            .filter(|s| super::settings::SETTINGS.contains(s))
-            .map(super::settings::label)
+            .filter(|s| service::SETTINGS.contains(s))
+            .map(service::label)
             .collect();
         (!names.is_empty()).then(|| format!("Saved: {} changed.", names.join(", ")))
     });
@@ -547,7 +548,7 @@ async fn save(
     visible(&state, id, &page_user.user).await?;
     let mut form = SettingsForm::parse(pairs);
     let (request, known, rows) = form.request();
-    match super::preview(&state, id, request, known).await {
+    match service::preview(state.store(), id, request, known).await {
         Ok(preview) if preview.changes.is_empty() => {
             let form = SettingsForm::of(&preview.before);
             let notice = Some("Nothing to save: the settings are as they were.".into());
@@ -559,12 +560,12 @@ async fn save(
                 confirm_page(&state, page_user, id, &preview.after, preview.changes, None).await?;
             Ok(render(&page)?.into_response())
         }
-        Err(AppError::Validation { fields, .. }) => {
+        Err(ServiceError::Invalid(fields)) => {
             form.place_errors(&fields, &rows);
             let page = settings_page(&state, page_user, id, form, fields, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -597,10 +598,10 @@ async fn confirm(
         }
     };
     let expected: Option<Vec<Change>> = serde_json::from_str(&form.expected).ok();
-    match super::preview(&state, id, after.clone().into(), FieldErrors::new()).await {
+    match service::preview(state.store(), id, after.clone().into(), FieldErrors::new()).await {
         Ok(preview) if expected.as_ref() == Some(&preview.changes) => {
             let (_, changes) =
-                super::settings::apply(&state, preview, Some(&page_user.user)).await?;
+                service::apply(state.store(), preview, Some(&page_user.user)).await?;
             let saved: Vec<&str> = changes.iter().map(|c| c.setting.as_str()).collect();
             let to = format!("/admin/batches/{id}?saved={}", saved.join(","));
             Ok(Redirect::to(&to).into_response())
@@ -621,14 +622,14 @@ async fn confirm(
             let page = confirm_page(&state, page_user, id, &preview.after, changes, notice);
             Ok((StatusCode::CONFLICT, render(&page.await?)?).into_response())
         }
-        Err(AppError::Validation { fields, .. }) => {
+        Err(ServiceError::Invalid(fields)) => {
             let mut form = SettingsForm::of(&after);
             let rows: Vec<usize> = (0..after.classifications.len()).collect();
             form.place_errors(&fields, &rows);
             let page = settings_page(&state, page_user, id, form, fields, None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }
 

@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 use super::{ExportArgs, ImportArgs, describe};
 use crate::Store;
 use crate::services::audit::Actor;
+use crate::services::batches;
 
 pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     use verdict_core::import::Format;
@@ -21,16 +22,16 @@ pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()
     };
     let bytes = std::fs::read(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let params = crate::batches::UploadParams {
+    let params = batches::UploadParams {
         name: Some(args.name),
         rubric: Some(args.rubric),
         overlap: args.overlap,
         randomize: args.no_randomize.then_some(false),
         raters_see_external_ids: args.raters_see_external_ids.then_some(true),
     };
-    let new = crate::batches::new_batch(store, &params, None)
+    let new = batches::new_batch(store, &params, None)
         .await
-        .map_err(describe)?;
+        .map_err(|e| describe(e.into()))?;
     let bar = indicatif::ProgressBar::new(bytes.len() as u64);
     if std::io::stderr().is_terminal() {
         bar.set_style(
@@ -45,7 +46,7 @@ pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()
     let ticker = bar.clone();
     let started = std::time::Instant::now();
     let size = bytes.len();
-    let result = crate::batches::import(
+    let result = batches::import(
         store,
         new,
         format,
@@ -55,7 +56,7 @@ pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()
     )
     .await;
     bar.finish_and_clear();
-    let imported = result.map_err(describe)?;
+    let imported = result.map_err(|e| describe(e.into()))?;
     let seconds = started.elapsed().as_secs_f64().max(1e-6);
     println!(
         "{}: {} tasks added, {} unchanged ({:.1} MB in {:.2} s, {:.1} MB/s)",

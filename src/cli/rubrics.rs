@@ -13,9 +13,9 @@ pub(super) async fn rubric(store: &Store, cmd: RubricCommand) -> anyhow::Result<
                 .with_context(|| format!("cannot read {}", file.display()))?;
             let document: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid JSON", file.display()))?;
-            let added = crate::rubrics::add(store, &document, Actor::Cli)
+            let added = crate::services::rubrics::add(store, &document, Actor::Cli)
                 .await
-                .map_err(describe)?;
+                .map_err(|err| describe(crate::rubrics::refusal(err)))?;
             if added.created {
                 println!("added {} version {}", added.name, added.version);
             } else {

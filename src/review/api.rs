@@ -6,8 +6,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{
-    BulkAccept, BulkAccepted, Decision, FilterText, QueueItem, QueueQuery, TaskSpread, decide,
-    reviewable,
+    BulkAccept, BulkAccepted, Decision, FilterText, QueueItem, QueueQuery, TaskSpread, reviewable,
 };
 use crate::auth::RequireLead;
 use crate::error::{AppResult, ErrorBody};
@@ -114,7 +113,7 @@ pub async fn review(
     ApiJson(decision): ApiJson<Decision>,
 ) -> AppResult<Json<RatingView>> {
     let access = reviewable(&state, id, &lead).await?;
-    decide(&state, &access, &lead, &decision).await?;
+    crate::services::review::decide(state.store(), &access, &lead, &decision.into()).await?;
     let after = reviewable(&state, id, &lead).await?;
     Ok(Json(view(state.store(), &after).await?))
 }

@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::queue::{FilterText, filters, matching};
-use super::{Decision, decide, reviewable};
+use super::reviewable;
 use crate::error::{AppError, AppResult};
+use crate::services::review::{ReviewRequest, decide};
 use crate::state::AppState;
 use verdict_core::lifecycle;
 use verdict_core::user::User;
@@ -119,14 +120,17 @@ pub async fn accept_all(
     };
     let mut accepted_ids = Vec::new();
     for (id, version) in chosen {
-        let decision = Decision {
+        let decision = ReviewRequest {
             decision: lifecycle::Decision::Accept.to_string(),
             comment: None,
             field_comments: Default::default(),
             version,
         };
         let outcome = match reviewable(state, id, lead).await {
-            Ok(access) => decide(state, &access, lead, &decision).await.map(|_| ()),
+            Ok(access) => decide(state.store(), &access, lead, &decision)
+                .await
+                .map(|_| ())
+                .map_err(AppError::from),
             Err(err) => Err(err),
         };
         match outcome {

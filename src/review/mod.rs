@@ -13,9 +13,8 @@ use crate::error::{AppError, AppResult};
 use crate::services::rating::{Access, Viewer};
 use crate::state::AppState;
 use crate::store::batches::BatchSummary;
-use crate::store::review::{ReviewNote, TaskRating};
+use crate::store::review::TaskRating;
 use verdict_core::lifecycle;
-use verdict_core::rating::Rating;
 use verdict_core::rubric::{Answers, Rubric, TaskAnswers};
 use verdict_core::user::User;
 
@@ -59,148 +58,19 @@ pub struct Decision {
     pub version: i32,
 }
 
-pub const MAX_COMMENT_CHARS: usize = 5000;
-/// The longest comment on one answer, in characters.
-pub const MAX_FIELD_COMMENT_CHARS: usize = 2000;
+pub use crate::services::review::{
+    Commentable, MAX_COMMENT_CHARS, MAX_FIELD_COMMENT_CHARS, ReviewRequest, commentable,
+};
 
-/// The answer paths a lead may comment on: every question (of each response) and its
-/// explanation, and the batch's classification questions.
-pub fn commentable(access: &Access) -> Vec<Commentable> {
-    let mut paths = Vec::new();
-    for slot in access.rubric.slots() {
-        if matches!(slot, verdict_core::rubric::Slot::Asked { .. }) {
-            paths.push(Commentable {
-                path: slot.path(),
-                side: slot.side().map(|s| s.key()),
-                label: slot.label().to_owned(),
-            });
+impl From<Decision> for ReviewRequest {
+    /// The decision as the review service takes it.
+    fn from(d: Decision) -> Self {
+        Self {
+            decision: d.decision,
+            comment: d.comment,
+            field_comments: d.field_comments,
+            version: d.version,
         }
-        if let Some(path) = slot.explanation_path() {
-            paths.push(Commentable {
-                path,
-                side: slot.side().map(|s| s.key()),
-                label: format!("{}: explanation", slot.label()),
-            });
-        }
-    }
-    for q in &access.batch.classifications {
-        paths.push(Commentable {
-            path: format!("classifications.{}", q.key),
-            side: None,
-            label: q.label.clone(),
-        });
-    }
-    paths
-}
-
-/// An answer a lead may comment on: its path (canonical), the response it is of (`a`,
-/// `b`, or none), and its question.
-pub struct Commentable {
-    pub path: String,
-    pub side: Option<&'static str>,
-    pub label: String,
-}
-
-/// The field comments of a decision, trimmed, empty ones dropped; every unknown path or
-/// over-long comment named as `field_comments.<path>`.
-fn field_comments(
-    access: &Access,
-    given: &BTreeMap<String, String>,
-    fields: &mut crate::error::FieldErrors,
-) -> BTreeMap<String, String> {
-    let known = commentable(access);
-    let mut kept = BTreeMap::new();
-    for (path, comment) in given {
-        let at = format!("field_comments.{path}");
-        let comment = comment.trim();
-        if !known.iter().any(|k| k.path == *path) {
-            fields.insert(
-                at,
-                "is not an answer of this rating (name it as a.KEY, b.KEY, KEY, its \
-                 explanation as a.KEY_explanation, or classifications.KEY)"
-                    .into(),
-            );
-        } else if comment.chars().count() > MAX_FIELD_COMMENT_CHARS {
-            fields.insert(
-                at,
-                format!("must be at most {MAX_FIELD_COMMENT_CHARS} characters"),
-            );
-        } else if !comment.is_empty() {
-            kept.insert(path.clone(), comment.to_owned());
-        }
-    }
-    kept
-}
-
-/// Checks and records a decision on a rating the lead may review (not their own).
-pub async fn decide(
-    state: &AppState,
-    access: &Access,
-    lead: &User,
-    decision: &Decision,
-) -> AppResult<Rating> {
-    if access.viewer != Viewer::Lead || !lead.can_lead() {
-        return Err(AppError::Forbidden);
-    }
-    let mut fields = crate::error::FieldErrors::new();
-    let chosen = decision.decision.parse::<lifecycle::Decision>();
-    if let Err(unknown) = &chosen {
-        fields.insert("decision".into(), unknown.to_string());
-    }
-    let comment = decision
-        .comment
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty());
-    let field_comments = field_comments(access, &decision.field_comments, &mut fields);
-    if chosen.as_ref().is_ok_and(|d| d.needs_comment())
-        && comment.is_none()
-        && field_comments.is_empty()
-    {
-        fields.insert(
-            "comment".into(),
-            "is required when returning a rating (or a comment on one of its answers): \
-             tell the rater what to change"
-                .into(),
-        );
-    }
-    if comment.is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS) {
-        fields.insert(
-            "comment".into(),
-            format!("must be at most {MAX_COMMENT_CHARS} characters"),
-        );
-    }
-    let chosen = match chosen {
-        Ok(chosen) if fields.is_empty() => chosen,
-        _ => return Err(AppError::invalid(fields)),
-    };
-    let outcome = state
-        .store()
-        .review(
-            access.rating.id,
-            lead.id,
-            chosen,
-            ReviewNote {
-                comment,
-                field_comments: &field_comments,
-            },
-            decision.version,
-            access.batch.overlap,
-        )
-        .await?;
-    match outcome {
-        Ok(rating) => {
-            tracing::info!(lead = %lead.username, rating = %rating.id, decision = %chosen, "rating reviewed");
-            let detail = serde_json::json!({
-                "decision": chosen, "batch": access.batch.name, "batch_id": access.batch.id,
-                "comment": comment, "field_comments": field_comments
-            });
-            let target = rating.id.to_string();
-            crate::services::audit::record(state.store(), lead, "rating.review", &target, detail)
-                .await;
-            Ok(rating)
-        }
-        Err(refusal) => Err(refusal.into()),
     }
 }
 

@@ -59,7 +59,9 @@ pub async fn add(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Value>,
 ) -> AppResult<(StatusCode, Json<AddedView>)> {
-    let added = super::add(state.store(), &body, (&admin).into()).await?;
+    let added = crate::services::rubrics::add(state.store(), &body, (&admin).into())
+        .await
+        .map_err(super::refusal)?;
     let status = if added.created {
         StatusCode::CREATED
     } else {

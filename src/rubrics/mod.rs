@@ -6,12 +6,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
-use crate::services::audit::Actor;
+use crate::services::ServiceError;
 use crate::store::Store;
-use crate::store::rubrics::Added;
 use verdict_core::rubric::{self, Rubric, Subject, document};
 
 pub mod api;
@@ -90,54 +88,22 @@ pub async fn get(store: &Store, name: &str, version: Option<i32>) -> AppResult<(
     found.ok_or(AppError::NotFound)
 }
 
-/// What adding a document did.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct AddedView {
-    pub name: String,
-    pub version: i32,
-    /// `false` when the document equals the newest version, which stays as it was.
-    pub created: bool,
-}
+pub use crate::services::rubrics::AddedView;
 
-/// Checks a rubric document and stores it as a new rubric, or as the next version of the
-/// rubric of its name. Every broken rule is reported under its path in the document.
-pub async fn add(store: &Store, document: &Value, actor: Actor<'_>) -> AppResult<AddedView> {
-    let rubric = document::from_value(document).map_err(|fields| AppError::Validation {
-        message: format!(
-            "the rubric document breaks {} rule{}; nothing was stored",
-            fields.len(),
-            if fields.len() == 1 { "" } else { "s" }
-        ),
-        fields,
-    })?;
-    if rubric::by_name(&rubric.name).is_some() {
-        return Err(AppError::Conflict(format!(
-            "{} is a built-in rubric and changes only with verdict itself: add your version \
-             under another name",
-            rubric.name
-        )));
+/// The error a refused rubric document answers with: its broken rules under their paths
+/// in the document, said as such.
+pub fn refusal(err: ServiceError) -> AppError {
+    match err {
+        ServiceError::Invalid(fields) => AppError::Validation {
+            message: format!(
+                "the rubric document breaks {} rule{}; nothing was stored",
+                fields.len(),
+                if fields.len() == 1 { "" } else { "s" }
+            ),
+            fields,
+        },
+        other => other.into(),
     }
-    let by = match actor {
-        Actor::User(user) => Some(user.id),
-        Actor::Cli => None,
-    };
-    // A first version added twice at once races on the key: the loser looks again.
-    let mut attempt = 0;
-    let Added { version, created } = loop {
-        match store.add_rubric(&rubric, by).await {
-            Err(crate::store::StoreError::Retry) if attempt < 3 => attempt += 1,
-            other => break other?,
-        }
-    };
-    if created {
-        let detail = serde_json::json!({ "version": version, "title": rubric.title });
-        crate::services::audit::record(store, actor, "rubric.add", &rubric.name, detail).await;
-    }
-    Ok(AddedView {
-        name: rubric.name,
-        version,
-        created,
-    })
 }
 
 /// What two versions of a rubric have in common: ratings made under either can be

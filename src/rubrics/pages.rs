@@ -85,7 +85,10 @@ async fn add(
             format!("The document is not valid JSON: {e}."),
             FieldErrors::new(),
         )),
-        Ok(value) => match super::add(state.store(), &value, (&admin).into()).await {
+        Ok(value) => match crate::services::rubrics::add(state.store(), &value, (&admin).into())
+            .await
+            .map_err(super::refusal)
+        {
             Ok(added) => Ok(added),
             Err(AppError::Validation { message, fields }) => Err(refused(message, fields)),
             Err(AppError::Conflict(message)) => Err(refused(message, FieldErrors::new())),

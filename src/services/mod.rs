@@ -13,10 +13,13 @@ use verdict_core::lifecycle::Refusal;
 pub mod accounts;
 pub mod assignment;
 pub mod audit;
+pub mod batches;
 pub mod gold;
 pub mod judging;
 pub mod rating;
+pub mod review;
 pub mod revision;
+pub mod rubrics;
 pub mod task;
 
 /// Why a service did not do what it was asked.

@@ -12,8 +12,9 @@ use crate::auth::RequireLead;
 use crate::auth::csrf::CsrfForm;
 use crate::error::{AppError, AppResult};
 use crate::review::table::{Column, Row, rows};
-use crate::review::{self, Decision, QueueQuery, decide, reviewable};
+use crate::review::{self, QueueQuery, reviewable};
 use crate::services::rating::Access;
+use crate::services::review::{ReviewRequest, decide};
 use crate::services::task;
 use crate::state::AppState;
 use crate::web::{ApiPath, Layout, render};
@@ -383,8 +384,8 @@ pub(super) async fn one(
 /// The decision form's fields: `decision`, `comment`, `version`, and a
 /// `field_comment.<path>` box per answer. Read as pairs because the per-answer boxes
 /// are not known to a struct.
-fn decision_of(pairs: Vec<(String, String)>) -> AppResult<Decision> {
-    let mut decision = Decision {
+fn decision_of(pairs: Vec<(String, String)>) -> AppResult<ReviewRequest> {
+    let mut decision = ReviewRequest {
         decision: String::new(),
         comment: None,
         field_comments: Default::default(),
@@ -430,7 +431,8 @@ pub(super) async fn post_decision(
     let carry = filters.query_string();
     let access = reviewable(&state, id, &lead).await?;
     let decision = decision_of(pairs)?;
-    match decide(&state, &access, &lead, &decision).await {
+    let decided = decide(state.store(), &access, &lead, &decision).await;
+    match decided.map_err(AppError::from) {
         Ok(_) => {
             let next =
                 review::next_after(&state, &lead, &filters, id, access.rating.submitted_at).await?;

@@ -1,0 +1,315 @@
+//! Batches as admins make and change them: an upload checked and imported (a new batch
+//! or more tasks for one), its settings (in [`settings`]), and its gold settings as its
+//! leads set them. The API, the admin pages, the demo and the command line call these.
+
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::audit::Actor;
+use super::{FieldErrors, ServiceError, ServiceResult};
+use crate::store::batches::{Imported, UploadEntry};
+use crate::store::{Store, StoreError};
+use verdict_core::batch::{Batch, NewBatch};
+use verdict_core::import::{self, RecordError};
+use verdict_core::rubric::Subject;
+use verdict_core::user::User;
+
+pub mod settings;
+
+/// The longest batch name, in characters.
+pub const MAX_NAME_CHARS: usize = 200;
+/// The most raters a task of a batch may ask for.
+pub const MAX_OVERLAP: i32 = 100;
+/// The longest lease of an assignment, in minutes (a day).
+pub const MAX_LEASE_MINUTES: i32 = 24 * 60;
+/// The longest shortest explanation a batch may ask for, in characters.
+pub const MAX_MIN_EXPLANATION: i32 = 1000;
+
+/// Checks a batch name.
+pub fn name_violation(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("is required".into())
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        Some(format!("must be at most {MAX_NAME_CHARS} characters"))
+    } else if name.chars().any(char::is_control) {
+        Some("may not contain control characters".into())
+    } else {
+        None
+    }
+}
+
+/// What an upload asks for, as given in the query string or on the command line.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UploadParams {
+    /// The batch to create, or to add tasks to if it exists (required).
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"
+    )]
+    pub name: Option<String>,
+    /// The rubric of a new batch: `blackhat` (default), `additive-5`, `pairwise-aspects`
+    /// or one an admin added; the batch keeps its newest version.
+    #[param(pattern = r"^[a-z][a-z0-9-]{0,63}$")]
+    pub rubric: Option<String>,
+    /// Raters per task for a new batch (default 1); for an existing batch, if given, it
+    /// must be the batch's.
+    #[param(minimum = 1, maximum = 100)]
+    pub overlap: Option<i32>,
+    /// Randomise A/B per assignment in a new batch (default true); for an existing batch,
+    /// if given, it must be the batch's.
+    pub randomize: Option<bool>,
+    /// Whether raters of a new batch see each task's external id (default false: each
+    /// task is named to its rater by its number among theirs, `Task 17`); for an
+    /// existing batch, if given, it must be the batch's.
+    pub raters_see_external_ids: Option<bool>,
+}
+
+/// An upload's settings, checked.
+pub async fn new_batch(
+    store: &Store,
+    params: &UploadParams,
+    creator: Option<&User>,
+) -> ServiceResult<NewBatch> {
+    let mut fields = FieldErrors::new();
+    let name = params.name.as_deref().unwrap_or("").trim().to_owned();
+    if let Some(why) = name_violation(&name) {
+        fields.insert("name".into(), why);
+    }
+    let rubric = params.rubric.clone().unwrap_or_else(|| "blackhat".into());
+    let latest = store.latest_rubric(&rubric).await?;
+    let subject = latest.as_ref().map_or(Subject::Pair, |(_, r)| r.subject);
+    if subject == Subject::Single && params.randomize == Some(true) {
+        fields.insert(
+            "randomize".into(),
+            format!("{rubric} judges one response: there are no sides to show in random order"),
+        );
+    }
+    if latest.is_none() {
+        fields.insert(
+            "rubric".into(),
+            format!(
+                "unknown rubric {rubric:?}: use {}",
+                store.rubric_names().await?.join(", ")
+            ),
+        );
+    }
+    if params
+        .overlap
+        .is_some_and(|overlap| !(1..=MAX_OVERLAP).contains(&overlap))
+    {
+        fields.insert("overlap".into(), format!("must be from 1 to {MAX_OVERLAP}"));
+    }
+    if !fields.is_empty() {
+        return Err(ServiceError::Invalid(fields));
+    }
+    Ok(NewBatch {
+        name,
+        rubric,
+        rubric_version: latest.map_or(1, |(v, _)| v),
+        subject,
+        overlap: params.overlap,
+        randomize: match subject {
+            Subject::Single => Some(false),
+            Subject::Pair => params.randomize,
+        },
+        raters_see_external_ids: params.raters_see_external_ids,
+        created_by: creator.map(|u| u.id),
+    })
+}
+
+/// Why an upload stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Records of the file are bad: `count` in all, the first of them in `errors`.
+    #[error("{count} of the records are invalid; nothing was stored")]
+    BadRecords {
+        count: u64,
+        errors: Vec<RecordError>,
+    },
+    /// Anything else a service can refuse or fail with.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+impl From<StoreError> for ImportError {
+    fn from(err: StoreError) -> Self {
+        Self::Service(err.into())
+    }
+}
+
+/// How many times an upload is checked again when a concurrent upload changed its batch
+/// between the check and the write.
+const IMPORT_ATTEMPTS: usize = 5;
+
+/// Imports an uploaded file: checks every record first (nothing is stored if any is
+/// bad), then stores the new tasks in one transaction, with the upload's audit entry
+/// when `by` is given. `progress` hears bytes checked.
+pub async fn import(
+    store: &Store,
+    new: NewBatch,
+    format: import::Format,
+    bytes: bytes::Bytes,
+    progress: impl FnMut(u64) + Send + Clone + 'static,
+    by: Option<Actor<'_>>,
+) -> Result<Imported, ImportError> {
+    let entry = by.map(|actor| {
+        let (actor_id, actor_name) = actor.ids();
+        UploadEntry {
+            actor_id,
+            actor_name,
+            bytes: bytes.len(),
+        }
+    });
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let existing = store.batch_by_name(&new.name).await?;
+        if let Some(batch) = &existing {
+            settings_differ(batch, &new)?;
+        }
+        let rubric = match &existing {
+            Some(batch) => store.batch_rubric(batch).await?,
+            None => store
+                .rubric(&new.rubric, new.rubric_version)
+                .await?
+                .ok_or_else(|| {
+                    ServiceError::field("rubric", format!("no rubric {:?}", new.rubric))
+                })?,
+        };
+        let responses = match rubric.subject {
+            Subject::Pair => import::Responses::Two,
+            Subject::Single => import::Responses::One,
+        };
+        let hashes = match &existing {
+            Some(batch) => store.task_hashes(batch.id).await?,
+            None => Default::default(),
+        };
+        let (file, progress) = (bytes.clone(), progress.clone());
+        let checked = tokio::task::spawn_blocking(move || {
+            let gold =
+                |expected: &serde_json::Value| verdict_core::gold::check_task(&rubric, expected);
+            import::check(format, &file, responses, gold, &hashes, progress)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(e.to_string()))?;
+        if checked.error_count > 0 {
+            return Err(ImportError::BadRecords {
+                count: checked.error_count,
+                errors: checked.errors,
+            });
+        }
+        let records = import::records(format, &bytes, responses)
+            .map_err(|e| ServiceError::Internal(e.message))?;
+        let tasks = records.filter_map(|(_, task)| task.ok());
+        let seen = existing.as_ref().map(|b| b.id);
+        match store.import_tasks(&new, seen, tasks, entry.as_ref()).await {
+            Err(StoreError::Retry) if attempt < IMPORT_ATTEMPTS => {
+                // The other upload's commit may not be visible yet: give it a moment.
+                let pause = 20 * u64::try_from(attempt).unwrap_or(1);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+            Ok(imported) => {
+                tracing::info!(
+                    batch = %imported.batch.name, created = imported.created,
+                    unchanged = imported.unchanged, bytes = bytes.len(), "batch imported"
+                );
+                return Ok(imported);
+            }
+        }
+    }
+}
+
+/// An upload adds tasks to an existing batch and never changes its settings: settings
+/// it gives that differ from the batch's are refused, naming each (PATCH changes them).
+fn settings_differ(batch: &Batch, new: &NewBatch) -> ServiceResult<()> {
+    if new.fits(batch) {
+        return Ok(());
+    }
+    let mut fields = FieldErrors::new();
+    if batch.rubric != new.rubric {
+        fields.insert(
+            "rubric".into(),
+            format!("batch {:?} uses the {} rubric", batch.name, batch.rubric),
+        );
+    }
+    let mut differs = |setting: &str, has: String| {
+        fields.insert(
+            setting.into(),
+            format!(
+                "batch {:?} has {setting} {has}: leave it out to add tasks, or change it in \
+                 the batch's settings (PATCH /api/v1/batches/{})",
+                batch.name, batch.id
+            ),
+        );
+    };
+    if new.overlap.is_some_and(|o| o != batch.overlap) {
+        differs("overlap", batch.overlap.to_string());
+    }
+    if new.randomize.is_some_and(|r| r != batch.randomize) {
+        differs("randomize", batch.randomize.to_string());
+    }
+    if new
+        .raters_see_external_ids
+        .is_some_and(|r| r != batch.raters_see_external_ids)
+    {
+        differs(
+            "raters_see_external_ids",
+            batch.raters_see_external_ids.to_string(),
+        );
+    }
+    Err(ServiceError::Invalid(fields))
+}
+
+/// The batch, if `lead` leads it; not found for anyone else (its existence is not
+/// revealed).
+pub async fn led(store: &Store, batch_id: Uuid, lead: &User) -> ServiceResult<Batch> {
+    if !crate::access::can_review(store, batch_id, lead).await? {
+        return Err(ServiceError::NotFound);
+    }
+    store.batch(batch_id).await?.ok_or(ServiceError::NotFound)
+}
+
+/// Changes the gold settings of a batch `lead` leads: how often gold tasks are handed
+/// out (`gold_rate`) and the accuracy below which ratings wait for review first
+/// (`review_first_below`, `Some(None)` for never); an absent value keeps the batch's.
+/// Every bad value is named and nothing changes.
+pub async fn set_gold(
+    store: &Store,
+    batch_id: Uuid,
+    lead: &User,
+    gold_rate: Option<f64>,
+    review_first_below: Option<Option<f64>>,
+) -> ServiceResult<()> {
+    let batch = led(store, batch_id, lead).await?;
+    let mut errors = FieldErrors::new();
+    let gold_rate = gold_rate.unwrap_or(batch.gold_rate);
+    if !(0.0..=1.0).contains(&gold_rate) {
+        errors.insert(
+            "gold_rate".into(),
+            "must be a share from 0 to 1, e.g. 0.1 for one task in ten".into(),
+        );
+    }
+    let review_first_below = review_first_below.unwrap_or(batch.review_first_below);
+    if review_first_below.is_some_and(|t| !(t > 0.0 && t <= 1.0)) {
+        errors.insert(
+            "review_first_below".into(),
+            "must be an accuracy above 0 and at most 1, e.g. 0.7, or null for never".into(),
+        );
+    }
+    if !errors.is_empty() {
+        return Err(ServiceError::Invalid(errors));
+    }
+    store
+        .set_gold_settings(batch_id, gold_rate, review_first_below)
+        .await?;
+    let detail = serde_json::json!({
+        "batch_id": batch_id, "gold_rate": gold_rate, "review_first_below": review_first_below,
+    });
+    super::audit::record(store, lead, "batch.gold", &batch.name, detail).await;
+    Ok(())
+}
