@@ -14,8 +14,6 @@ use serde::Serialize;
 
 use crate::credentials::CredentialError;
 use crate::services::ServiceError;
-use crate::services::accounts::AccountError;
-use crate::services::batches::ImportError;
 use crate::store::StoreError;
 use verdict_core::lifecycle::Refusal;
 
@@ -261,24 +259,8 @@ impl From<ServiceError> for AppError {
             ServiceError::Internal(cause) => Self::Internal(cause),
             ServiceError::Conflict(why) => Self::Conflict(why),
             ServiceError::Unconfirmed(warnings) => Self::Unconfirmed(warnings),
-        }
-    }
-}
-
-impl From<AccountError> for AppError {
-    fn from(err: AccountError) -> Self {
-        match err {
-            AccountError::Service(err) => err.into(),
-            AccountError::Hash(err) => err.into(),
-        }
-    }
-}
-
-impl From<ImportError> for AppError {
-    fn from(err: ImportError) -> Self {
-        match err {
-            ImportError::BadRecords { count, errors } => Self::BadRecords { count, errors },
-            ImportError::Service(err) => err.into(),
+            ServiceError::BadRecords { count, errors } => Self::BadRecords { count, errors },
+            ServiceError::Credential(err) => err.into(),
         }
     }
 }

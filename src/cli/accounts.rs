@@ -9,7 +9,7 @@ use crate::auth::Role;
 use crate::credentials::password::Hasher;
 use crate::error::AppError;
 use crate::services::ServiceError;
-use crate::services::accounts::{self, AccountError, Changes, NewUser, username_violation};
+use crate::services::accounts::{self, Changes, NewUser, username_violation};
 use crate::services::audit::Actor;
 use crate::{Store, config};
 
@@ -125,9 +125,9 @@ fn cli_hasher() -> Hasher {
 
 /// Why an account change was refused, in the words the command line prints: each bad
 /// field as `field why`.
-fn refused(err: AccountError) -> anyhow::Error {
+fn refused(err: ServiceError) -> anyhow::Error {
     match err {
-        AccountError::Service(ServiceError::Invalid(fields)) => {
+        ServiceError::Invalid(fields) => {
             let reasons: Vec<String> = fields.iter().map(|(f, why)| format!("{f} {why}")).collect();
             anyhow::anyhow!(reasons.join("; "))
         }

@@ -8,32 +8,11 @@ use uuid::Uuid;
 use super::audit::{self, Actor};
 use super::{FieldErrors, ServiceError, ServiceResult};
 use crate::credentials::password::{self, Hasher};
-use crate::credentials::{CredentialError, tokens};
+use crate::credentials::tokens;
+use crate::store::Store;
 use crate::store::tokens::ApiToken;
-use crate::store::{Store, StoreError};
 use verdict_core::role::Role;
 use verdict_core::user::User;
-
-/// Why an account was not created or changed: what any service refuses, or the
-/// password hasher could not take the work (every hashing thread busy past its wait).
-#[derive(Debug, thiserror::Error)]
-pub enum AccountError {
-    /// Refused or failed as any service is.
-    #[error(transparent)]
-    Service(#[from] ServiceError),
-    /// The new password could not be hashed.
-    #[error(transparent)]
-    Hash(#[from] CredentialError),
-}
-
-impl From<StoreError> for AccountError {
-    fn from(err: StoreError) -> Self {
-        Self::Service(err.into())
-    }
-}
-
-/// What creating or changing an account gives: the account, or why not.
-pub type AccountResult<T> = Result<T, AccountError>;
 
 /// The longest username accepted, in characters.
 pub const MAX_USERNAME_LEN: usize = 64;
@@ -123,7 +102,7 @@ pub async fn create_user(
     hasher: &Hasher,
     new: NewUser,
     actor: Option<Actor<'_>>,
-) -> AccountResult<User> {
+) -> ServiceResult<User> {
     let hash = hasher.hash(new.password).await?;
     let user = store.create_user(&new.username, new.role, &hash).await?;
     tracing::info!(username = %user.username, role = %user.role, "user created");
@@ -160,7 +139,7 @@ pub async fn update_user(
     actor: Actor<'_>,
     id: Uuid,
     changes: Changes,
-) -> AccountResult<User> {
+) -> ServiceResult<User> {
     let user = find_user(store, id).await?;
     let mut fields = FieldErrors::new();
     let role = match changes
@@ -199,7 +178,7 @@ pub async fn update_user(
         }
     }
     if !fields.is_empty() {
-        return Err(ServiceError::Invalid(fields).into());
+        return Err(ServiceError::Invalid(fields));
     }
     let mut changed: Vec<&str> = Vec::new();
     let (mut before, mut after) = (serde_json::Map::new(), serde_json::Map::new());
@@ -233,7 +212,7 @@ pub async fn update_user(
         });
         audit::record(store, actor, "user.update", &user.username, detail).await;
     }
-    Ok(find_user(store, id).await?)
+    find_user(store, id).await
 }
 
 /// Makes a token for `owner` and returns its secret, with no audit entry: a token the

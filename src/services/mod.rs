@@ -48,6 +48,17 @@ pub enum ServiceError {
     /// stored; the same submission confirming them is.
     #[error("{} consistency warning(s) to confirm", .0.len())]
     Unconfirmed(Vec<WarningView>),
+    /// An uploaded file has bad records: `count` in all, the first of them in `errors`;
+    /// nothing was stored.
+    #[error("{count} of the records are invalid; nothing was stored")]
+    BadRecords {
+        count: u64,
+        errors: Vec<verdict_core::import::RecordError>,
+    },
+    /// A credential could not be checked or made (every password hashing thread busy
+    /// past its wait, a sign-in allowance spent).
+    #[error(transparent)]
+    Credential(#[from] crate::credentials::CredentialError),
     /// Stored data the service cannot make sense of (a fault, not the caller's).
     #[error("{0}")]
     Internal(String),

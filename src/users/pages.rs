@@ -15,7 +15,7 @@ use crate::auth::csrf::CsrfForm;
 use crate::auth::{RequireAdmin, Role};
 use crate::error::{AppError, AppResult, FieldErrors};
 use crate::services::ServiceError;
-use crate::services::accounts::{self, AccountError, Changes, NewUser};
+use crate::services::accounts::{self, Changes, NewUser};
 use crate::state::AppState;
 use crate::web::{ApiPath, ApiQuery, Layout, render};
 
@@ -203,7 +203,7 @@ async fn reset_password(
     let actor = (&page_user.user).into();
     match accounts::update_user(state.store(), state.hasher(), actor, id, changes).await {
         Ok(_) => Ok(Redirect::to(&format!("/admin/users?reset={id}")).into_response()),
-        Err(AccountError::Service(ServiceError::Invalid(fields))) => {
+        Err(ServiceError::Invalid(fields)) => {
             let why = fields
                 .get("password")
                 .cloned()

@@ -10,7 +10,7 @@ use super::{FieldErrors, ServiceError, ServiceResult};
 use crate::store::batches::{Imported, UploadEntry};
 use crate::store::{Store, StoreError};
 use verdict_core::batch::{Batch, NewBatch};
-use verdict_core::import::{self, RecordError};
+use verdict_core::import;
 use verdict_core::rubric::Subject;
 use verdict_core::user::User;
 
@@ -120,26 +120,6 @@ pub async fn new_batch(
     })
 }
 
-/// Why an upload stored nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// Records of the file are bad: `count` in all, the first of them in `errors`.
-    #[error("{count} of the records are invalid; nothing was stored")]
-    BadRecords {
-        count: u64,
-        errors: Vec<RecordError>,
-    },
-    /// Anything else a service can refuse or fail with.
-    #[error(transparent)]
-    Service(#[from] ServiceError),
-}
-
-impl From<StoreError> for ImportError {
-    fn from(err: StoreError) -> Self {
-        Self::Service(err.into())
-    }
-}
-
 /// How many times an upload is checked again when a concurrent upload changed its batch
 /// between the check and the write.
 const IMPORT_ATTEMPTS: usize = 5;
@@ -154,7 +134,7 @@ pub async fn import(
     bytes: bytes::Bytes,
     progress: impl FnMut(u64) + Send + Clone + 'static,
     by: Option<Actor<'_>>,
-) -> Result<Imported, ImportError> {
+) -> ServiceResult<Imported> {
     let entry = by.map(|actor| {
         let (actor_id, actor_name) = actor.ids();
         UploadEntry {
@@ -196,7 +176,7 @@ pub async fn import(
         .await
         .map_err(|e| ServiceError::Internal(e.to_string()))?;
         if checked.error_count > 0 {
-            return Err(ImportError::BadRecords {
+            return Err(ServiceError::BadRecords {
                 count: checked.error_count,
                 errors: checked.errors,
             });
