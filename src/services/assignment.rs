@@ -243,16 +243,7 @@ pub async fn submit(
     request: &RatingRequest,
 ) -> ServiceResult<Rating> {
     let checked = confirmed(checked(&owned.form(), request, Mode::Submit)?)?;
-    let (finish, extras, time) = checked.rated();
-    finish_with(
-        store,
-        owned,
-        user,
-        &finish,
-        extras,
-        time.unwrap_or_default(),
-    )
-    .await
+    finish_with(store, owned, user, checked.rated()).await
 }
 
 /// Skips the task, keeping the active time spent on it (`time_spent_s`, checked as a
@@ -267,8 +258,7 @@ pub async fn skip(
 ) -> ServiceResult<Rating> {
     let (finish, time) =
         submission::skip(reason, note, time_spent_s).map_err(ServiceError::Invalid)?;
-    let keep = Extras::default();
-    finish_with(store, owned, user, &finish, keep, time.unwrap_or_default()).await
+    finish_with(store, owned, user, (finish, Extras::default(), time)).await
 }
 
 /// Why a prompt is out of scope, checked ([`submission::scope_explanation`]); the pages
@@ -292,33 +282,23 @@ pub async fn out_of_scope(
         .map(|(_, shown)| shown)
         .unwrap_or_default();
     let checked = checked(&owned.form(), &request.over(&kept), Mode::OutOfScope)?;
-    let (finish, extras, time) = checked.out_of_scope(explanation);
-    finish_with(
-        store,
-        owned,
-        user,
-        &finish,
-        extras,
-        time.unwrap_or_default(),
-    )
-    .await
+    finish_with(store, owned, user, checked.out_of_scope(explanation)).await
 }
 
-/// Finishes the assignment with `finish`, graded first if its task is gold.
+/// Finishes the assignment with `finish`, graded first if its task is gold; without a
+/// time given, the draft's is kept.
 async fn finish_with(
     store: &Store,
     owned: &Owned,
     user: &User,
-    finish: &Finish,
-    mut extras: Extras,
-    time: TimeSpent,
+    (finish, mut extras, time): (Finish, Extras, Option<TimeSpent>),
 ) -> ServiceResult<Rating> {
     (extras.gold_grade, extras.review_first) = super::gold::assess(
         store,
         &owned.batch,
         owned.assignment.task_id,
         user.id,
-        finish,
+        &finish,
         false,
     )
     .await?;
@@ -326,9 +306,9 @@ async fn finish_with(
         .finish(
             owned.assignment.id,
             user.id,
-            finish,
+            &finish,
             &extras,
-            time,
+            time.unwrap_or_default(),
             owned.batch.overlap,
         )
         .await??)

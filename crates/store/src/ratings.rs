@@ -328,6 +328,7 @@ impl super::Store {
         lease_until: DateTime<Utc>,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
+        let seconds = time_spent.seconds();
         let assignment_sql = self.locked_assignment_sql();
         let rating_sql = rating_of_assignment_sql();
         let outcome = transaction!(self, |tx| {
@@ -339,25 +340,11 @@ impl super::Store {
             match assignment.draft_step() {
                 DraftStep::Refuse(refusal) => Err(refusal),
                 DraftStep::SaveAndRefuse => {
-                    upsert_draft!(
-                        &mut *tx,
-                        &assignment,
-                        answers,
-                        extras,
-                        time_spent.seconds(),
-                        now
-                    )?;
+                    upsert_draft!(&mut *tx, &assignment, answers, extras, seconds, now)?;
                     Err(Refusal::Expired)
                 }
                 DraftStep::Save => {
-                    upsert_draft!(
-                        &mut *tx,
-                        &assignment,
-                        answers,
-                        extras,
-                        time_spent.seconds(),
-                        now
-                    )?;
+                    upsert_draft!(&mut *tx, &assignment, answers, extras, seconds, now)?;
                     sqlx::query(
                         "UPDATE assignments SET lease_expires_at = $2, updated_at = $3 WHERE id = $1",
                     )
@@ -392,6 +379,7 @@ impl super::Store {
         overlap: i32,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
+        let seconds = time_spent.seconds();
         let assignment_sql = self.locked_assignment_sql();
         let rating_sql = rating_of_assignment_sql();
         let (answers, skip_reason, note) = finish.parts();
@@ -414,14 +402,7 @@ impl super::Store {
                 FinishStep::Expired { keep_draft } => {
                     // What the rater wrote is kept where they can read it again.
                     if keep_draft {
-                        upsert_draft!(
-                            &mut *tx,
-                            &assignment,
-                            &answers,
-                            extras,
-                            time_spent.seconds(),
-                            now
-                        )?;
+                        upsert_draft!(&mut *tx, &assignment, &answers, extras, seconds, now)?;
                     }
                     Err(Refusal::Expired)
                 }

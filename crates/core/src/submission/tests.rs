@@ -32,6 +32,15 @@ fn batch() -> Batch {
     }
 }
 
+/// Where blackhat answers are checked in `batch`, as shown (or swapped).
+fn form(batch: &Batch, swapped: bool) -> Form<'_> {
+    Form {
+        rubric: blackhat(),
+        batch,
+        swapped,
+    }
+}
+
 const WHY: &str = "the loop stops one element early";
 
 /// A complete blackhat submission as shown: A nearly right, B without code, A
@@ -69,11 +78,7 @@ fn a_body_is_split_into_answers_time_evidence_and_confirmations() {
 #[test]
 fn a_swapped_submission_is_turned_into_the_task_order() {
     let batch = batch();
-    let form = Form {
-        rubric: blackhat(),
-        batch: &batch,
-        swapped: true,
-    };
+    let form = form(&batch, true);
     let checked = form.check(&request(complete()), Mode::Submit).unwrap();
     assert_eq!(checked.time_spent, Some(TimeSpent(640)));
     let task = checked.answers.into_map();
@@ -87,11 +92,7 @@ fn a_swapped_submission_is_turned_into_the_task_order() {
 #[test]
 fn every_broken_field_is_named_at_once() {
     let batch = batch();
-    let form = Form {
-        rubric: blackhat(),
-        batch: &batch,
-        swapped: false,
-    };
+    let form = form(&batch, false);
     let mut body = complete();
     body["sxs"] = json!(9);
     body["time_spent_s"] = json!(-5);
@@ -144,11 +145,7 @@ fn time_spent_is_whole_seconds_within_a_week() {
 #[test]
 fn a_submission_meeting_a_warning_waits_for_its_confirmation() {
     let batch = batch();
-    let form = Form {
-        rubric: blackhat(),
-        batch: &batch,
-        swapped: false,
-    };
+    let form = form(&batch, false);
     // A preferred while A has major issues and B none.
     let mut body = complete();
     body["a"]["correctness"] = json!("major_issues");
@@ -175,11 +172,7 @@ fn a_submission_meeting_a_warning_waits_for_its_confirmation() {
 #[test]
 fn out_of_scope_sets_the_rubrics_answers_and_records_no_warning() {
     let batch = batch();
-    let form = Form {
-        rubric: blackhat(),
-        batch: &batch,
-        swapped: false,
-    };
+    let form = form(&batch, false);
     let mut body = json!({"confirmed_warnings": ["prefers-a-despite-major-issues"]});
     body["time_spent_s"] = json!(30);
     let checked = form.check(&request(body), Mode::OutOfScope).unwrap();
@@ -248,43 +241,6 @@ fn answers_given_are_laid_over_answers_kept() {
 }
 
 #[test]
-fn a_form_becomes_the_same_request_as_its_json() {
-    let questions = vec![Classification {
-        key: "kind".into(),
-        label: "Kind".into(),
-        multiple: true,
-        required: false,
-        options: vec!["bug".into(), "feature".into()],
-    }];
-    let pairs: Vec<(String, String)> = [
-        ("a.correctness", "minor_issues"),
-        ("sxs", "2"),
-        ("sxs", "x"),
-        ("classifications.kind", "bug"),
-        ("classifications.kind", "feature"),
-        ("time_spent_s", "41"),
-        ("confirmed_warnings", "w1"),
-        ("evidence", "{}"),
-        ("sneaky", "1"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let request = RatingRequest::from_form(blackhat(), &questions, &pairs);
-    assert_eq!(request.answers["a"]["correctness"], "minor_issues");
-    // The last value of a field wins, kept as text when not of its type.
-    assert_eq!(request.answers["sxs"], "x");
-    assert_eq!(
-        request.answers["classifications"]["kind"],
-        json!(["bug", "feature"])
-    );
-    assert!(!request.answers.contains_key("sneaky"));
-    assert_eq!(request.time_spent, Some(json!(41)));
-    assert_eq!(request.confirmed_warnings, Some(json!(["w1"])));
-    assert_eq!(request.evidence, Some(json!("{}")));
-}
-
-#[test]
 fn a_revision_reads_its_texts_and_outcome() {
     let body = json!({"outcome": "skipped", "reason": "other", "note": null, "sxs": 3});
     let revision = RevisionRequest::try_from(body).unwrap();
@@ -324,6 +280,9 @@ fn form_fields_become_answers() {
         ("time_spent_s", "75"),
         ("csrf_token", "ignored"),
         ("a.rater", "dropped: not a rubric field"),
+        ("confirmed_warnings", "w1"),
+        ("confirmed_warnings", "w2"),
+        ("evidence", "{}"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -339,6 +298,12 @@ fn form_fields_become_answers() {
         })
     );
     assert_eq!(request.time_spent, Some(json!(75)));
+    assert_eq!(request.confirmed_warnings, Some(json!(["w1", "w2"])));
+    assert_eq!(
+        request.evidence,
+        Some(json!("{}")),
+        "JSON text, read when checked"
+    );
     let odd = RatingRequest::from_form(blackhat(), &[], &[("sxs".into(), "seven".into())]);
     assert_eq!(
         odd.answers["sxs"], "seven",
