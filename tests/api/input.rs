@@ -10,7 +10,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use verdict::Config;
 use verdict::store::Backend;
 
-use crate::helpers::{Go, TestApp, complete_answers, csrf_token, db_test, json_with, tasks_jsonl};
+use crate::helpers::{
+    Go, TestApp, complete_answers, csrf_token, db_test, json_with, page_text, tasks_jsonl,
+};
 
 async fn fields_a_caller_may_not_set_are_refused_and_nothing_changes(app: &TestApp) {
     let admin = app.admin().await;
@@ -553,3 +555,64 @@ async fn query_text_that_is_not_utf8_is_refused(app: &TestApp) {
     assert!(app.store.batch_by_name("café").await.unwrap().is_some());
 }
 db_test!(query_text_that_is_not_utf8_is_refused: TestApp);
+
+/// Issue 28: a limit on words counts words as a reader does (Unicode word boundaries), on
+/// the API and the page's check alike: words joined by an invisible space, a dash or a
+/// slash are not one word, and a full stop standing alone is not a word.
+async fn word_limits_count_words_as_a_reader_does(app: &TestApp) {
+    let admin = app.admin().await;
+    let rater = app.rater().await;
+    let tasks: String = (1..=2)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"external_id": format!("w{i}"), "prompt": "p", "response": "r"})
+            )
+        })
+        .collect();
+    let batch = app
+        .batch(
+            &admin,
+            "wordy",
+            &tasks,
+            "&rubric=additive-5&randomize=false",
+        )
+        .await;
+    let assignment = app.take(&rater, &batch).await;
+    let answers = |justification: String| {
+        json!({"relevant": true, "substantial": true, "useful": true, "comprehensive": false,
+               "expert": false, "repetitive": false, "justification": justification})
+    };
+    for with in ["\u{200B}", "\u{2014}", "/"] {
+        let long = answers(vec!["word"; 101].join(with));
+        let refused = app.act(&rater, &assignment, "submit", &long).await;
+        let refused = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert_eq!(
+            refused["fields"]["justification"], "must be at most 100 words (has 101)",
+            "joined by {with:?}: {refused}"
+        );
+        // The form's check, which the page asks before it sends, says the same.
+        let browser = rater.browser_for(app).await;
+        let form = page_text(app, &browser, &format!("/assignments/{assignment}")).await;
+        let token = csrf_token(&form);
+        let checked = browser
+            .post(app.url(&format!("/assignments/{assignment}/check")))
+            .form(&[
+                ("csrf_token", token.as_str()),
+                ("relevant", "true"),
+                ("justification", long["justification"].as_str().unwrap()),
+            ])
+            .go()
+            .await;
+        let checked = json_with(checked, StatusCode::OK).await;
+        assert_eq!(
+            checked["fields"]["justification"], "must be at most 100 words (has 101)",
+            "{checked}"
+        );
+    }
+    let full_stop = answers(format!("{} .", vec!["word"; 100].join(" ")));
+    let taken = app.act(&rater, &assignment, "submit", &full_stop).await;
+    let taken = json_with(taken, StatusCode::OK).await;
+    assert_eq!(taken["status"], "submitted");
+}
+db_test!(word_limits_count_words_as_a_reader_does: TestApp);

@@ -207,9 +207,13 @@ struct Checker {
     min_explanation: usize,
 }
 
-/// The number of words in a text, as a reader counts them: runs of non-space characters.
+/// The number of words in a text, as a reader counts them: Unicode's word boundaries
+/// (UAX #29), counting the pieces with a letter or digit in them. Words joined by a dash,
+/// a slash or an invisible space are still separate words; punctuation standing alone
+/// is none; "don't" and "3.14" are one each. Every limit on words and every warning about
+/// them counts this way, and the form learns the count from the server's check.
 pub fn word_count(text: &str) -> usize {
-    text.split_whitespace().count()
+    unicode_segmentation::UnicodeSegmentation::unicode_words(text).count()
 }
 
 impl Checker {

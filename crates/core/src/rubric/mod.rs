@@ -17,7 +17,9 @@ mod answers;
 pub mod document;
 mod orientation;
 
-pub use answers::{Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, validate, warnings};
+pub use answers::{
+    Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, validate, warnings, word_count,
+};
 pub use orientation::{ShownAnswers, TaskAnswers};
 
 /// A rating form, as its document declares it.
@@ -105,7 +107,7 @@ impl TextTest {
     pub fn holds(&self, text: &str) -> bool {
         match self {
             TextTest::Mentions(phrases) => mentions(text, phrases),
-            TextTest::MoreWordsThan(n) => text.split_whitespace().count() > *n,
+            TextTest::MoreWordsThan(n) => word_count(text) > *n,
         }
     }
 }

@@ -293,6 +293,31 @@ fn the_justification_is_required_and_at_most_100_words() {
 }
 
 #[test]
+fn words_are_counted_at_unicode_word_boundaries() {
+    let joined = |with: &str| vec!["word"; 101].join(with);
+    // Joined by an invisible space, an em dash or a slash: still 101 words.
+    for with in ["\u{200B}", "\u{2014}", "/", " \n ", "\u{3000}"] {
+        assert_eq!(word_count(&joined(with)), 101, "joined by {with:?}");
+    }
+    // Punctuation standing alone is no word; a contraction or a number is one.
+    assert_eq!(
+        word_count(&format!("{} .", vec!["word"; 100].join(" "))),
+        100
+    );
+    assert_eq!(word_count("don't stop at 3.14 -- ok?"), 5);
+    assert_eq!(word_count("  \t "), 0);
+    let mut input = criteria([true; 5], false);
+    input["justification"] = json!(joined("\u{200B}"));
+    let errors = validate(additive(), &[], &input, Mode::Submit, 20).unwrap_err();
+    assert_eq!(
+        errors["justification"],
+        "must be at most 100 words (has 101)"
+    );
+    input["justification"] = json!(format!("{} .", vec!["word"; 100].join(" ")));
+    assert!(validate(additive(), &[], &input, Mode::Submit, 20).is_ok());
+}
+
+#[test]
 fn additive_answers_are_yes_or_no_and_single_sided() {
     let mut input = criteria([true; 5], false);
     input["relevant"] = json!("yes");
