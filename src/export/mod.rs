@@ -300,7 +300,7 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
 /// below, which is alphabetical, as they came out when it was built as a JSON map.
 #[derive(Serialize)]
 pub struct JsonRecord<'a> {
-    answers: &'a verdict_core::rubric::Answers,
+    answers: verdict_core::rubric::Parts<'a>,
     batch: &'a str,
     counts_in_metrics: bool,
     created_at: DateTime<Utc>,
@@ -333,7 +333,7 @@ pub struct JsonRecord<'a> {
 /// The JSON Lines object of a row; `version` is the rubric's the batch pinned.
 pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> JsonRecord<'a> {
     JsonRecord {
-        answers: &row.answers.0,
+        answers: rubric.parts(&row.answers.0),
         batch: &row.batch,
         counts_in_metrics: row.counts_in_metrics(),
         created_at: row.created_at,

@@ -822,3 +822,44 @@ async fn each_rating_carries_its_tasks_facts(app: &TestApp) {
     }
 }
 db_test!(each_rating_carries_its_tasks_facts: TestApp);
+
+/// Issue 28: answers carry only the parts their rubric has. A pairwise-aspects rating
+/// (no question asked of each response) has no `a` or `b` in the API or the export;
+/// a blackhat one keeps both.
+async fn answers_carry_only_the_parts_their_rubric_has(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let aspects = json!({"helpfulness": "a", "clarity": "b", "factuality": "tie",
+        "depth": "a", "engagement": "tie", "safety": "b",
+        "rationale": "A runs; B is easier to read.", "a": {}, "b": {}});
+    for (rubric, answers, sides) in [
+        ("pairwise-aspects", aspects, false),
+        ("blackhat", complete_answers(), true),
+    ] {
+        let batch = app
+            .batch(
+                &admin,
+                rubric,
+                &tasks_jsonl(1),
+                &format!("&rubric={rubric}&randomize=false"),
+            )
+            .await;
+        let assignment = app.take(&rater, &batch).await;
+        let done = app.act(&rater, &assignment, "submit", &answers).await;
+        let done = json_with(done, StatusCode::OK).await;
+        let id = done["rating_id"].as_str().unwrap();
+        for who in [&rater, &lead] {
+            let read = app.rating(who, id).await;
+            let parts = read["answers"].as_object().unwrap();
+            assert_eq!(parts.contains_key("a"), sides, "{rubric}: {read}");
+            assert_eq!(parts.contains_key("b"), sides, "{rubric}: {read}");
+        }
+        let rows = crate::judges::export_rows(app, &lead, &batch).await;
+        assert_eq!(rows.len(), 1, "{rubric}");
+        let parts = rows[0]["answers"].as_object().unwrap();
+        assert_eq!(parts.contains_key("a"), sides, "{rubric}: {}", rows[0]);
+        assert_eq!(parts.contains_key("b"), sides, "{rubric}: {}", rows[0]);
+    }
+}
+db_test!(answers_carry_only_the_parts_their_rubric_has: TestApp);

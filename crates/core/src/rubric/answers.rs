@@ -107,7 +107,11 @@ pub fn validate(
                     &mut errors,
                 );
             }
-            out.insert(side.into(), Value::Object(answers));
+            // Only the parts the rubric has: a pair rubric with no question asked of each
+            // response keeps no (empty) answers under `a` and `b`.
+            if each().next().is_some() {
+                out.insert(side.into(), Value::Object(answers));
+            }
         }
     }
     for question in once() {

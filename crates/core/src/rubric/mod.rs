@@ -575,6 +575,21 @@ impl<'r> Slot<'r> {
 }
 
 impl Rubric {
+    /// Whether its answers have parts for each response (`a` and `b`): a pair rubric
+    /// with a question asked of each response.
+    pub fn has_sides(&self) -> bool {
+        self.subject == Subject::Pair && self.questions.iter().any(|q| q.each_response)
+    }
+
+    /// `answers` as its parts are shown (API, export): without `a` and `b` when the
+    /// rubric has no sides (ratings stored before they were left out carry empty ones).
+    pub fn parts<'a>(&self, answers: &'a Answers) -> Parts<'a> {
+        Parts {
+            answers,
+            sides: self.has_sides(),
+        }
+    }
+
     /// The question with this key.
     pub fn question(&self, key: &str) -> Option<&Question> {
         self.questions.iter().find(|q| q.key == key)
@@ -700,4 +715,33 @@ pub fn labelled_in_order<T>(
         .into_iter()
         .map(|(path, value)| (answer_label(rubric, &path), value))
         .collect()
+}
+
+/// Answers with only the parts their rubric has ([`Rubric::parts`]), written out without
+/// being copied.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts<'a> {
+    answers: &'a Answers,
+    sides: bool,
+}
+
+impl Parts<'_> {
+    fn shown(&self, key: &str) -> bool {
+        self.sides || !matches!(key, "a" | "b")
+    }
+
+    /// The parts as an owned map.
+    pub fn to_map(&self) -> Answers {
+        self.answers
+            .iter()
+            .filter(|(key, _)| self.shown(key))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+}
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.answers.iter().filter(|(key, _)| self.shown(key)))
+    }
 }

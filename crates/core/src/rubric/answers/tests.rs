@@ -370,7 +370,15 @@ fn swapped_aspects_are_stored_for_the_canonical_side() {
         assert_eq!(canonical[aspect], side, "{aspect}");
     }
     assert_eq!(canonical["rationale"], checked["rationale"]);
-    assert_eq!(orient(aspects(), canonical, true), checked);
+    assert_eq!(orient(aspects(), canonical.clone(), true), checked);
+    // Only the parts the rubric has: no question is asked of each response, so no `a`
+    // or `b` (empty ones sent are taken and dropped).
+    let keys: Vec<&str> = canonical.keys().map(String::as_str).collect();
+    assert!(!keys.contains(&"a") && !keys.contains(&"b"), "{keys:?}");
+    let mut with_sides = shown.clone();
+    with_sides["a"] = json!({});
+    let checked = validate(aspects(), &[], &with_sides, Mode::Submit, 20).unwrap();
+    assert!(!checked.contains_key("a"));
     let bad = validate(aspects(), &[], &json!({"depth": "A"}), Mode::Draft, 20).unwrap_err();
     assert_eq!(bad["depth"], "unknown value \"A\": use a, tie, b");
 }
