@@ -78,13 +78,14 @@ impl Access {
     /// to them (a swap is never revealed), anyone else in the task's own order.
     pub fn answers(&self) -> Answers {
         let task = self.rating.answers.clone();
-        let answers = if self.turn() {
+        let mut answers = if self.turn() {
             task.into_shown(&self.rubric, true).into_map()
         } else {
             task.into_map()
         };
         // Only the parts its rubric has (older ratings may carry empty sides).
-        self.rubric.parts(&answers).to_map()
+        self.rubric.keep_parts(&mut answers);
+        answers
     }
 
     /// The answers as its rater was shown them: what a revision starts from.

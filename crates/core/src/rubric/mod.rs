@@ -590,6 +590,16 @@ impl Rubric {
         }
     }
 
+    /// Drops from owned `answers` the parts the rubric does not have, as
+    /// [`Rubric::parts`] leaves them out when writing.
+    pub fn keep_parts(&self, answers: &mut Answers) {
+        if !self.has_sides() {
+            for side in SIDES {
+                answers.remove(side);
+            }
+        }
+    }
+
     /// The question with this key.
     pub fn question(&self, key: &str) -> Option<&Question> {
         self.questions.iter().find(|q| q.key == key)
@@ -717,6 +727,9 @@ pub fn labelled_in_order<T>(
         .collect()
 }
 
+/// The keys of the answers asked of each response.
+const SIDES: [&str; 2] = ["a", "b"];
+
 /// Answers with only the parts their rubric has ([`Rubric::parts`]), written out without
 /// being copied.
 #[derive(Debug, Clone, Copy)]
@@ -727,16 +740,7 @@ pub struct Parts<'a> {
 
 impl Parts<'_> {
     fn shown(&self, key: &str) -> bool {
-        self.sides || !matches!(key, "a" | "b")
-    }
-
-    /// The parts as an owned map.
-    pub fn to_map(&self) -> Answers {
-        self.answers
-            .iter()
-            .filter(|(key, _)| self.shown(key))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect()
+        self.sides || !SIDES.contains(&key)
     }
 }
 
