@@ -18,13 +18,13 @@
       status.textContent = "Choose a .jsonl, .json or .csv file.";
       return;
     }
-    const params = new URLSearchParams({
-      name: form.elements.name.value,
-      rubric: form.elements.rubric.value,
-      overlap: form.elements.overlap.value,
-      randomize: String(form.elements.randomize.checked),
-      raters_see_external_ids: String(form.elements.raters_see_external_ids.checked),
-    });
+    // Settings left empty are not sent: a new batch takes the defaults, and tasks added
+    // to an existing batch keep its own.
+    const params = new URLSearchParams({ name: form.elements.name.value });
+    for (const setting of ["rubric", "overlap", "randomize", "raters_see_external_ids"]) {
+      const value = form.elements[setting].value.trim();
+      if (value !== "") params.set(setting, value);
+    }
     const request = new XMLHttpRequest();
     request.open("POST", `/api/v1/batches?${params}`);
     request.setRequestHeader("Content-Type", type);

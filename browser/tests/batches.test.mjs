@@ -32,6 +32,36 @@ test("an admin uploads a batch file and sees it listed", async () => {
   assert.deepEqual(await page.problems(), []);
 });
 
+test("tasks uploaded to an existing batch of a custom rubric keep its rubric and settings", async () => {
+  const page = await uploadPage();
+  const csrf = await page.getAttribute("#upload-form", "data-csrf");
+  const headers = { "x-csrf-token": csrf };
+  const doc = await (await page.request.get(`${env.server.base}/api/v1/rubrics/additive-5`)).json();
+  doc.name = "one-answer";
+  const added = await page.request.post(`${env.server.base}/api/v1/rubrics`, { headers, data: doc });
+  assert.equal(added.status(), 201, await added.text());
+  const single = (id) => JSON.stringify({ external_id: id, prompt: "Sum a list in Go", response: "Use a for loop." });
+  const made = await page.request.post(`${env.server.base}/api/v1/batches?name=one+answer&rubric=one-answer&overlap=2`, {
+    headers: { ...headers, "content-type": "application/x-ndjson" },
+    data: single("o1") + "\n",
+  });
+  assert.equal(made.status(), 201, await made.text());
+  // Every setting left at the batch's own: the new task joins the batch as it is.
+  await page.fill('#upload-form input[name="name"]', "one answer");
+  await page.setInputFiles('#upload-form input[name="file"]', {
+    name: "more.jsonl",
+    mimeType: "application/x-ndjson",
+    buffer: Buffer.from(single("o2") + "\n"),
+  });
+  await page.click('#upload-form button[type="submit"]');
+  await page.waitForFunction(() => document.getElementById("upload-status").textContent.includes("added"));
+  assert.equal(await page.textContent("#upload-status"), "one answer: 1 tasks added, 0 unchanged.");
+  await page.reload();
+  const cells = await page.locator("tr", { hasText: "one answer" }).locator("td").allTextContents();
+  assert.deepEqual(cells.slice(0, 5), ["one answer", "one-answer", "open", "2", "2"]);
+  assert.deepEqual(await page.problems(), []);
+});
+
 test("a bad file lists every bad line and stores nothing", async () => {
   const page = await uploadPage();
   await page.fill('#upload-form input[name="name"]', "broken");

@@ -24,7 +24,7 @@ pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     let params = batches::UploadParams {
         name: Some(args.name),
-        rubric: Some(args.rubric),
+        rubric: args.rubric,
         overlap: args.overlap,
         randomize: args.no_randomize.then_some(false),
         raters_see_external_ids: args.raters_see_external_ids.then_some(true),

@@ -192,9 +192,10 @@ struct ImportArgs {
     /// The batch to create, or to add tasks to if it exists.
     #[arg(long)]
     name: String,
-    /// The rubric of a new batch.
-    #[arg(long, default_value = "blackhat")]
-    rubric: String,
+    /// The rubric of a new batch (default blackhat); tasks added to an existing batch
+    /// take its rubric, and if given, it must be the batch's.
+    #[arg(long)]
+    rubric: Option<String>,
     /// Raters per task in a new batch (default 1); when adding to an existing batch, it
     /// must be the batch's (change it with the batch's settings).
     #[arg(long)]

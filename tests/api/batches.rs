@@ -547,3 +547,61 @@ async fn progress_counts_follow_the_work(app: &TestApp) {
     );
 }
 db_test!(progress_counts_follow_the_work: TestApp);
+
+/// Issue 28: an upload to an existing batch may leave out its rubric, on the API as on
+/// the command line; a single-response custom rubric's batch takes single-response tasks.
+async fn an_upload_to_a_custom_rubric_batch_may_leave_out_its_rubric(app: &TestApp) {
+    let admin = app.admin().await;
+    let mut doc: serde_json::Value =
+        serde_json::from_str(include_str!("../../rubrics/additive-5.json")).unwrap();
+    doc["name"] = "one-answer".into();
+    let added = admin
+        .api
+        .post(app.url("/api/v1/rubrics"))
+        .json(&doc)
+        .go()
+        .await;
+    json_with(added, StatusCode::CREATED).await;
+    let single = |id: &str| {
+        crate::helpers::jsonl([crate::helpers::single_task(
+            id,
+            "Sum a list.",
+            "Use a loop.",
+            "m",
+        )])
+    };
+    let made = upload(
+        app,
+        &admin,
+        "name=one&rubric=one-answer&overlap=2",
+        "application/x-ndjson",
+        single("o1"),
+    )
+    .await;
+    json_with(made, StatusCode::CREATED).await;
+    let appended = upload(
+        app,
+        &admin,
+        "name=one",
+        "application/x-ndjson",
+        single("o2"),
+    )
+    .await;
+    let appended = json_with(appended, StatusCode::CREATED).await;
+    assert_eq!(appended["created"], 1, "{appended}");
+    let refused = upload(
+        app,
+        &admin,
+        "name=one&rubric=blackhat",
+        "application/x-ndjson",
+        single("o3"),
+    )
+    .await;
+    let refused = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(
+        refused["fields"]["rubric"], "batch \"one\" uses the one-answer rubric",
+        "{refused}"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 2);
+}
+db_test!(an_upload_to_a_custom_rubric_batch_may_leave_out_its_rubric: TestApp);

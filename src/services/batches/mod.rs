@@ -78,8 +78,24 @@ pub async fn new_batch(
     if let Some(why) = name_violation(&name) {
         fields.insert("name".into(), why);
     }
-    let rubric = params.rubric.clone().unwrap_or_else(|| "blackhat".into());
-    let latest = store.latest_rubric(&rubric).await?;
+    // Without a rubric, tasks added to a batch take its rubric (and version), and a new
+    // batch takes blackhat's newest.
+    let existing = match params.rubric {
+        Some(_) => None,
+        None if name.is_empty() => None,
+        None => store.batch_by_name(&name).await?,
+    };
+    let (rubric, latest) = match existing {
+        Some(batch) => {
+            let pinned = store.batch_rubric(&batch).await?;
+            (batch.rubric, Some((batch.rubric_version, pinned)))
+        }
+        None => {
+            let rubric = params.rubric.clone().unwrap_or_else(|| "blackhat".into());
+            let latest = store.latest_rubric(&rubric).await?;
+            (rubric, latest)
+        }
+    };
     let subject = latest.as_ref().map_or(Subject::Pair, |(_, r)| r.subject);
     if subject == Subject::Single && params.randomize == Some(true) {
         fields.insert(
