@@ -80,7 +80,19 @@
 
   // Derived answers, worked out as the document says: the yes answers (or scale values)
   // of `sum_of` added up, or 0 when any of `zero_when` is yes; shown once all are given.
+  // A ladder's criteria are answered by its one question: each holds when the level
+  // picked is at least its own.
+  const rungs = new Map();
+  for (const derived of rubric.derived || []) {
+    if (!derived.ladder) continue;
+    derived.sum_of.forEach((key, i) => rungs.set(key, { field: `ladder.${derived.key}`, level: i + 1 }));
+  }
   const numberOf = (key) => {
+    const rung = rungs.get(key);
+    if (rung) {
+      const level = valueOf(rung.field);
+      return level === null ? null : Number(Number(level) >= rung.level);
+    }
     const value = valueOf(key);
     if (value === null) return null;
     if (value === "true" || value === "false") return value === "true" ? 1 : 0;
@@ -424,8 +436,11 @@
     else if (event.key === "?" && help) toggleHelp();
     else if (/^Digit[0-9]$/.test(event.code) && question) {
       // 1-9 and 0 pick the first ten options; with Shift, the next ten (as their keys say).
+      // A ladder's levels are picked by their own number, 0 first.
       const digit = Number(event.code.slice(5));
-      const index = (digit === 0 ? 10 : digit) + (event.shiftKey ? 10 : 0);
+      const index = question.dataset.ladder
+        ? digit + 1 + (event.shiftKey ? 10 : 0)
+        : (digit === 0 ? 10 : digit) + (event.shiftKey ? 10 : 0);
       const option = question.querySelectorAll("input[type=radio], input[type=checkbox]")[index - 1];
       if (!option) return;
       // Never answer out of sight: the question comes into view first.

@@ -153,14 +153,16 @@ test("an additive 0-5 task rated by keyboard stores the score the form showed", 
   assert.equal(await page.locator('section[aria-label="Response B"]').count(), 0, "one response");
   const score = page.locator('[data-derived-value="score"]');
   assert.equal(await score.textContent(), "–", "no score before every criterion is answered");
-  // Relevant, substantial, useful: yes; comprehensive, expert: no; repetitive: no.
-  const picks = [["relevant", "1", "true"], ["substantial", "1", "true"], ["useful", "1", "true"],
-    ["comprehensive", "2", "false"], ["expert", "2", "false"], ["repetitive", "2", "false"]];
-  for (const [key, digit, value] of picks) {
-    assert.equal(await current(page), key);
-    await press(page, digit);
-    assert.equal(await page.locator(`input[name="${key}"][value="${value}"]`).isChecked(), true, `${digit} answers ${key}`);
-  }
+  // The five criteria are one ladder, whose levels are picked by their own digit: level 3
+  // (relevant, substantial, useful); then the zero rule, its own question: no.
+  assert.equal(await current(page), "ladder.score");
+  assert.equal(await page.locator('input[name="relevant"]').count(), 0, "no criterion asked on its own");
+  await press(page, "3");
+  assert.equal(await page.locator('input[name="ladder.score"][value="3"]').isChecked(), true, "3 picks level 3");
+  assert.equal(await score.textContent(), "–", "no score before the zero rule is answered");
+  assert.equal(await current(page), "repetitive");
+  await press(page, "2");
+  assert.equal(await page.locator('input[name="repetitive"][value="false"]').isChecked(), true);
   const shownScore = await score.textContent();
   assert.equal(shownScore, "3");
   // The justification is a question asked in words: e reaches its box.
@@ -171,11 +173,11 @@ test("an additive 0-5 task rated by keyboard stores the score the form showed", 
   await page.keyboard.type(justification);
   await press(page, "Escape");
   assert.equal(await focused(page), null, "Escape leaves the box");
-  // Changing one criterion by keyboard works the score out again.
-  await press(page, "k", "k", "k");
-  assert.equal(await current(page), "comprehensive");
-  await press(page, "1");
-  assert.equal(await page.locator('input[name="comprehensive"][value="true"]').isChecked(), true);
+  // Climbing one level more by keyboard works the score out again.
+  await press(page, "k", "k");
+  assert.equal(await current(page), "ladder.score");
+  await press(page, "4");
+  assert.equal(await page.locator('input[name="ladder.score"][value="4"]').isChecked(), true);
   assert.equal(await score.textContent(), "4");
   await submitByKeyboard(page);
 
@@ -189,6 +191,7 @@ test("an additive 0-5 task rated by keyboard stores the score the form showed", 
   assert.equal(canonical.swapped, false, "one response is never swapped");
   await page.goto(`${env.server.base}/ratings/${asShown.id}`);
   assert.equal(await page.textContent('[data-derived-value="score"]'), "4", "the rating's page shows the stored score");
+  assert.equal(await page.locator('input[name="ladder.score"][value="4"]').isChecked(), true, "and the level reached");
   assert.deepEqual(await page.problems(), []);
   assert.deepEqual(await lead.problems(), []);
 });

@@ -153,7 +153,8 @@ pub async fn submit(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkipRequest {
-    /// `unfamiliar`, `too_long` or `other`.
+    /// One of the rubric's skip reasons, e.g. `unfamiliar`, `cannot_assess`, `too_long`
+    /// or `other` for blackhat.
     #[schema(schema_with = crate::web::openapi::skip_reasons)]
     reason: String,
     #[schema(max_length = 5000)]

@@ -18,7 +18,7 @@ use crate::services::assignment::{self as work, Owned, ShownDraft};
 use crate::state::AppState;
 use crate::web::{ApiPath, Layout, render};
 use verdict_core::evidence::Evidence;
-use verdict_core::lifecycle::{Outcome, SkipReason};
+use verdict_core::lifecycle::Outcome;
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
 use verdict_core::submission::RatingRequest;
 use verdict_core::task::Task;
@@ -210,11 +210,80 @@ fn question(
     }
 }
 
-/// A section of the form: one question, asked of A and of B side by side, or once.
+/// A section of the form: one question, asked of A and of B side by side, or once; or
+/// a ladder, asked in place of its criteria.
 pub struct SectionView {
     pub title: String,
     /// `(heading, question)`: "Response A" and "Response B", or one with no heading.
     pub questions: Vec<(&'static str, QuestionView)>,
+    pub ladder: Option<LadderView>,
+}
+
+/// A ladder's one question: the highest level reached, from 0 (none) up, each level
+/// named by its criterion. The form sends `ladder.<key>` = the level; the server stores
+/// the criteria it stands for.
+pub struct LadderView {
+    /// The form field, `ladder.<derived key>`.
+    pub name: String,
+    pub label: String,
+    pub help: String,
+    pub levels: Vec<LevelView>,
+    pub error: Option<String>,
+}
+
+pub struct LevelView {
+    pub level: usize,
+    pub label: String,
+    pub help: String,
+    pub checked: bool,
+    /// The key that picks it: its own digit (`⇧` and the last digit above 9).
+    pub key: String,
+}
+
+fn ladder(
+    rubric: &Rubric,
+    derived: &rubric::Derived,
+    steps: &rubric::Ladder,
+    answers: &Answers,
+    errors: &FieldErrors,
+) -> LadderView {
+    let name = format!("{}{}", rubric::LADDER_FIELD, derived.key);
+    // The level the answers reach: the criteria met from the bottom up, once all are
+    // answered (a form's draft always answers all or none).
+    let met: Option<Vec<bool>> = derived
+        .sum_of
+        .iter()
+        .map(|k| answers.get(k).and_then(Value::as_bool))
+        .collect();
+    let reached = met.map(|met| met.iter().take_while(|m| **m).count());
+    let key = |level: usize| match level {
+        0..=9 => level.to_string(),
+        _ => format!("⇧{}", level % 10),
+    };
+    let mut levels = vec![LevelView {
+        level: 0,
+        label: steps.none.clone(),
+        help: String::new(),
+        checked: reached == Some(0),
+        key: key(0),
+    }];
+    for (i, criterion) in derived.sum_of.iter().enumerate() {
+        let question = rubric.question(criterion);
+        levels.push(LevelView {
+            level: i + 1,
+            label: question.map_or_else(|| criterion.clone(), |q| q.label.clone()),
+            help: question.map(|q| q.help.clone()).unwrap_or_default(),
+            checked: reached == Some(i + 1),
+            key: key(i + 1),
+        });
+    }
+    LadderView {
+        error: errors.get(&name).cloned(),
+        name,
+        label: steps.label.clone(),
+        help: steps.help.clone(),
+        levels,
+    }
 }
 
 /// A derived answer, shown as the form works it out.
@@ -284,19 +353,31 @@ pub fn form_view(
 ) -> FormView {
     let empty = serde_json::Map::new();
     let side = |s: &str| answers.get(s).and_then(Value::as_object).unwrap_or(&empty);
+    let errors = &rubric.on_form(errors.clone());
     let sections = rubric
         .questions
         .iter()
-        .map(|q| SectionView {
-            title: q.section().to_owned(),
-            questions: if q.each_response {
-                vec![
-                    ("Response A", question(q, "a.", side("a"), errors)),
-                    ("Response B", question(q, "b.", side("b"), errors)),
-                ]
-            } else {
-                vec![("", question(q, "", answers, errors))]
-            },
+        .filter_map(|q| {
+            if let Some((derived, place)) = rubric.ladder_of(&q.key) {
+                let steps = derived.ladder.as_ref()?;
+                return (place == 0).then(|| SectionView {
+                    title: steps.label.clone(),
+                    questions: vec![],
+                    ladder: Some(ladder(rubric, derived, steps, answers, errors)),
+                });
+            }
+            Some(SectionView {
+                title: q.section().to_owned(),
+                questions: if q.each_response {
+                    vec![
+                        ("Response A", question(q, "a.", side("a"), errors)),
+                        ("Response B", question(q, "b.", side("b"), errors)),
+                    ]
+                } else {
+                    vec![("", question(q, "", answers, errors))]
+                },
+                ladder: None,
+            })
         })
         .collect();
     let derived = rubric
@@ -367,7 +448,11 @@ struct FormPage {
     b_html: String,
     form: FormView,
     time_spent_s: i32,
-    skip_reasons: &'static [SkipReason],
+    skip_reasons: Vec<rubric::SkipOption>,
+    /// A refused skip: why, and the reason and note it came with.
+    skip_error: Option<String>,
+    skip_reason: String,
+    skip_note: String,
     /// How many fields were refused by the last submission, and what the form says of it.
     error_count: usize,
     error_summary: String,
@@ -395,6 +480,7 @@ async fn form_page(
     errors: FieldErrors,
     general_error: Option<String>,
 ) -> AppResult<FormPage> {
+    let errors = owned.rubric.on_form(errors);
     let (task, rendered) = match task {
         Some(task) => {
             let rendered = crate::services::task::rendered(state.store(), &task).await?;
@@ -437,7 +523,10 @@ async fn form_page(
         b_html,
         form,
         time_spent_s,
-        skip_reasons: SkipReason::ALL,
+        skip_reasons: owned.rubric.skip_options().to_vec(),
+        skip_error: None,
+        skip_reason: String::new(),
+        skip_note: String::new(),
         error_count: errors.len(),
         error_summary: attention(errors.len()),
         oos_explanation: errors
@@ -491,9 +580,22 @@ async fn form(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Response> {
-    let (owned, task, draft) = work::owned_form(state.store(), id, &page_user.user).await?;
+    match draft_page(&state, id, &page_user.user, page_user.layout).await? {
+        Ok(page) => Ok(render(&page)?.into_response()),
+        Err(finished) => Ok(finished),
+    }
+}
+
+/// The form of an open assignment with its saved draft, or the way on from a finished one.
+async fn draft_page(
+    state: &AppState,
+    id: Uuid,
+    user: &User,
+    layout: Layout,
+) -> AppResult<Result<FormPage, Response>> {
+    let (owned, task, draft) = work::owned_form(state.store(), id, user).await?;
     if !owned.assignment.state.is_open() {
-        return finished(&state, id).await;
+        return Ok(Err(finished(state, id).await?));
     }
     let (answers, time) = match draft {
         Some(ShownDraft {
@@ -511,17 +613,17 @@ async fn form(
         None => (Answers::new(), 0),
     };
     let page = form_page(
-        &state,
+        state,
         &owned,
         Some(task),
-        page_user.layout,
+        layout,
         answers,
         time,
         FieldErrors::new(),
         None,
     )
     .await?;
-    Ok(render(&page)?.into_response())
+    Ok(Ok(page))
 }
 
 type FormPairs = Vec<(String, String)>;
@@ -702,7 +804,7 @@ async fn check(
     };
     let (fields, warnings) = match result {
         Ok(warnings) => (FieldErrors::new(), warnings),
-        Err(ServiceError::Invalid(fields)) => (fields, vec![]),
+        Err(ServiceError::Invalid(fields)) => (owned.rubric.on_form(fields), vec![]),
         Err(other) => return Err(other.into()),
     };
     let summary = match fields.get("explanation") {
@@ -746,7 +848,7 @@ async fn skip(
             t.parse::<i64>()
                 .map_or_else(|_| Value::from(t), Value::from)
         });
-    work::skip(
+    let skipped = work::skip(
         state.store(),
         &owned,
         &page_user.user,
@@ -754,8 +856,29 @@ async fn skip(
         form.note.as_deref(),
         time.as_ref(),
     )
-    .await?;
-    to_next(&state, &owned, &page_user.user).await
+    .await;
+    match skipped {
+        Ok(_) => to_next(&state, &owned, &page_user.user).await,
+        // The form again, its skip panel open with what was refused and the note typed.
+        Err(ServiceError::Invalid(fields)) => {
+            match draft_page(&state, id, &page_user.user, page_user.layout).await? {
+                Ok(mut page) => {
+                    page.skip_error = Some(
+                        fields
+                            .iter()
+                            .map(|(field, why)| format!("The {field} {why}."))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    );
+                    page.skip_reason = form.reason;
+                    page.skip_note = form.note.unwrap_or_default();
+                    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+                }
+                Err(finished) => Ok(finished),
+            }
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// `POST /assignments/{id}/out-of-scope`: the explanation, with the answers on the form.

@@ -271,7 +271,9 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
             .map(|c| neutral(&c.to_string()))
             .unwrap_or_default(),
     );
-    record.push(neutral(row.skip_reason.map_or("", SkipReason::as_str)));
+    record.push(neutral(
+        row.skip_reason.as_ref().map_or("", SkipReason::as_str),
+    ));
     record.push(neutral(row.note.as_deref().unwrap_or("")));
     record.push(row.time_spent_s.to_string());
     record.push(row.version.to_string());
@@ -354,7 +356,7 @@ pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> 
         reviewed_at: row.reviewed_at,
         rubric: &rubric.name,
         rubric_version: version,
-        skip_reason: row.skip_reason,
+        skip_reason: row.skip_reason.clone(),
         status: row.status,
         submitted_at: row.submitted_at,
         swapped: row.swapped,

@@ -24,7 +24,7 @@ use crate::store::page::ListKind;
 use crate::store::ratings::HistoryRow;
 use crate::web::paging::PageLinks;
 use crate::web::{ApiPath, ApiQuery, Layout, render};
-use verdict_core::lifecycle::{Outcome, SkipReason, Status};
+use verdict_core::lifecycle::{Outcome, Status};
 use verdict_core::rubric::Answers;
 use verdict_core::submission::{RatingRequest, RevisionRequest};
 
@@ -75,7 +75,8 @@ struct RatingPage {
     outcome: Outcome,
     status: Status,
     note: Option<String>,
-    skip_reason: Option<SkipReason>,
+    /// The reason of a skip, in the rubric's words.
+    skip_reason: Option<String>,
     review_comment: Option<String>,
     /// The rubric's warnings a refused revision's answers meet, and those ticked.
     warnings: Vec<WarningView>,
@@ -85,7 +86,7 @@ struct RatingPage {
     error_count: usize,
     /// Why the out-of-scope explanation (or the outcome, or a skip's reason) was refused.
     explanation_error: Option<String>,
-    skip_reasons: &'static [SkipReason],
+    skip_reasons: Vec<verdict_core::rubric::SkipOption>,
     /// Sanitised HTML of the prompt and responses, in the viewer's orientation.
     prompt_html: String,
     a_html: String,
@@ -163,7 +164,10 @@ async fn page(
         outcome: r.outcome,
         status: r.status,
         note: r.note.clone(),
-        skip_reason: r.skip_reason,
+        skip_reason: r
+            .skip_reason
+            .as_ref()
+            .map(|reason| access.rubric.skip_label(reason.as_str())),
         review_comment: r.review_comment.clone(),
         revisable,
         confirmed: confirmed_of(&answers),
@@ -183,7 +187,7 @@ async fn page(
         explanation_error: ["explanation", "outcome", "reason", "note"]
             .iter()
             .find_map(|key| errors.get(*key).map(|why| format!("{key} {why}"))),
-        skip_reasons: SkipReason::ALL,
+        skip_reasons: access.rubric.skip_options().to_vec(),
         prompt_html,
         a_html,
         b_html,

@@ -256,8 +256,8 @@ pub async fn skip(
     note: Option<&str>,
     time_spent_s: Option<&Value>,
 ) -> ServiceResult<Rating> {
-    let (finish, time) =
-        submission::skip(reason, note, time_spent_s).map_err(ServiceError::Invalid)?;
+    let (finish, time) = submission::skip(&owned.rubric, reason, note, time_spent_s)
+        .map_err(ServiceError::Invalid)?;
     finish_with(store, owned, user, (finish, Extras::default(), time)).await
 }
 

@@ -210,7 +210,7 @@ pub async fn view(store: &Store, access: &Access) -> ServiceResult<RatingView> {
         outcome: r.outcome,
         status: r.status,
         answers: access.answers(),
-        skip_reason: r.skip_reason,
+        skip_reason: r.skip_reason.clone(),
         note: r.note.clone(),
         time_spent_s: r.time_spent_s,
         version: r.version,

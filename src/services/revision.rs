@@ -115,8 +115,9 @@ pub async fn revise(
         Outcome::Skipped => {
             let reason = request.reason.as_deref().unwrap_or("");
             let given = request.rating.time_spent.as_ref();
-            let (finish, time) = submission::skip(reason, request.note.as_deref(), given)
-                .map_err(ServiceError::Invalid)?;
+            let (finish, time) =
+                submission::skip(form.rubric, reason, request.note.as_deref(), given)
+                    .map_err(ServiceError::Invalid)?;
             (finish, Extras::default(), time)
         }
     };

@@ -17,9 +17,17 @@ pub(crate) fn one_of(values: &[&str]) -> utoipa::openapi::Object {
         .build()
 }
 
-/// The skip reasons the server takes.
+/// A skip reason: one of those the batch's rubric lists (its document's `skip_reasons`),
+/// so the document can state only its form.
 pub(crate) fn skip_reasons() -> utoipa::openapi::Object {
-    one_of(verdict_core::lifecycle::SkipReason::NAMES)
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some("^[a-z][a-z0-9_]{0,63}$"))
+        .description(Some(
+            "One of the reasons the batch's rubric lists (`skip_reasons` of its document; \
+             without a list: unfamiliar, too_long or other).",
+        ))
+        .build()
 }
 
 pub(crate) fn batch_states() -> utoipa::openapi::Object {

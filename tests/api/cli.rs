@@ -607,3 +607,82 @@ async fn an_import_and_its_audit_entry_are_one_transaction(db: &TestDb) {
     );
 }
 db_test!(an_import_and_its_audit_entry_are_one_transaction: TestDb);
+
+/// Issue 28: tasks added to a batch of a custom rubric need not name it; they take the
+/// batch's rubric and version, and naming another is refused.
+async fn an_import_into_a_custom_rubric_batch_takes_its_rubric(db: &TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let rubric = dir.path().join("code-check.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(include_str!("../../rubrics/blackhat.json")).unwrap();
+    doc["name"] = "code-check".into();
+    std::fs::write(&rubric, doc.to_string()).unwrap();
+    let out = verdict(db, &["rubric", "add", rubric.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = dir.path().join("first.jsonl");
+    std::fs::write(&first, crate::helpers::tasks_jsonl(2)).unwrap();
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(&more, crate::helpers::tasks_jsonl_from(3, 2)).unwrap();
+    let made = verdict(
+        db,
+        &[
+            "import",
+            "--name",
+            "cc1",
+            "--rubric",
+            "code-check",
+            first.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    // A new version of the rubric: the batch keeps the one it was made with.
+    doc["title"] = "Code check, second version".into();
+    std::fs::write(&rubric, doc.to_string()).unwrap();
+    assert!(
+        verdict(db, &["rubric", "add", rubric.to_str().unwrap()], None)
+            .status
+            .success()
+    );
+    let added = verdict(
+        db,
+        &["import", "--name", "cc1", more.to_str().unwrap()],
+        None,
+    );
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    assert!(
+        text(&added.stdout).starts_with("cc1: 2 tasks added, 0 unchanged"),
+        "{}",
+        text(&added.stdout)
+    );
+    let other = verdict(
+        db,
+        &[
+            "import",
+            "--name",
+            "cc1",
+            "--rubric",
+            "blackhat",
+            more.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(!other.status.success());
+    assert!(
+        text(&other.stderr).contains("rubric: batch \"cc1\" uses the code-check rubric"),
+        "{}",
+        text(&other.stderr)
+    );
+    let store = db.store().await;
+    let batch = store.batch_by_name("cc1").await.unwrap().unwrap();
+    assert_eq!(
+        (batch.rubric.as_str(), batch.rubric_version),
+        ("code-check", 1)
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM tasks").await,
+        4,
+        "the refused import stored nothing"
+    );
+}
+db_test!(an_import_into_a_custom_rubric_batch_takes_its_rubric: TestDb);

@@ -36,6 +36,7 @@ mod routes;
 mod rubrics;
 mod runner;
 mod schema;
+mod seed_rules;
 mod settings_page;
 mod states;
 

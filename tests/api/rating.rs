@@ -238,7 +238,7 @@ async fn a_skipped_task_is_never_offered_to_that_rater_again(app: &TestApp) {
         .await;
     assert_eq!(
         json_with(bad, StatusCode::UNPROCESSABLE_ENTITY).await["fields"]["reason"],
-        "unknown reason \"bored\": use unfamiliar, too_long, other"
+        "unknown reason \"bored\": use unfamiliar, cannot_assess, too_long or other"
     );
     let skip = app
         .act(
@@ -346,7 +346,7 @@ async fn drafts_come_back_in_the_orientation_shown(app: &TestApp) {
             &rater,
             &assignment_id(&next),
             "skip",
-            &json!({"reason": "other"}),
+            &json!({"reason": "unfamiliar"}),
         )
         .await;
     }

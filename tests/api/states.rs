@@ -11,12 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use verdict_core::lifecycle::{
-    AssignmentState, BatchState, CallStatus, Decision, Outcome, RaterKind, RunStatus, SkipReason,
-    Status,
+    AssignmentState, BatchState, CallStatus, Decision, Outcome, RaterKind, RunStatus, Status,
 };
 
 /// Every state's name, of every enum that names one, once (`open` is an assignment's
-/// and a batch's).
+/// and a batch's). Skip reasons are not states: each rubric lists its own.
 fn state_names() -> Vec<&'static str> {
     let mut names = [
         Outcome::NAMES,
@@ -27,7 +26,6 @@ fn state_names() -> Vec<&'static str> {
         CallStatus::NAMES,
         AssignmentState::NAMES,
         BatchState::NAMES,
-        SkipReason::NAMES,
     ]
     .concat();
     names.sort_unstable();
@@ -42,8 +40,6 @@ const STATE_FIELDS: &[&str] = &[
     "status",
     "outcome",
     "decision",
-    "reason",
-    "skip_reason",
     "rater_kind",
     "kind",
 ];

@@ -219,7 +219,46 @@ fn batch_id(dir: &Path, name: &str) -> String {
 /// - issue 28: answers carry only the parts their rubric has, so a pairwise-aspects
 ///   rating (no question asked of each response) is read and exported without the empty
 ///   `a` and `b` the old verdict stored and served. Its history keeps what was stored.
-fn as_served_now(name: &str, expected: String, pairwise: &str) -> String {
+fn as_served_now(
+    name: &str,
+    expected: String,
+    pairwise: &str,
+    dir: &Path,
+    served: &Served,
+) -> String {
+    // A release that changed a built-in rubric's document adds it as that rubric's next
+    // version when it starts (issue 28 changed all three); the old versions stay as
+    // they were, and batches keep theirs.
+    if let ("rubrics.json", Served::Json(served)) = (name, served) {
+        let mut rubrics: Value = serde_json::from_str(&expected).expect("rubrics.json");
+        for rubric in rubrics["list"].as_array_mut().expect("the list") {
+            if rubric["built_in"] != true {
+                continue;
+            }
+            let now = served["list"]
+                .as_array()
+                .expect("the served list")
+                .iter()
+                .find(|r| r["name"] == rubric["name"])
+                .expect("the built-in rubric is still listed");
+            let old = rubric["versions"].as_array().expect("versions").clone();
+            let newer = &now["versions"].as_array().expect("versions")[old.len()..];
+            for (i, added) in newer.iter().enumerate() {
+                assert_eq!(added["version"], old.len() + i + 1, "{added}");
+                assert_eq!(added["created_by"], Value::Null, "{added}");
+                assert!(
+                    added["created_at"].as_str() > old[old.len() - 1]["created_at"].as_str(),
+                    "{added}: added after the old versions"
+                );
+            }
+            rubric["versions"]
+                .as_array_mut()
+                .expect("versions")
+                .extend(newer.iter().cloned());
+            rubric["latest"] = json!(old.len() + newer.len());
+        }
+        return rubrics.to_string();
+    }
     let without_sides = |answers: &mut Value| {
         if let Some(answers) = answers.as_object_mut() {
             for side in ["a", "b"] {
@@ -239,6 +278,31 @@ fn as_served_now(name: &str, expected: String, pairwise: &str) -> String {
                 format!("{record}\n")
             })
             .collect();
+    }
+    // Skips are counted by reason since rubrics list their reasons (issue 28); the old
+    // figures' count is split by the reasons the same batch's old export gives.
+    if let Some(batch) = name.strip_suffix("/metrics.json") {
+        let mut metrics: Value = serde_json::from_str(&expected).expect("metrics.json");
+        let export = std::fs::read_to_string(dir.join(batch).join("export.jsonl"))
+            .expect("the batch's export");
+        let mut by_reason = BTreeMap::<String, u64>::new();
+        for line in export.lines() {
+            let record: Value = serde_json::from_str(line).expect("a JSON line");
+            if record["outcome"] == "skipped"
+                && record["rater_kind"] == "human"
+                && record["gold"] == false
+            {
+                let reason = record["skip_reason"].as_str().expect("a skip's reason");
+                *by_reason.entry(reason.to_owned()).or_default() += 1;
+            }
+        }
+        assert_eq!(
+            Some(by_reason.values().sum::<u64>()),
+            metrics["counts"]["skipped"].as_u64(),
+            "{name}: the old export's skips are the old figures'"
+        );
+        metrics["counts"]["skip_reasons"] = serde_json::json!(by_reason);
+        return metrics.to_string();
     }
     if name == "ratings.json" {
         let mut ratings: Value = serde_json::from_str(&expected).expect("ratings.json");
@@ -371,7 +435,7 @@ async fn check(backend: Backend) {
     let pairwise = batch_id(&dir, "pairwise");
     for name in &want {
         let expected = std::fs::read_to_string(dir.join(name)).expect("expected file");
-        let expected = as_served_now(name, expected, &pairwise);
+        let expected = as_served_now(name, expected, &pairwise, &dir, &got[name]);
         match &got[name] {
             Served::Json(value) => {
                 let expected: Value = serde_json::from_str(&expected).expect("expected JSON");

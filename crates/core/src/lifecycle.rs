@@ -1,7 +1,8 @@
 //! The rating lifecycle: what a rater finished a task with ([`Outcome`]), where the rating
 //! stands ([`Status`]), what a lead decides on it ([`Decision`]), where a rater's hold on
 //! a task stands ([`AssignmentState`]), whether a batch hands out work ([`BatchState`]),
-//! why a task was given back ([`SkipReason`]), where a judge run stands ([`RunStatus`]),
+//! why a task was given back ([`SkipReason`], one of its rubric's), where a judge run
+//! stands ([`RunStatus`]),
 //! and the transitions between them, as plain values with their rules beside them. Code
 //! outside asks these types (`state.is_open()`), never compares their names as strings.
 //!
@@ -294,24 +295,87 @@ impl BatchState {
     }
 }
 
-named! {
-    /// Why a rater gives a task back.
-    SkipReason("skip reason") {
-        Unfamiliar = "unfamiliar",
-        TooLong = "too_long",
-        /// Any other reason; the note says which.
-        Other = "other",
+/// Why a rater gives a task back: one of the reasons the batch's rubric offers
+/// ([`crate::rubric::Rubric::skip_options`]), stored, sent and exported as its value
+/// (`unfamiliar`, `cannot_assess`). Only a value of the right form makes one: 1 to 64
+/// lower-case letters, digits or underscores, from a letter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct SkipReason(String);
+
+impl SkipReason {
+    /// The value it is stored, sent and shown as.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `text` has the form of a reason's value.
+    pub fn is_value(text: &str) -> bool {
+        !text.is_empty()
+            && text.len() <= 64
+            && text.starts_with(|c: char| c.is_ascii_lowercase())
+            && text
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     }
 }
 
-impl SkipReason {
-    /// What the rater is offered to choose, in their words.
-    pub fn description(self) -> &'static str {
-        match self {
-            SkipReason::Unfamiliar => "I don't know this language or domain well enough",
-            SkipReason::TooLong => "It can't be verified in about 30 minutes",
-            SkipReason::Other => "Another reason (say which in the note)",
+/// A text that cannot be a skip reason's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAReason(pub String);
+
+impl fmt::Display for NotAReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a skip reason: lower-case letters, digits and underscores",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NotAReason {}
+
+impl FromStr for SkipReason {
+    type Err = NotAReason;
+
+    fn from_str(text: &str) -> Result<Self, NotAReason> {
+        if Self::is_value(text) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(NotAReason(text.to_owned()))
         }
+    }
+}
+
+impl TryFrom<String> for SkipReason {
+    type Error = NotAReason;
+
+    /// How the store reads a stored reason back.
+    fn try_from(text: String) -> Result<Self, NotAReason> {
+        if Self::is_value(&text) {
+            Ok(Self(text))
+        } else {
+            Err(NotAReason(text))
+        }
+    }
+}
+
+impl utoipa::PartialSchema for SkipReason {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some("^[a-z][a-z0-9_]{0,63}$"))
+            .description(Some("One of the skip reasons the batch's rubric lists."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SkipReason {}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -629,14 +693,19 @@ mod tests {
     }
 
     #[test]
-    fn skip_reasons_are_stored_by_name_and_offered_in_words() {
-        assert_eq!(SkipReason::NAMES, ["unfamiliar", "too_long", "other"]);
-        assert_eq!("too_long".parse(), Ok(SkipReason::TooLong));
-        assert!("bored".parse::<SkipReason>().is_err());
-        assert_eq!(SkipReason::TooLong.label(), "too long");
-        for r in SkipReason::ALL {
-            assert!(!r.description().is_empty(), "{r}");
+    fn a_skip_reason_is_a_value_of_lower_case_letters_digits_and_underscores() {
+        let reason: SkipReason = "cannot_assess".parse().unwrap();
+        assert_eq!(reason.as_str(), "cannot_assess");
+        assert_eq!(serde_json::to_value(&reason).unwrap(), "cannot_assess");
+        for bad in ["", "Bored", "2late", "too-long", "a b", &"x".repeat(65)] {
+            assert!(bad.parse::<SkipReason>().is_err(), "{bad:?}");
         }
+        assert_eq!(
+            SkipReason::try_from("too long".to_owned())
+                .unwrap_err()
+                .to_string(),
+            "\"too long\" is not a skip reason: lower-case letters, digits and underscores"
+        );
     }
 
     #[test]

@@ -127,12 +127,12 @@ pub enum Finish {
 impl Finish {
     /// The answers, skip reason and note it stores (a skip stores no answers; out of
     /// scope, its explanation is the note), borrowed from it.
-    pub fn parts(&self) -> (Cow<'_, TaskAnswers>, Option<SkipReason>, Option<&str>) {
+    pub fn parts(&self) -> (Cow<'_, TaskAnswers>, Option<&SkipReason>, Option<&str>) {
         match self {
             Finish::Rated { answers } => (Cow::Borrowed(answers), None, None),
             Finish::Skipped { reason, note } => (
                 Cow::Owned(TaskAnswers::default()),
-                Some(*reason),
+                Some(reason),
                 note.as_deref(),
             ),
             Finish::OutOfScope {

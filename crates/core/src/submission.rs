@@ -161,6 +161,10 @@ impl RatingRequest {
                         }
                         continue;
                     }
+                    "ladder" => {
+                        climbed(rubric, key, value, &mut request.answers);
+                        continue;
+                    }
                     _ => continue,
                 };
                 if let Some((q, explains)) = find(key, true) {
@@ -219,6 +223,33 @@ impl RatingRequest {
     pub fn time(&self) -> Result<Option<TimeSpent>, FieldErrors> {
         time_of(self.time_spent.as_ref())
             .map_err(|why| FieldErrors::from([("time_spent_s".into(), why)]))
+    }
+}
+
+/// The answers a form's ladder (`ladder.<key>` = the level reached) stands for: the
+/// criteria up to the level yes, the rest no. A level that is not one of the ladder's is
+/// given to each criterion as it came, so the check refuses it beside the ladder.
+fn climbed(rubric: &Rubric, key: &str, level: &str, answers: &mut Map<String, Value>) {
+    let Some(derived) = rubric
+        .derived
+        .iter()
+        .find(|d| d.key == key && d.ladder.is_some())
+    else {
+        return;
+    };
+    if level.is_empty() {
+        return;
+    }
+    let reached = level
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n <= derived.sum_of.len());
+    for (i, criterion) in derived.sum_of.iter().enumerate() {
+        let answer = match reached {
+            Some(n) => Value::Bool(i < n),
+            None => Value::from(level),
+        };
+        answers.insert(criterion.clone(), answer);
     }
 }
 
@@ -385,18 +416,24 @@ fn confirmed_ids(rubric: &Rubric, given: &Value) -> Result<Vec<String>, FieldErr
     }
 }
 
-/// A skip, checked: a known reason, a note of a sensible length, and the active time
-/// (none keeps what the draft recorded). Every refused field is named at once.
+/// A skip, checked: one of the rubric's reasons, a note of a sensible length (required
+/// when the reason asks for one), and the active time (none keeps what the draft
+/// recorded). Every refused field is named at once.
 pub fn skip(
+    rubric: &Rubric,
     reason: &str,
     note: Option<&str>,
     time_spent: Option<&Value>,
 ) -> Result<(Finish, Option<TimeSpent>), FieldErrors> {
     let mut fields = FieldErrors::new();
-    let parsed = reason.parse::<SkipReason>();
-    if parsed.is_err() {
-        // The field's own words, not the enum's: the field is named already.
-        let reasons = SkipReason::NAMES.join(", ");
+    let options = rubric.skip_options();
+    let chosen = options.iter().find(|o| o.value == reason);
+    if chosen.is_none() {
+        let values: Vec<&str> = options.iter().map(|o| o.value.as_str()).collect();
+        let reasons = match values.as_slice() {
+            [init @ .., last] if !init.is_empty() => format!("{} or {last}", init.join(", ")),
+            _ => values.join(""),
+        };
         let why = if reason.is_empty() {
             format!("is required: use {reasons}")
         } else {
@@ -410,10 +447,21 @@ pub fn skip(
             "note".into(),
             format!("must be at most {MAX_NOTE_CHARS} characters"),
         );
+    } else if note.is_none()
+        && let Some(option) = chosen.filter(|o| o.note_required)
+    {
+        fields.insert(
+            "note".into(),
+            format!(
+                "is required for the reason {:?}: say why you skip it",
+                option.value
+            ),
+        );
     }
     let time = time_of(time_spent).map_err(|why| fields.insert("time_spent_s".into(), why));
+    let parsed = chosen.and_then(|o| o.value.parse::<SkipReason>().ok());
     match (parsed, time) {
-        (Ok(reason), Ok(time)) if fields.is_empty() => {
+        (Some(reason), Ok(time)) if fields.is_empty() => {
             let finish = Finish::Skipped {
                 reason,
                 note: note.map(str::to_owned),

@@ -99,7 +99,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub struct NullableName(Option<String>);
 
 impl TryFrom<NullableName> for Option<verdict_core::lifecycle::SkipReason> {
-    type Error = verdict_core::lifecycle::UnknownName;
+    type Error = verdict_core::lifecycle::NotAReason;
 
     fn try_from(name: NullableName) -> Result<Self, Self::Error> {
         name.0.map(String::try_into).transpose()

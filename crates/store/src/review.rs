@@ -669,6 +669,8 @@ columns! {
         model_b: Option<String> = "r.model_b",
         len_a: i64 = "r.len_a",
         len_b: i64 = "r.len_b",
+        #[sqlx(try_from = "super::NullableName")]
+        skip_reason: Option<SkipReason> = "r.skip_reason",
         /// In the batch's figures: always, on a read of the figures alone; on a read of
         /// the changes since a mark, so that a reader can take out those that are not.
         counted: bool = in_figures!(),
@@ -690,6 +692,7 @@ impl From<FactsRow> for RatingFacts {
             model_b: row.model_b,
             len_a: row.len_a,
             len_b: row.len_b,
+            skip_reason: row.skip_reason,
             counted: row.counted,
         }
     }

@@ -43,7 +43,7 @@ fn an_expired_assignment_keeps_what_was_written_and_refuses() {
         FinishStep::Expired { keep_draft: true }
     );
     let skip = Finish::Skipped {
-        reason: SkipReason::Unfamiliar,
+        reason: "unfamiliar".parse::<SkipReason>().unwrap(),
         note: None,
     };
     // A skip has no answers to keep.

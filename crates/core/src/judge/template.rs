@@ -150,16 +150,16 @@ pub(crate) struct ScoreParts<'r> {
 }
 
 pub(crate) fn score_line_parts(rubric: &Rubric) -> Result<ScoreParts<'_>, String> {
-    let derived = rubric
-        .derived
-        .iter()
-        .find(|d| {
-            d.sum_of.iter().chain(&d.zero_when).all(|k| {
-                rubric
-                    .question(k)
-                    .is_some_and(|q| matches!(q.answer, Answer::YesNo { .. }))
-            })
+    // A ladder first: "score: N" is then the level a rater's ladder answer N reaches.
+    let yes_no = |d: &&crate::rubric::Derived| {
+        d.sum_of.iter().chain(&d.zero_when).all(|k| {
+            rubric
+                .question(k)
+                .is_some_and(|q| matches!(q.answer, Answer::YesNo { .. }))
         })
+    };
+    let derived = (rubric.derived.iter().filter(yes_no))
+        .min_by_key(|d| d.ladder.is_none())
         .ok_or_else(|| {
             "score_line needs a rubric with a score derived from yes/no criteria".to_owned()
         })?;

@@ -87,6 +87,8 @@ pub(super) struct Entry {
     pub(super) codes: Box<[u8]>,
     /// The classification options chosen: (question, option) by index.
     pub(super) classes: Box<[(u16, u16)]>,
+    /// A skip's reason.
+    pub(super) skip_reason: Option<crate::lifecycle::SkipReason>,
 }
 
 impl Entry {
@@ -338,6 +340,10 @@ impl Accumulator {
             lengths: (row.len_a, row.len_b),
             codes: Box::default(),
             classes: Box::default(),
+            skip_reason: row
+                .skip_reason
+                .clone()
+                .filter(|_| row.outcome == Outcome::Skipped),
         };
         if entry.included() {
             // Answers are read without building a JSON tree: only the keys and raw values.
@@ -437,7 +443,19 @@ impl Accumulator {
             count(
                 match reason {
                     Exclusion::Draft => &mut c.drafts,
-                    Exclusion::Skipped => &mut c.skipped,
+                    Exclusion::Skipped => {
+                        if let Some(reason) = &e.skip_reason {
+                            let n = c
+                                .skip_reasons
+                                .entry(reason.as_str().to_owned())
+                                .or_default();
+                            count(n, add);
+                            if *n == 0 {
+                                c.skip_reasons.remove(reason.as_str());
+                            }
+                        }
+                        &mut c.skipped
+                    }
                     Exclusion::OutOfScope => &mut c.out_of_scope,
                     Exclusion::Rejected => &mut c.rejected,
                     Exclusion::Returned => &mut c.returned,

@@ -385,6 +385,7 @@ mod tests {
             model_b: None,
             len_a: 0,
             len_b: 0,
+            skip_reason: None,
             counted: true,
         }
     }

@@ -63,6 +63,8 @@ pub struct RatingFacts {
     /// The two responses' lengths in characters (for the length lean).
     pub len_a: i64,
     pub len_b: i64,
+    /// Why a skip was skipped.
+    pub skip_reason: Option<crate::lifecycle::SkipReason>,
     /// Whether it belongs in the batch's figures at all: a human's rating, not of a gold
     /// task, and not held for review first unless accepted. A full read has only these;
     /// a read of what changed also has the others, to take them out.
@@ -78,6 +80,8 @@ pub struct Counts {
     pub excluded: u64,
     pub drafts: u64,
     pub skipped: u64,
+    /// The skips left out, by their reason (the rubric's value, e.g. `cannot_assess`).
+    pub skip_reasons: BTreeMap<String, u64>,
     pub out_of_scope: u64,
     pub rejected: u64,
     pub returned: u64,

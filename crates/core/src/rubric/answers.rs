@@ -119,6 +119,8 @@ pub fn validate(
     }
     if mode == Mode::OutOfScope {
         out_of_scope(rubric, &mut out);
+    } else {
+        climb(rubric, &out, &mut errors);
     }
     derive(rubric, input, &mut out, &mut errors);
     if let Some(classes) =
@@ -152,6 +154,37 @@ fn out_of_scope(rubric: &Rubric, answers: &mut Answers) {
             }
         } else {
             set(answers);
+        }
+    }
+}
+
+/// Refuses a ladder's criterion answered yes above one answered no: each level holds
+/// only when every level below it holds. Criteria not answered yet (a draft) are passed
+/// over.
+fn climb(rubric: &Rubric, out: &Answers, errors: &mut Problems) {
+    for derived in rubric.derived.iter().filter(|d| d.ladder.is_some()) {
+        let mut unmet: Option<&str> = None;
+        for key in &derived.sum_of {
+            match (out.get(key), unmet) {
+                (Some(Value::Bool(false)), None) => unmet = Some(key),
+                (Some(Value::Bool(true)), Some(below)) => {
+                    let label = |k: &str| {
+                        rubric
+                            .question(k)
+                            .map_or_else(|| k.to_owned(), |q| q.label.clone())
+                    };
+                    errors.entry(key.clone()).or_insert_with(|| {
+                        format!(
+                            "can be yes only when \"{}\" is yes: the levels build on each \
+                             other, so a response reaches \"{}\" only through every level \
+                             below it",
+                            label(below),
+                            label(key)
+                        )
+                    });
+                }
+                _ => {}
+            }
         }
     }
 }

@@ -153,6 +153,7 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
                 | "questions"
                 | "derived"
                 | "warnings"
+                | "skip_reasons"
         ) {
             errors.insert(key.clone(), "is not a field of a rubric document".into());
         }
@@ -190,6 +191,8 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
         read_list::<Question>(object, "questions", errors, &mut complete);
     let (derived, derived_at) = read_list::<Derived>(object, "derived", errors, &mut complete);
     let (warnings, _) = read_list::<super::Warning>(object, "warnings", errors, &mut complete);
+    let (skip_reasons, _) =
+        read_list::<super::SkipOption>(object, "skip_reasons", errors, &mut complete);
     let parts = Parts {
         questions: question_at,
         derived: derived_at,
@@ -204,6 +207,7 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
         questions,
         derived,
         warnings,
+        skip_reasons,
     };
     Some((rubric, parts))
 }
@@ -303,6 +307,9 @@ pub fn comparable(old: &Rubric, new: &Rubric) -> Vec<String> {
                     && n.swap == q.swap
                     && n.metrics == q.metrics
                     && n.label == q.label
+                    // "Yes" on a ladder means "reached this level": not the same answer
+                    // as a criterion judged on its own.
+                    && new.ladder_of(&q.key).is_some() == old.ladder_of(&q.key).is_some()
             })
         })
         .map(|q| q.key.clone())
@@ -315,6 +322,7 @@ pub fn comparable(old: &Rubric, new: &Rubric) -> Vec<String> {
                     n.key == d.key
                         && n.sum_of == d.sum_of
                         && n.zero_when == d.zero_when
+                        && n.ladder.is_some() == d.ladder.is_some()
                         && d.sum_of.iter().chain(&d.zero_when).all(|k| {
                             old.question(k).map(|q| &q.answer) == new.question(k).map(|q| &q.answer)
                         })

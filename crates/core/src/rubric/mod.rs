@@ -45,7 +45,43 @@ pub struct Rubric {
     /// look again before it sends them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// The reasons a rater may give a task back for, in the order offered; none listed
+    /// means [`DEFAULT_SKIP_REASONS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_reasons: Vec<SkipOption>,
 }
+
+/// A reason a rater may skip a task for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkipOption {
+    /// Stored with the skip and exported, e.g. `cannot_assess`.
+    pub value: String,
+    /// Offered to the rater, e.g. "I cannot judge whether it is correct".
+    pub label: String,
+    /// A skip for this reason must say more in its note.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub note_required: bool,
+}
+
+/// The reasons offered by a rubric that lists none: those every rubric offered before
+/// documents could list their own.
+pub static DEFAULT_SKIP_REASONS: LazyLock<Vec<SkipOption>> = LazyLock::new(|| {
+    [
+        (
+            "unfamiliar",
+            "I don't know this language or domain well enough",
+        ),
+        ("too_long", "It can't be verified in about 30 minutes"),
+        ("other", "Another reason (say which in the note)"),
+    ]
+    .map(|(value, label)| SkipOption {
+        value: value.into(),
+        label: label.into(),
+        note_required: false,
+    })
+    .into()
+});
 
 /// A consistency rule: when every answer named in `when` matches (answers as the rater
 /// was shown them, by path: `a.correctness`, `sxs`, `score`, or an explanation such as
@@ -322,7 +358,28 @@ pub struct Derived {
     pub zero_when: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Role>,
+    /// The yes/no criteria of `sum_of` build on each other, in order: each can hold only
+    /// when every one before it holds, so the total is the highest level reached. The
+    /// form asks for that level in one question; the criteria are stored as yes/no
+    /// answers all the same ("reached this level").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Ladder>,
 }
+
+/// How the form asks for the level a cumulative score reaches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ladder {
+    /// The question, e.g. "The highest level this response reaches".
+    pub label: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub help: String,
+    /// The option for level 0, when not even the first criterion holds.
+    pub none: String,
+}
+
+/// The prefix of a ladder's field on the form: `ladder.<derived key>` carries the level.
+pub const LADDER_FIELD: &str = "ladder.";
 
 /// Which response a preference answer favours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -598,6 +655,58 @@ impl Rubric {
                 answers.remove(side);
             }
         }
+    }
+
+    /// The cumulative score whose ladder has the criterion `key`, with the criterion's
+    /// place on it (0 for the first).
+    pub fn ladder_of(&self, key: &str) -> Option<(&Derived, usize)> {
+        self.derived.iter().find_map(|d| {
+            d.ladder.as_ref()?;
+            Some((d, d.sum_of.iter().position(|k| k == key)?))
+        })
+    }
+
+    /// Field errors as the form shows them: the errors of a ladder's criteria are shown
+    /// as one, beside the ladder's question (`ladder.<key>`): the lowest criterion's.
+    pub fn on_form(&self, errors: crate::fields::FieldErrors) -> crate::fields::FieldErrors {
+        let mut shown = crate::fields::FieldErrors::new();
+        let mut lowest = std::collections::BTreeMap::new();
+        for (path, why) in errors {
+            match self.ladder_of(&path) {
+                Some((ladder, place)) => {
+                    let name = format!("{LADDER_FIELD}{}", ladder.key);
+                    let kept = lowest.entry(name).or_insert((place, why.clone()));
+                    if place < kept.0 {
+                        *kept = (place, why);
+                    }
+                }
+                None => {
+                    shown.insert(path, why);
+                }
+            }
+        }
+        for (name, (_, why)) in lowest {
+            shown.entry(name).or_insert(why);
+        }
+        shown
+    }
+
+    /// The reasons a rater may skip a task of this rubric for.
+    pub fn skip_options(&self) -> &[SkipOption] {
+        if self.skip_reasons.is_empty() {
+            &DEFAULT_SKIP_REASONS
+        } else {
+            &self.skip_reasons
+        }
+    }
+
+    /// The words a skip reason is offered in; for one the rubric does not offer, its
+    /// value as words.
+    pub fn skip_label(&self, value: &str) -> String {
+        self.skip_options()
+            .iter()
+            .find(|o| o.value == value)
+            .map_or_else(|| value.replace('_', " "), |o| o.label.clone())
     }
 
     /// The question with this key.

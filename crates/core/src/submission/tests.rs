@@ -206,21 +206,61 @@ fn an_explanation_of_scope_must_be_long_enough_and_not_too_long() {
 
 #[test]
 fn a_skip_names_its_reason_note_and_time_together() {
-    let (finish, time) = skip("too_long", Some("  far too long  "), Some(&json!(12))).unwrap();
+    let (finish, time) = skip(
+        blackhat(),
+        "too_long",
+        Some("  far too long  "),
+        Some(&json!(12)),
+    )
+    .unwrap();
     assert_eq!(
         finish,
         Finish::Skipped {
-            reason: SkipReason::TooLong,
+            reason: "too_long".parse::<SkipReason>().unwrap(),
             note: Some("far too long".into())
         }
     );
     assert_eq!(time, Some(TimeSpent(12)));
     let long = "n".repeat(MAX_NOTE_CHARS + 1);
-    let errors = skip("bored", Some(&long), Some(&json!(-1))).unwrap_err();
+    let errors = skip(blackhat(), "bored", Some(&long), Some(&json!(-1))).unwrap_err();
     let paths: Vec<&str> = errors.keys().map(String::as_str).collect();
     assert_eq!(paths, ["note", "reason", "time_spent_s"]);
-    assert!(errors["reason"].starts_with("unknown reason \"bored\": use "));
-    assert!(skip("", None, None).unwrap_err()["reason"].starts_with("is required: use "));
+    assert_eq!(
+        errors["reason"],
+        "unknown reason \"bored\": use unfamiliar, cannot_assess, too_long or other"
+    );
+    assert!(
+        skip(blackhat(), "", None, None).unwrap_err()["reason"].starts_with("is required: use ")
+    );
+}
+
+#[test]
+fn a_skip_takes_the_reasons_its_rubric_lists_and_the_note_one_requires() {
+    // Blackhat lists the seed's three reasons and another, which needs a note.
+    let values: Vec<&str> = blackhat()
+        .skip_options()
+        .iter()
+        .map(|o| o.value.as_str())
+        .collect();
+    assert_eq!(values, ["unfamiliar", "cannot_assess", "too_long", "other"]);
+    assert!(skip(blackhat(), "cannot_assess", None, None).is_ok());
+    let errors = skip(blackhat(), "other", Some("  "), None).unwrap_err();
+    assert_eq!(
+        errors["note"],
+        "is required for the reason \"other\": say why you skip it"
+    );
+    assert!(skip(blackhat(), "other", Some("The prompt is in Welsh."), None).is_ok());
+    // A rubric that lists none offers the three reasons every rubric had before.
+    let mut plain = blackhat().clone();
+    plain.skip_reasons.clear();
+    assert!(
+        skip(&plain, "other", None, None).is_ok(),
+        "no note required"
+    );
+    assert_eq!(
+        skip(&plain, "cannot_assess", None, None).unwrap_err()["reason"],
+        "unknown reason \"cannot_assess\": use unfamiliar, too_long or other"
+    );
 }
 
 #[test]
@@ -333,4 +373,75 @@ fn yes_no_answers_and_text_questions_of_a_single_response_rubric() {
         }),
         "no sides, no derived score from the form"
     );
+}
+
+#[test]
+fn a_forms_ladder_level_stands_for_its_criteria() {
+    let rubric = by_name("additive-5").unwrap();
+    let answers = |level: &str| {
+        let pairs = [("ladder.score", level), ("repetitive", "false")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        RatingRequest::from_form(rubric, &[], &pairs).answers
+    };
+    assert_eq!(
+        Value::Object(answers("3")),
+        json!({
+            "relevant": true, "substantial": true, "useful": true, "comprehensive": false,
+            "expert": false, "repetitive": false, "classifications": {}
+        })
+    );
+    assert!(answers("0")["relevant"] == false && answers("5")["expert"] == true);
+    assert!(
+        !answers("").contains_key("relevant"),
+        "no level picked: no criterion answered"
+    );
+    for odd in ["6", "-1", "three"] {
+        assert_eq!(
+            answers(odd)["relevant"],
+            odd,
+            "kept as sent so the check names it"
+        );
+    }
+}
+
+#[test]
+fn a_judges_score_line_stores_what_a_raters_ladder_level_stores() {
+    use crate::judge::{parse::parse, template::Format};
+    let rubric = by_name("additive-5").unwrap();
+    const WHY: &str = "It answers the core of the question, but not all of it.";
+    for level in 0..=5 {
+        let judged = parse(
+            rubric,
+            Format::ScoreLine,
+            &format!("score: {level}\n{WHY}"),
+            false,
+            0,
+        );
+        let pairs = [
+            ("ladder.score", level.to_string()),
+            ("repetitive", "false".into()),
+            ("justification", WHY.into()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v));
+        let form = RatingRequest::from_form(rubric, &[], &pairs);
+        let rated =
+            rubric::validate(rubric, &[], &Value::Object(form.answers), Mode::Submit, 20).unwrap();
+        for key in [
+            "relevant",
+            "substantial",
+            "useful",
+            "comprehensive",
+            "expert",
+            "repetitive",
+            "score",
+            "justification",
+        ] {
+            assert_eq!(
+                judged.answers.get(key),
+                rated.get(key),
+                "level {level}: {key}"
+            );
+        }
+        assert_eq!(rated["score"], level);
+    }
 }

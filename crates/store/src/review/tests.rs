@@ -9,7 +9,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
-use verdict_core::lifecycle::{Outcome, RaterKind, SkipReason, Status};
+use verdict_core::lifecycle::{Outcome, RaterKind, Status};
 use verdict_core::metrics::RatingFacts;
 
 use super::{ExportRow, FactsRow};
@@ -77,7 +77,7 @@ async fn the_store_scans_export_rows_and_rating_facts_as_sqlx_reads_them() {
         .bind(Outcome::Rated.as_str())
         .bind(Status::Accepted.as_str())
         .bind(Json(json!({"a": {"score": 4}, "explanation": "ünïcode"})))
-        .bind(Some(SkipReason::Other.as_str()))
+        .bind(Some("other"))
         .bind(Some("a note"))
         .bind(95)
         .bind(3)

@@ -242,16 +242,102 @@ fn criteria(met: [bool; 5], repetitive: bool) -> Value {
     })
 }
 
+const CRITERIA: [&str; 5] = [
+    "relevant",
+    "substantial",
+    "useful",
+    "comprehensive",
+    "expert",
+];
+
 #[test]
-fn the_additive_score_is_the_number_of_criteria_met_or_zero_when_repetitive() {
+fn the_additive_ladder_takes_levels_in_order_and_refuses_every_gap() {
+    // Every combination of the five criteria and the zero rule: 64 in all.
+    let mut taken = 0;
+    for bits in 0u8..64 {
+        let met: [bool; 5] = std::array::from_fn(|i| bits & (1 << i) != 0);
+        let repetitive = bits & (1 << 5) != 0;
+        let level = met.iter().take_while(|m| **m).count();
+        let result = validate(
+            additive(),
+            &[],
+            &criteria(met, repetitive),
+            Mode::Submit,
+            20,
+        );
+        // The criteria met above the lowest one not met.
+        let above_a_gap: Vec<&str> = (level..5)
+            .filter(|i| met[*i])
+            .map(|i| CRITERIA[i])
+            .collect();
+        if above_a_gap.is_empty() {
+            let out = result.unwrap_or_else(|e| panic!("{met:?} refused: {e:?}"));
+            let score = if repetitive { 0 } else { level as i64 };
+            assert_eq!(out["score"], score, "{met:?} repetitive {repetitive}");
+            taken += 1;
+        } else {
+            let errors = result.expect_err("a level above one not reached");
+            let keys: Vec<&str> = errors.keys().map(String::as_str).collect();
+            let mut expected = above_a_gap.clone();
+            expected.sort_unstable();
+            assert_eq!(keys, expected, "{met:?}");
+            let lowest_unmet = additive().question(CRITERIA[level]).unwrap();
+            for key in above_a_gap {
+                assert!(
+                    errors[key].starts_with(&format!(
+                        "can be yes only when \"{}\" is yes",
+                        lowest_unmet.label
+                    )),
+                    "{met:?}: {}",
+                    errors[key]
+                );
+            }
+        }
+    }
+    assert_eq!(
+        taken, 12,
+        "levels 0 to 5, each with and without the zero rule"
+    );
+}
+
+#[test]
+fn a_draft_may_climb_part_of_the_ladder_but_not_skip_a_level() {
+    let draft = json!({"expert": true});
+    assert!(validate(additive(), &[], &draft, Mode::Draft, 20).is_ok());
+    let gap = json!({"relevant": false, "useful": true});
+    let errors = validate(additive(), &[], &gap, Mode::Draft, 20).unwrap_err();
+    assert_eq!(errors.keys().collect::<Vec<_>>(), ["useful"]);
+}
+
+#[test]
+fn without_a_ladder_the_criteria_are_independent_as_in_version_1() {
+    let mut independent = additive().clone();
+    independent.derived[0].ladder = None;
     for bits in 0u8..32 {
         let met = std::array::from_fn(|i| bits & (1 << i) != 0);
-        let expected = i64::from(bits.count_ones() as u8);
-        let out = validate(additive(), &[], &criteria(met, false), Mode::Submit, 20).unwrap();
-        assert_eq!(out["score"], expected, "{met:?}");
-        let zero = validate(additive(), &[], &criteria(met, true), Mode::Submit, 20).unwrap();
-        assert_eq!(zero["score"], 0, "repetitive: {met:?}");
+        let out = validate(&independent, &[], &criteria(met, false), Mode::Submit, 20).unwrap();
+        assert_eq!(out["score"], i64::from(bits.count_ones() as u8), "{met:?}");
     }
+}
+
+#[test]
+fn a_ladders_errors_are_shown_once_beside_its_question() {
+    let errors = validate(additive(), &[], &json!({}), Mode::Submit, 20).unwrap_err();
+    assert!(errors.contains_key("relevant") && errors.contains_key("expert"));
+    let shown = additive().on_form(errors);
+    assert_eq!(
+        shown.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["justification", "ladder.score", "repetitive"]
+    );
+    assert_eq!(shown["ladder.score"], "is required");
+    let gap = criteria([true, false, false, true, true], false);
+    let errors = validate(additive(), &[], &gap, Mode::Submit, 20).unwrap_err();
+    let shown = additive().on_form(errors);
+    assert!(
+        shown["ladder.score"].contains("reaches \"Direct, complete and well organised\""),
+        "the lowest level refused: {}",
+        shown["ladder.score"]
+    );
 }
 
 #[test]
@@ -408,13 +494,6 @@ fn warnings_name_unlikely_combinations_without_refusing_them() {
     assert!(
         met(blackhat(), &submit(input).unwrap()).is_empty(),
         "a tie is fine"
-    );
-    let mut odd = criteria([false, true, true, true, true], false);
-    odd["substantial"] = json!(false);
-    let out = validate(additive(), &[], &odd, Mode::Submit, 20).unwrap();
-    assert_eq!(
-        met(additive(), &out),
-        ["expert-not-relevant", "comprehensive-not-substantial"]
     );
     let plain = validate(
         additive(),

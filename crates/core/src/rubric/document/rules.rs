@@ -151,6 +151,9 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
                 }
             }
         }
+        if let Some(ladder) = &d.ladder {
+            check_ladder(rubric, d, ladder, &at, parts.complete, &long_help, &mut err);
+        }
         match &d.metrics {
             Some(Role::Score) | None => {}
             Some(_) => err(
@@ -159,6 +162,7 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
             ),
         }
     }
+    check_skip_reasons(rubric, &mut err);
     // Warnings name answers by path; only a complete document has every path to check.
     if !parts.complete {
         return;
@@ -523,5 +527,110 @@ fn check_role(role: &Role, answer: &Answer, at: &str, err: &mut impl FnMut(Strin
         (Role::Nominal { unscaled }, _) => values_fit(unscaled, err),
         (Role::Score, Answer::Scale { .. }) => {}
         (Role::Score, _) => err(at.into(), "a score is a number: use it on a scale".into()),
+    }
+}
+
+/// A ladder's rules: it names its question and its level 0, and its criteria are
+/// distinct required yes/no questions with no explanation of their own (the form asks
+/// for the level reached, once), each on no other ladder.
+fn check_ladder(
+    rubric: &Rubric,
+    derived: &crate::rubric::Derived,
+    ladder: &crate::rubric::Ladder,
+    at: &str,
+    complete: bool,
+    long_help: &str,
+    err: &mut impl FnMut(String, String),
+) {
+    for (field, text) in [("label", &ladder.label), ("none", &ladder.none)] {
+        if text.trim().is_empty() {
+            err(format!("{at}.ladder.{field}"), "must not be empty".into());
+        }
+    }
+    if ladder.help.chars().count() > MAX_HELP_CHARS {
+        err(format!("{at}.ladder.help"), long_help.to_owned());
+    }
+    let levels = derived.sum_of.len();
+    if !(2..crate::rubric::MAX_OPTIONS).contains(&levels) {
+        err(
+            format!("{at}.sum_of"),
+            format!(
+                "a ladder has 2 to {} criteria, one per level above 0",
+                crate::rubric::MAX_OPTIONS - 1
+            ),
+        );
+    }
+    for (j, key) in derived.sum_of.iter().enumerate() {
+        let path = format!("{at}.sum_of[{j}]");
+        if derived.sum_of[..j].contains(key) {
+            err(path, format!("{key:?} is already a level of this ladder"));
+            continue;
+        }
+        let other = rubric
+            .derived
+            .iter()
+            .find(|o| !std::ptr::eq(*o, derived) && o.ladder.is_some() && o.sum_of.contains(key));
+        if let Some(other) = other {
+            err(
+                path,
+                format!("{key:?} is a level of the ladder {:?} too", other.key),
+            );
+            continue;
+        }
+        // A name of a question that did not read is not known to be wrong.
+        let Some(question) = rubric.question(key) else {
+            continue;
+        };
+        if complete
+            && (!matches!(question.answer, Answer::YesNo { .. })
+                || !question.required
+                || question.explanation.is_some())
+        {
+            err(
+                path,
+                format!(
+                    "{key:?} must be a required yes/no question without an explanation of \
+                     its own: the form asks once for the highest level reached"
+                ),
+            );
+        }
+    }
+}
+
+/// The longest label of a skip reason.
+const MAX_REASON_LABEL_CHARS: usize = 200;
+
+/// A rubric's skip reasons: at most as many as a question's options, each a distinct
+/// value of the stored form with a label.
+fn check_skip_reasons(rubric: &Rubric, err: &mut impl FnMut(String, String)) {
+    if rubric.skip_reasons.len() > crate::rubric::MAX_OPTIONS {
+        err(
+            "skip_reasons".into(),
+            format!("must list at most {} reasons", crate::rubric::MAX_OPTIONS),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for (i, reason) in rubric.skip_reasons.iter().enumerate() {
+        let at = format!("skip_reasons[{i}]");
+        if !crate::lifecycle::SkipReason::is_value(&reason.value) {
+            err(
+                format!("{at}.value"),
+                "must be 1 to 64 lower-case letters, digits or underscores, starting with a \
+                 letter (it is stored with the skip)"
+                    .into(),
+            );
+        } else if !seen.insert(reason.value.as_str()) {
+            err(
+                format!("{at}.value"),
+                format!("{:?} is listed twice", reason.value),
+            );
+        }
+        let length = reason.label.trim().chars().count();
+        if length == 0 || length > MAX_REASON_LABEL_CHARS {
+            err(
+                format!("{at}.label"),
+                format!("must be 1 to {MAX_REASON_LABEL_CHARS} characters"),
+            );
+        }
     }
 }

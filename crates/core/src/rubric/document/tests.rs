@@ -151,6 +151,46 @@ fn derived_answers_sum_yes_no_questions_asked_once() {
     assert!(errors["derived[0].key"].contains("also the answer key"));
 }
 
+fn additive() -> Value {
+    serde_json::from_str(include_str!("../../../../../rubrics/additive-5.json")).unwrap()
+}
+
+#[test]
+fn a_ladders_levels_are_distinct_required_yes_no_questions_on_one_ladder() {
+    let mut doc = additive();
+    doc["derived"][0]["ladder"]["none"] = json!(" ");
+    doc["derived"][0]["sum_of"][2] = json!("relevant");
+    doc["questions"][1]["required"] = json!(false);
+    doc["questions"][3]["explanation"] = json!({"required": "optional", "prompt": "Why?"});
+    doc["derived"].as_array_mut().unwrap().push(json!({
+        "key": "again", "label": "Again", "sum_of": ["expert", "repetitive"],
+        "ladder": {"label": "Again", "none": "None"}
+    }));
+    let errors = errors_of(doc);
+    assert_eq!(errors["derived[0].ladder.none"], "must not be empty");
+    assert!(errors["derived[0].sum_of[2]"].contains("already a level of this ladder"));
+    for (at, key) in [
+        ("derived[0].sum_of[1]", "substantial"),
+        ("derived[0].sum_of[3]", "comprehensive"),
+    ] {
+        assert!(
+            errors[at].contains(&format!(
+                "{key:?} must be a required yes/no question without an explanation"
+            )),
+            "{at}: {:?}",
+            errors.get(at)
+        );
+    }
+    assert!(errors["derived[1].sum_of[0]"].contains("a level of the ladder \"score\" too"));
+    let mut short = additive();
+    short["derived"][0]["sum_of"] = json!(["relevant"]);
+    assert!(errors_of(short)["derived[0].sum_of"].contains("2 to 19 criteria"));
+    let mut scale = additive();
+    scale["questions"][0]["answer"] =
+        json!({"type": "scale", "min": 1, "max": 3, "labels": ["x", "y", "z"]});
+    assert!(errors_of(scale)["derived[0].sum_of[0]"].contains("must be a required yes/no"));
+}
+
 #[test]
 fn reserved_keys_and_explanation_clashes_are_refused() {
     let mut doc = blackhat();
@@ -199,12 +239,12 @@ fn warnings_name_answers_the_rubric_has_with_values_they_take() {
     let mut additive: Value =
         serde_json::from_str(include_str!("../../../../../rubrics/additive-5.json")).unwrap();
     additive["warnings"][0]["when"] = json!({"score": [6], "justification": "x"});
-    additive["warnings"][1]["id"] = additive["warnings"][2]["id"].clone();
+    additive["warnings"][1]["id"] = additive["warnings"][0]["id"].clone();
     let errors = errors_of(additive);
     assert!(errors["warnings[0].when.score"].contains("6 is not an answer"));
     assert!(errors["warnings[0].when.justification"].contains("is written text"));
     assert!(
-        errors["warnings[2].id"].contains("names another warning too"),
+        errors["warnings[1].id"].contains("names another warning too"),
         "{errors:?}"
     );
 }
