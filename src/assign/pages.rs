@@ -19,6 +19,7 @@ use crate::state::AppState;
 use crate::web::{ApiPath, Layout, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::Outcome;
+use verdict_core::render;
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
 use verdict_core::submission::RatingRequest;
 use verdict_core::task::Task;
@@ -217,6 +218,53 @@ pub struct SectionView {
     /// `(heading, question)`: "Response A" and "Response B", or one with no heading.
     pub questions: Vec<(&'static str, QuestionView)>,
     pub ladder: Option<LadderView>,
+    /// What the question means and when to pick each answer, from the rubric's
+    /// definitions (sanitised HTML), shown once for the section.
+    pub guide: Guide,
+}
+
+/// A question's definitions as sanitised HTML: the question's own, then each answer's
+/// `(label, definition)`.
+#[derive(Default)]
+pub struct Guide {
+    pub intro: String,
+    pub answers: Vec<(String, String)>,
+}
+
+impl Guide {
+    fn of(question: &rubric::Question) -> Self {
+        let answers = match &question.answer {
+            rubric::Answer::Choice { options } => options
+                .iter()
+                .filter(|o| !o.definition.trim().is_empty())
+                .map(|o| (o.label.clone(), render::markdown(&o.definition)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Self {
+            intro: render::markdown(&question.definition),
+            answers,
+        }
+    }
+
+    /// A ladder's: what each level means.
+    fn of_ladder(rubric: &Rubric, derived: &rubric::Derived) -> Self {
+        let answers = derived
+            .sum_of
+            .iter()
+            .filter_map(|key| rubric.question(key))
+            .filter(|q| !q.definition.trim().is_empty())
+            .map(|q| (q.label.clone(), render::markdown(&q.definition)))
+            .collect();
+        Self {
+            intro: String::new(),
+            answers,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.intro.trim().is_empty() && self.answers.is_empty()
+    }
 }
 
 /// A ladder's one question: the highest level reached, from 0 (none) up, each level
@@ -335,6 +383,8 @@ impl FormView {
 pub struct FormView {
     /// Guidance shown above the questions.
     pub help: String,
+    /// The rubric's complete guidelines, as sanitised HTML (empty when it has none).
+    pub instructions_html: String,
     /// What out of scope means for this rubric.
     pub out_of_scope_help: String,
     pub sections: Vec<SectionView>,
@@ -364,6 +414,7 @@ pub fn form_view(
                     title: steps.label.clone(),
                     questions: vec![],
                     ladder: Some(ladder(rubric, derived, steps, answers, errors)),
+                    guide: Guide::of_ladder(rubric, derived),
                 });
             }
             Some(SectionView {
@@ -377,6 +428,7 @@ pub fn form_view(
                     vec![("", question(q, "", answers, errors))]
                 },
                 ladder: None,
+                guide: Guide::of(q),
             })
         })
         .collect();
@@ -424,9 +476,11 @@ pub fn form_view(
             }
         })
         .collect();
-    let rules = serde_json::json!({ "rubric": rubric, "min_explanation": min });
+    let rules =
+        serde_json::json!({ "rubric": rubric.without_guidelines(), "min_explanation": min });
     FormView {
         help: rubric.help.clone(),
+        instructions_html: render::markdown(&rubric.instructions),
         out_of_scope_help: rubric.out_of_scope_help.clone(),
         sections,
         derived,

@@ -298,3 +298,78 @@ async fn a_skip_takes_its_rubrics_reasons_counts_each_and_exports_it(app: &TestA
         ["\"cannot_assess\"", "\"other\"", "\"unfamiliar\""]
     );
 }
+
+db_test!(the_guidelines_and_definitions_show_with_the_form_and_the_review: TestApp);
+async fn the_guidelines_and_definitions_show_with_the_form_and_the_review(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "guided", &crate::helpers::tasks_jsonl(2), "")
+        .await;
+    let assignment = app.take(&rater, &batch).await;
+    let browser = rater.browser_for(app).await;
+    let form = page_text(app, &browser, &format!("/assignments/{assignment}")).await;
+    assert!(form.contains("<details class=\"guidelines\" id=\"guidelines\">"));
+    assert!(
+        form.contains("<h3>Correctness</h3>"),
+        "the Markdown is rendered"
+    );
+    for label in [
+        "No issues",
+        "Minor issue(s)",
+        "Major issue(s)",
+        "Cannot assess",
+        "N/A",
+    ] {
+        assert!(form.contains(&format!("<dt>{label}</dt>")), "{label}");
+    }
+    let done = app
+        .act(
+            &rater,
+            &assignment,
+            "submit",
+            &crate::helpers::complete_answers(),
+        )
+        .await;
+    let rating = json_with(done, StatusCode::OK).await["rating_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lead_browser = lead.browser_for(app).await;
+    let review = page_text(app, &lead_browser, &format!("/review/{rating}")).await;
+    assert!(review.contains("The rubric's guidelines"));
+    assert!(review.contains("<h3>Side by side</h3>"), "{review}");
+
+    // A team's own guidelines are Markdown, sanitised when shown.
+    let mut doc: Value =
+        serde_json::from_str(include_str!("../../rubrics/additive-5.json")).unwrap();
+    doc["name"] = json!("own-words");
+    doc["instructions"] = json!("Read **carefully**.<script>alert('guidelines')</script>");
+    doc["questions"][0]["definition"] =
+        json!("<img src=x onerror=alert(1)>Relevant *means* on topic.");
+    let added = admin
+        .api
+        .post(app.url("/api/v1/rubrics"))
+        .json(&doc)
+        .go()
+        .await;
+    json_with(added, StatusCode::CREATED).await;
+    let own = app
+        .batch(&admin, "own", &single_tasks(1), "&rubric=own-words")
+        .await;
+    let assignment = app.take(&rater, &own).await;
+    let form = page_text(app, &browser, &format!("/assignments/{assignment}")).await;
+    assert!(form.contains("Read <strong>carefully</strong>."), "{form}");
+    assert!(form.contains("Relevant <em>means</em> on topic."), "{form}");
+    for live in ["<script>alert", "<img src=x"] {
+        assert!(
+            !form.contains(live),
+            "no script or handler survives: {form}"
+        );
+    }
+    assert!(
+        !form.contains("\"instructions\""),
+        "the form's script is not sent the guidelines it does not use"
+    );
+}

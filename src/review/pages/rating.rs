@@ -161,6 +161,8 @@ struct ReviewPage {
     other_view_href: String,
     /// Whether the rubric judges a pair (only then is there an orientation to choose).
     pair: bool,
+    /// The rubric's guidelines, as sanitised HTML, to check the answers against.
+    instructions_html: String,
     can_decide: bool,
     /// The rubric's warnings the answers met, which the rater confirmed (messages).
     confirmed_warnings: Vec<String>,
@@ -342,6 +344,7 @@ async fn review_page(
         queue_href: href("/review", carry, &[]),
         other_view_href: href(&path, carry, &[("view", other)]),
         pair,
+        instructions_html: verdict_core::render::markdown(&access.rubric.instructions),
         can_decide: r.can_review(),
         confirmed_warnings: r
             .confirmed_warnings

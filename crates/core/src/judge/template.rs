@@ -401,6 +401,19 @@ fn from_document(rubric: &Rubric) -> String {
             ));
         }
         text.push('\n');
+        // The definitions raters read, so that a judge answers on the same terms.
+        if !question.definition.trim().is_empty() {
+            text.push_str(&format!("  {}\n", one_line(&question.definition)));
+        }
+        if let Answer::Choice { options } = &question.answer {
+            for option in options.iter().filter(|o| !o.definition.trim().is_empty()) {
+                text.push_str(&format!(
+                    "  - `{}`: {}\n",
+                    option.value,
+                    one_line(&option.definition)
+                ));
+            }
+        }
     }
     text.push_str(
         "\n## Your answer\nAnswer with one JSON object and nothing else. Give every \
@@ -409,6 +422,11 @@ fn from_document(rubric: &Rubric) -> String {
     text.push_str(&serde_json::to_string_pretty(&example(rubric)).unwrap_or_default());
     text.push('\n');
     text
+}
+
+/// A definition on one line, to sit under its question in a list.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The shape of an answers object, with a placeholder for each value.
@@ -625,6 +643,22 @@ mod tests {
             check(&empty, single),
             vec![("text", "must not be empty".into())]
         );
+    }
+
+    #[test]
+    fn a_prompt_written_from_the_document_gives_the_raters_definitions() {
+        let blackhat = crate::rubric::by_name("blackhat").unwrap();
+        let text = built_in(blackhat).text;
+        let correctness = blackhat.question("correctness").unwrap();
+        let Answer::Choice { options } = &correctness.answer else {
+            panic!("a choice");
+        };
+        for option in options {
+            let line = format!("  - `{}`: {}", option.value, one_line(&option.definition));
+            assert!(text.contains(&line), "{line}");
+        }
+        let sxs = one_line(&blackhat.question("sxs").unwrap().definition);
+        assert!(text.contains(&sxs));
     }
 
     #[test]

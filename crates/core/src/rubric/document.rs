@@ -34,8 +34,11 @@ pub const MAX_WARNINGS: usize = 50;
 /// looks for each of them in the explanations.
 pub const MAX_PHRASES: usize = 50;
 pub const MAX_PHRASE_CHARS: usize = 100;
-/// The longest help text (the rubric's, its out-of-scope help, each question's).
+/// The longest help text (the rubric's, its out-of-scope help, each question's), and
+/// the longest definition of a question or an option.
 pub const MAX_HELP_CHARS: usize = 4000;
+/// The longest guidelines (`instructions`): several pages.
+pub const MAX_INSTRUCTIONS_CHARS: usize = 40_000;
 
 /// Answer keys that a rubric's own questions cannot take: they hold the sides, the
 /// batch's classifications and the timer.
@@ -149,6 +152,7 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
                 | "title"
                 | "help"
                 | "out_of_scope_help"
+                | "instructions"
                 | "subject"
                 | "questions"
                 | "derived"
@@ -178,6 +182,11 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
     let title = text("title", errors);
     let help = text("help", errors);
     let out_of_scope_help = text("out_of_scope_help", errors);
+    let instructions = if object.contains_key("instructions") {
+        text("instructions", errors)
+    } else {
+        String::new()
+    };
     let subject = match object.get("subject").map(|p| read::<Subject>(p, "subject")) {
         Some(Ok(subject)) => subject,
         Some(Err((path, why))) => {
@@ -204,6 +213,7 @@ fn shape_errors(value: &Value, errors: &mut DocumentErrors) -> Option<(Rubric, P
         subject,
         help,
         out_of_scope_help,
+        instructions,
         questions,
         derived,
         warnings,
@@ -303,7 +313,7 @@ pub fn comparable(old: &Rubric, new: &Rubric) -> Vec<String> {
         .filter(|q| {
             new.question(&q.key).is_some_and(|n| {
                 n.each_response == q.each_response
-                    && n.answer == q.answer
+                    && same_answers(&n.answer, &q.answer)
                     && n.swap == q.swap
                     && n.metrics == q.metrics
                     && n.label == q.label
@@ -324,13 +334,30 @@ pub fn comparable(old: &Rubric, new: &Rubric) -> Vec<String> {
                         && n.zero_when == d.zero_when
                         && n.ladder.is_some() == d.ladder.is_some()
                         && d.sum_of.iter().chain(&d.zero_when).all(|k| {
-                            old.question(k).map(|q| &q.answer) == new.question(k).map(|q| &q.answer)
+                            match (old.question(k), new.question(k)) {
+                                (Some(o), Some(n)) => same_answers(&o.answer, &n.answer),
+                                (o, n) => o.is_none() && n.is_none(),
+                            }
                         })
                 })
             })
             .map(|d| d.key.clone()),
     );
     same
+}
+
+/// Whether two questions take the same answers with the same labels; what the options
+/// are said to mean (their definitions, like a question's help) may differ.
+fn same_answers(old: &Answer, new: &Answer) -> bool {
+    match (old, new) {
+        (Answer::Choice { options: o }, Answer::Choice { options: n }) => {
+            o.len() == n.len()
+                && o.iter()
+                    .zip(n)
+                    .all(|(o, n)| o.value == n.value && o.label == n.label)
+        }
+        (old, new) => old == new,
+    }
 }
 
 /// The document as JSON, in the form [`parse`] reads.

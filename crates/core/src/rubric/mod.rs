@@ -36,6 +36,9 @@ pub struct Rubric {
     /// What marking a task out of scope means for this rubric, shown beside the button.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub out_of_scope_help: String,
+    /// The complete guidelines (Markdown), shown with the form and the review pages.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instructions: String,
     /// In the order the form asks them.
     pub questions: Vec<Question>,
     /// Answers the server works out from the others.
@@ -196,6 +199,10 @@ pub struct Question {
     pub label: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub help: String,
+    /// What the question and its answers mean in full (Markdown), beyond the hint in
+    /// `help`: for yes/no, scale and text questions (a choice's options have their own).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub definition: String,
     /// The heading of the form section that asks it (the label when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
@@ -268,6 +275,9 @@ pub struct Choice {
     /// The stored value.
     pub value: String,
     pub label: String,
+    /// When to pick it (Markdown), with examples.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub definition: String,
 }
 
 /// A written explanation of a question's answer, stored as `<key>_explanation`.
@@ -689,6 +699,22 @@ impl Rubric {
             shown.entry(name).or_insert(why);
         }
         shown
+    }
+
+    /// The document without what only people read (the guidelines and definitions):
+    /// what the form's script is sent.
+    pub fn without_guidelines(&self) -> Rubric {
+        let mut rules = self.clone();
+        rules.instructions.clear();
+        for question in &mut rules.questions {
+            question.definition.clear();
+            if let Answer::Choice { options } = &mut question.answer {
+                for option in options {
+                    option.definition.clear();
+                }
+            }
+        }
+        rules
     }
 
     /// The reasons a rater may skip a task of this rubric for.

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{
-    DocumentErrors, MAX_DERIVED, MAX_HELP_CHARS, MAX_PHRASE_CHARS, MAX_PHRASES, MAX_QUESTIONS,
-    MAX_WARNINGS, Parts, accepts, check_key, check_name, is_identifier,
+    DocumentErrors, MAX_DERIVED, MAX_HELP_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_PHRASE_CHARS,
+    MAX_PHRASES, MAX_QUESTIONS, MAX_WARNINGS, Parts, accepts, check_key, check_name, is_identifier,
 };
 use crate::rubric::{
     Answer, Matches, Question, Required, Role, Rubric, Slot, Subject, Swap, TextTest,
@@ -58,6 +58,12 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
             err(field.into(), long_help.clone());
         }
     }
+    if rubric.instructions.chars().count() > MAX_INSTRUCTIONS_CHARS {
+        err(
+            "instructions".into(),
+            format!("must be at most {MAX_INSTRUCTIONS_CHARS} characters"),
+        );
+    }
     // Keys that share one object of the stored answers must differ.
     let mut top: BTreeMap<String, String> = BTreeMap::new();
     let mut each: BTreeMap<String, String> = BTreeMap::new();
@@ -74,6 +80,19 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
         }
         if q.help.chars().count() > MAX_HELP_CHARS {
             err(format!("{at}.help"), long_help.clone());
+        }
+        if q.definition.chars().count() > MAX_HELP_CHARS {
+            err(format!("{at}.definition"), long_help.clone());
+        }
+        if let Answer::Choice { options } = &q.answer {
+            for (j, option) in options.iter().enumerate() {
+                if option.definition.chars().count() > MAX_HELP_CHARS {
+                    err(
+                        format!("{at}.answer.options[{j}].definition"),
+                        long_help.clone(),
+                    );
+                }
+            }
         }
         let map = if q.each_response { &mut each } else { &mut top };
         let mut keys = vec![q.key.clone()];

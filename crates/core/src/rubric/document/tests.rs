@@ -192,6 +192,63 @@ fn a_ladders_levels_are_distinct_required_yes_no_questions_on_one_ladder() {
 }
 
 #[test]
+fn the_built_in_rubrics_carry_their_guidelines_and_define_every_answer() {
+    for rubric in super::super::built_in() {
+        assert!(
+            rubric.instructions.split_whitespace().count() > 150,
+            "{}: guidelines",
+            rubric.name
+        );
+        for q in rubric.questions.iter().filter(|q| !q.is_text()) {
+            let defined = match &q.answer {
+                Answer::Choice { options } => options.iter().all(|o| !o.definition.is_empty()),
+                _ => !q.definition.is_empty(),
+            };
+            assert!(
+                defined,
+                "{}: {} has a definition for every answer",
+                rubric.name, q.key
+            );
+        }
+    }
+}
+
+#[test]
+fn guidelines_and_definitions_are_held_to_their_lengths() {
+    let mut doc = blackhat();
+    doc["instructions"] = json!("x".repeat(MAX_INSTRUCTIONS_CHARS + 1));
+    doc["questions"][3]["definition"] = json!("y".repeat(MAX_HELP_CHARS + 1));
+    doc["questions"][0]["answer"]["options"][1]["definition"] =
+        json!("z".repeat(MAX_HELP_CHARS + 1));
+    let errors = errors_of(doc);
+    assert_eq!(errors["instructions"], "must be at most 40000 characters");
+    assert_eq!(
+        errors["questions[3].definition"],
+        "must be at most 4000 characters"
+    );
+    assert_eq!(
+        errors["questions[0].answer.options[1].definition"],
+        "must be at most 4000 characters"
+    );
+    let mut wrong = blackhat();
+    wrong["instructions"] = json!(["a list"]);
+    assert!(errors_of(wrong)["instructions"].contains("expected a string"));
+}
+
+#[test]
+fn definitions_do_not_change_which_questions_two_versions_share() {
+    let old = from_value(&blackhat()).unwrap();
+    let mut doc = blackhat();
+    doc["questions"][2]["answer"]["options"][0]["definition"] = json!("Reworded.");
+    doc["questions"][3]["definition"] = json!("Reworded too.");
+    let new = from_value(&doc).unwrap();
+    assert_eq!(comparable(&old, &new).len(), old.questions.len());
+    doc["questions"][2]["answer"]["options"][0]["label"] = json!("Fine");
+    let relabelled = from_value(&doc).unwrap();
+    assert!(!comparable(&old, &relabelled).contains(&"correctness".to_owned()));
+}
+
+#[test]
 fn reserved_keys_and_explanation_clashes_are_refused() {
     let mut doc = blackhat();
     doc["questions"][3]["key"] = json!("time_spent_s");
@@ -305,4 +362,101 @@ fn every_option_has_a_key_so_a_question_offers_at_most_twenty() {
     );
     let unique: BTreeSet<&String> = keys.iter().collect();
     assert_eq!(unique.len(), 20, "one key per option");
+}
+
+/// The README's complete example of a rubric document: it loads, and it uses every
+/// field of the format, so the reference shows each one at work.
+#[test]
+fn the_readme_example_loads_and_uses_every_field() {
+    let readme = include_str!("../../../../../README.md");
+    let from = readme
+        .find("A complete example, using every field of the format")
+        .expect("the example's heading");
+    let start = from + readme[from..].find("```json\n").expect("its block") + 8;
+    let end = start + readme[start..].find("```").expect("its end");
+    let value: Value = serde_json::from_str(&readme[start..end]).expect("JSON");
+    let rubric = from_value(&value).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(rubric.name, "ship-it");
+    let keys = |items: &[Value]| -> BTreeSet<String> {
+        items
+            .iter()
+            .flat_map(|item| item.as_object().unwrap().keys().cloned())
+            .collect()
+    };
+    let used = |items: &[Value], expected: &[&str], what: &str| {
+        let found = keys(items);
+        for key in expected {
+            assert!(found.contains(*key), "the example uses no {what} {key}");
+        }
+    };
+    used(
+        std::slice::from_ref(&value),
+        &[
+            "name",
+            "title",
+            "subject",
+            "help",
+            "out_of_scope_help",
+            "instructions",
+            "questions",
+            "derived",
+            "warnings",
+            "skip_reasons",
+        ],
+        "document field",
+    );
+    let questions = value["questions"].as_array().unwrap();
+    used(
+        questions,
+        &[
+            "key",
+            "label",
+            "help",
+            "definition",
+            "section",
+            "each_response",
+            "answer",
+            "required",
+            "explanation",
+            "swap",
+            "metrics",
+            "out_of_scope",
+            "code_runs",
+        ],
+        "question field",
+    );
+    let options: Vec<Value> = questions
+        .iter()
+        .filter_map(|q| q["answer"]["options"].as_array())
+        .flatten()
+        .cloned()
+        .collect();
+    used(&options, &["value", "label", "definition"], "option field");
+    used(
+        value["derived"].as_array().unwrap(),
+        &[
+            "key",
+            "label",
+            "help",
+            "sum_of",
+            "zero_when",
+            "metrics",
+            "ladder",
+        ],
+        "derived field",
+    );
+    used(
+        value["skip_reasons"].as_array().unwrap(),
+        &["value", "label", "note_required"],
+        "skip reason field",
+    );
+    let types: BTreeSet<&str> = questions
+        .iter()
+        .map(|q| q["answer"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        BTreeSet::from(["choice", "scale", "text", "yes_no"]),
+        "every kind of answer"
+    );
 }
