@@ -555,12 +555,7 @@ async fn an_upload_to_a_custom_rubric_batch_may_leave_out_its_rubric(app: &TestA
     let mut doc: serde_json::Value =
         serde_json::from_str(include_str!("../../rubrics/additive-5.json")).unwrap();
     doc["name"] = "one-answer".into();
-    let added = admin
-        .api
-        .post(app.url("/api/v1/rubrics"))
-        .json(&doc)
-        .go()
-        .await;
+    let added = crate::rubrics::post_rubric(app, &admin, &doc).await;
     json_with(added, StatusCode::CREATED).await;
     let single = |id: &str| {
         crate::helpers::jsonl([crate::helpers::single_task(

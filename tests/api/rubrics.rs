@@ -212,7 +212,8 @@ pub(crate) fn custom(name: &str, clarity_label: &str) -> Value {
     })
 }
 
-async fn post_rubric(app: &TestApp, who: &Persona, doc: &Value) -> reqwest::Response {
+/// Adds a rubric document through the API, as `who`.
+pub(crate) async fn post_rubric(app: &TestApp, who: &Persona, doc: &Value) -> reqwest::Response {
     who.api
         .post(app.url("/api/v1/rubrics"))
         .json(doc)

@@ -348,12 +348,7 @@ async fn the_guidelines_and_definitions_show_with_the_form_and_the_review(app: &
     doc["instructions"] = json!("Read **carefully**.<script>alert('guidelines')</script>");
     doc["questions"][0]["definition"] =
         json!("<img src=x onerror=alert(1)>Relevant *means* on topic.");
-    let added = admin
-        .api
-        .post(app.url("/api/v1/rubrics"))
-        .json(&doc)
-        .go()
-        .await;
+    let added = crate::rubrics::post_rubric(app, &admin, &doc).await;
     json_with(added, StatusCode::CREATED).await;
     let own = app
         .batch(&admin, "own", &single_tasks(1), "&rubric=own-words")
