@@ -78,6 +78,26 @@
   }
   questions.forEach(sync);
 
+  // A question asked only when other answers allow it (issue categories, when the
+  // response has issues): shown when they do, otherwise hidden with its boxes cleared, as
+  // the server refuses an answer to a question that was not asked.
+  function applies(question) {
+    const field = fields.get(question.dataset.question);
+    if (!field || !field.applies_when || isClassification(question)) return;
+    const side = /^([ab])\./.exec(question.dataset.question);
+    const prefix = side ? `${side[1]}.` : "";
+    const holds = Object.entries(field.applies_when).every(([key, wanted]) => {
+      const value = valueOf(prefix + key);
+      return value !== null && [wanted].flat().some((v) => String(v) === value);
+    });
+    question.hidden = !holds;
+    if (!holds) {
+      for (const box of question.querySelectorAll("input:checked")) box.checked = false;
+      clearError(question.dataset.question);
+    }
+  }
+  questions.forEach(applies);
+
   // Derived answers, worked out as the document says: the yes answers (or scale values)
   // of `sum_of` added up, or 0 when any of `zero_when` is yes; shown once all are given.
   // A ladder's criteria are answered by its one question: each holds when the level
@@ -257,6 +277,7 @@
   form.addEventListener("change", (event) => {
     const question = event.target.closest(".question");
     if (question) sync(question);
+    questions.forEach(applies);
     clearError(event.target.name);
     derive();
     schedule();
@@ -325,7 +346,7 @@
   }
 
   // Keyboard: j/k move between questions, digits choose, e explains, Esc leaves a box.
-  let current = Math.max(0, questions.findIndex((q) => valueOf(q.dataset.question) === null));
+  let current = Math.max(0, questions.findIndex((q) => !q.hidden && valueOf(q.dataset.question) === null));
   // Brings a question into view in whatever scrolls it (the form's pane, or the page),
   // clear of the sticky bar of buttons at the bottom, whose height changes as the
   // out-of-scope box opens: the scroll padding keeps that much room free.
@@ -371,6 +392,10 @@
   }
   function select(index, scroll = true) {
     if (questions.length === 0) return;
+    // A hidden question (not asked) is passed over, in the direction of the move.
+    const step = index < current ? -1 : 1;
+    while (questions[index] && questions[index].hidden) index += step;
+    if (!questions[index]) return;
     current = Math.max(0, Math.min(questions.length - 1, index));
     questions.forEach((q, i) => q.classList.toggle("current", i === current));
     if (scroll) reveal(questions[current]);

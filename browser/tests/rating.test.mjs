@@ -222,3 +222,46 @@ test("the timer counts active time against the 30 minutes", async () => {
   assert.notEqual(later, before);
   assert.match(await page.textContent("#timer"), /\/ 30:00/);
 });
+
+test("issue categories show for a response with issues, clear when it has none, and are sent", async () => {
+  const page = await onNextTask("lead");
+  const first = page.url();
+  const kinds = page.locator('[data-question="a.issue_categories"]');
+  const box = (value) => page.locator(`input[name="a.issue_categories"][value="${value}"]`);
+  assert.equal(await kinds.isVisible(), false, "not asked before correctness has issues");
+  assert.match(await page.textContent(".applies-note"), /Asked when Correctness is Minor issue\(s\) or Major issue\(s\)/);
+  await page.check('input[name="a.correctness"][value="minor_issues"]');
+  assert.equal(await kinds.isVisible(), true);
+  await box("safety").check();
+  // By keyboard: the question's own digits tick and untick its boxes.
+  await box("performance").focus();
+  await press(page, "4");
+  assert.equal(await box("documentation").isChecked(), true);
+  await page.check('input[name="a.correctness"][value="no_issues"]');
+  assert.equal(await kinds.isVisible(), false, "hidden again");
+  assert.equal(await box("safety").isChecked(), false, "and cleared, as the server takes no categories then");
+  await page.check('input[name="a.correctness"][value="major_issues"]');
+  await page.fill('textarea[name="a.correctness_explanation"]', "The query is built by pasting the user's input into it.");
+  await box("safety").check();
+  await box("functionality").check();
+  await page.waitForFunction(() => document.getElementById("save-status").textContent.startsWith("Draft saved"));
+  await page.reload();
+  await page.waitForSelector("#rating-form");
+  assert.equal(await kinds.isVisible(), true, "the draft's answers show it on a reload");
+  assert.equal(await box("safety").isChecked(), true);
+  assert.equal(await box("functionality").isChecked(), true);
+  assert.equal(await page.locator('[data-question="b.issue_categories"]').isVisible(), false);
+  // The rest of the form, then send it.
+  for (const [name, value] of [
+    ["a.executability", "yes_fully"], ["b.executability", "yes_fully"],
+    ["a.instruction_following", "no_issues"], ["b.instruction_following", "no_issues"],
+    ["b.correctness", "no_issues"], ["sxs", "6"],
+  ]) await page.check(`input[name="${name}"][value="${value}"]`);
+  await page.fill('textarea[name="sxs_explanation"]', "B is safe to use; A opens the database to injection.");
+  await page.locator('input[name="classifications.language"]').first().check();
+  await page.locator('input[name="classifications.kind"]').first().check();
+  await Promise.all([page.waitForNavigation(), page.click("#submit")]);
+  await page.waitForSelector("#rating-form");
+  assert.notEqual(page.url(), first, "taken, and on to the next task");
+  assert.deepEqual(await page.problems(), []);
+});

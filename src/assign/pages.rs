@@ -120,6 +120,11 @@ pub struct QuestionView {
     pub show_label: bool,
     pub help: String,
     pub scale: bool,
+    /// Several options may be picked (check boxes).
+    pub several: bool,
+    /// Not asked, given the answers beside it (its `applies_when` does not hold): the
+    /// form hides it, and the script shows it once the answers allow it.
+    pub hidden: bool,
     pub options: Vec<OptionView>,
     /// For a text question: what was written so far.
     pub text: Option<String>,
@@ -161,7 +166,10 @@ fn question(
         .into_iter()
         .enumerate()
         .map(|(i, (value, label))| OptionView {
-            checked: current == Some(&value),
+            checked: match current {
+                Some(Value::Array(picked)) => picked.contains(&value),
+                current => current == Some(&value),
+            },
             value: form_value(&value),
             label: label.to_owned(),
             key: rubric::option_key(i + 1),
@@ -193,6 +201,8 @@ fn question(
         label: question.label.clone(),
         help: question.help.clone(),
         scale: matches!(question.answer, rubric::Answer::Scale { .. }),
+        several: matches!(question.answer, rubric::Answer::MultiChoice { .. }),
+        hidden: !question.applies(given),
         options,
         text,
         error: errors.get(&name).cloned(),
@@ -221,6 +231,44 @@ pub struct SectionView {
     /// What the question means and when to pick each answer, from the rubric's
     /// definitions (sanitised HTML), shown once for the section.
     pub guide: Guide,
+    /// When a question asked only when other answers allow it is asked, e.g. "Asked
+    /// when Correctness is Minor issues or Major issues"; empty for the others.
+    pub applies: String,
+}
+
+/// When `question` is asked, in the labels the rater sees; empty when always.
+fn applies_text(rubric: &Rubric, question: &rubric::Question) -> String {
+    let conditions: Vec<String> = question
+        .applies_when
+        .iter()
+        .map(|(key, matches)| {
+            let other = rubric.question(key);
+            let values: Vec<String> = matches
+                .values()
+                .iter()
+                .map(|v| {
+                    other
+                        .and_then(|q| q.label_of(v))
+                        .map_or_else(|| form_value(v), str::to_owned)
+                })
+                .collect();
+            format!(
+                "{} is {}",
+                other.map_or(key.as_str(), |q| q.label.as_str()),
+                values.join(" or ")
+            )
+        })
+        .collect();
+    if conditions.is_empty() {
+        String::new()
+    } else {
+        let whose = if question.each_response {
+            " (for that response)"
+        } else {
+            ""
+        };
+        format!("Asked when {}{whose}.", conditions.join(" and "))
+    }
 }
 
 /// A question's definitions as sanitised HTML: the question's own, then each answer's
@@ -234,7 +282,7 @@ pub struct Guide {
 impl Guide {
     fn of(question: &rubric::Question) -> Self {
         let answers = match &question.answer {
-            rubric::Answer::Choice { options } => options
+            rubric::Answer::Choice { options } | rubric::Answer::MultiChoice { options } => options
                 .iter()
                 .filter(|o| !o.definition.trim().is_empty())
                 .map(|o| (o.label.clone(), render::markdown(&o.definition)))
@@ -415,6 +463,7 @@ pub fn form_view(
                     questions: vec![],
                     ladder: Some(ladder(rubric, derived, steps, answers, errors)),
                     guide: Guide::of_ladder(rubric, derived),
+                    applies: String::new(),
                 });
             }
             Some(SectionView {
@@ -429,6 +478,7 @@ pub fn form_view(
                 },
                 ladder: None,
                 guide: Guide::of(q),
+                applies: applies_text(rubric, q),
             })
         })
         .collect();

@@ -16,6 +16,7 @@ use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppResult, FieldErrors};
 use crate::metrics::judges::{JudgeField, JudgeMetrics};
+use crate::metrics::several::ChoiceCounts;
 use crate::metrics::{Metrics, PreferenceSummary, ScoreSummary};
 use crate::services::judging::runs::RunView;
 use crate::state::AppState;
@@ -83,6 +84,60 @@ struct ScoreView {
     bars: Vec<charts::Bar>,
 }
 
+/// A question of several choices as the page shows it: per option, how many ratings
+/// picked it of those asked, for each place it is asked (`Response A`, `Response B`,
+/// both) and per model.
+struct ChoicesView {
+    label: String,
+    /// The columns: a place's heading and its counts.
+    places: Vec<(&'static str, ChoiceCounts)>,
+    /// `(option value, label)`, in the rubric's order.
+    options: Vec<(String, String)>,
+    /// Per model: its counts, over every place.
+    models: Vec<(String, ChoiceCounts)>,
+}
+
+impl ChoicesView {
+    /// Each question of several choices of `rubric` with counts in `metrics`.
+    fn all(rubric: &Rubric, metrics: &Metrics) -> Vec<Self> {
+        rubric
+            .questions
+            .iter()
+            .filter(|q| matches!(q.answer, Answer::MultiChoice { .. }))
+            .filter_map(|q| {
+                let pooled = metrics.choices.get(&q.key)?;
+                let places = if q.each_response {
+                    ["a", "b"]
+                        .into_iter()
+                        .zip(["Response A", "Response B"])
+                        .filter_map(|(side, heading)| {
+                            let summary = metrics.choices.get(&format!("{side}.{}", q.key))?;
+                            Some((heading, summary.counts.clone()))
+                        })
+                        .chain([("Both", pooled.counts.clone())])
+                        .collect()
+                } else {
+                    vec![("Ratings", pooled.counts.clone())]
+                };
+                Some(Self {
+                    label: q.label.clone(),
+                    places,
+                    options: q
+                        .options()
+                        .into_iter()
+                        .map(|(v, l)| (v.as_str().unwrap_or_default().to_owned(), l.to_owned()))
+                        .collect(),
+                    models: pooled
+                        .models
+                        .iter()
+                        .map(|(m, c)| (m.clone(), c.clone()))
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+}
+
 /// A judge as the batch page shows it: its figures, its questions in the rubric's order
 /// with their labels, and its chart.
 struct JudgeFigures {
@@ -111,6 +166,7 @@ struct BatchPage {
     metrics: Metrics,
     preferences: Vec<PreferenceView>,
     scores: Vec<ScoreView>,
+    choices: Vec<ChoicesView>,
     /// SVG drawn by `charts` from numbers and escaped labels only.
     /// Absent when the rubric has no question without a chart of its own.
     fields_chart: Option<String>,
@@ -350,10 +406,13 @@ async fn build(
         _ => None,
     };
     let (min, max) = only_scale.map_or((0, 1), |(min, max, _)| (min, max));
+    // Several choices have a table of their own: their counts do not add up to the
+    // ratings, as a stacked bar's would.
     let apart: Vec<&str> = metrics
         .preferences
         .keys()
         .chain(metrics.scores.keys())
+        .chain(metrics.choices.keys())
         .map(String::as_str)
         .collect();
     let judges = judge_figures(&metrics, &rubric);
@@ -392,6 +451,7 @@ async fn build(
         bias_midpoint: only_scale.and_then(|(_, _, mid)| mid),
         preferences,
         scores,
+        choices: ChoicesView::all(&rubric, &metrics),
         batch,
         metrics,
     })

@@ -85,7 +85,7 @@ pub fn measures(rubric: &Rubric) -> Vec<Measure<'_>> {
                     Answer::Scale { min, max, .. } => ((*min as f64, *max as f64), false),
                     Answer::Choice { .. } => ((-1.0, 1.0), true),
                     Answer::YesNo { .. } => ((0.0, 1.0), false),
-                    Answer::Text { .. } => return None,
+                    Answer::Text { .. } | Answer::MultiChoice { .. } => return None,
                 },
                 Slot::Derived(derived) => {
                     let (low, high) = derived.range(rubric);

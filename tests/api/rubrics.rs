@@ -521,6 +521,7 @@ async fn rubrics_are_versioned_documents_and_batches_keep_theirs(app: &TestApp) 
             "executability",
             "instruction_following",
             "correctness",
+            "issue_categories",
             "sxs"
         ])
     );

@@ -368,3 +368,327 @@ async fn the_guidelines_and_definitions_show_with_the_form_and_the_review(app: &
         "the form's script is not sent the guidelines it does not use"
     );
 }
+
+/// Blackhat answers in the canonical orientation, for one task: each response's
+/// correctness (explained when it has issues) and, when given, the kinds of its issues.
+fn with_issues(a: (&str, Option<Value>), b: (&str, Option<Value>)) -> Value {
+    let mut answers = crate::helpers::complete_answers();
+    for (side, (correctness, kinds)) in [("a", a), ("b", b)] {
+        let holder = &mut answers[side];
+        holder["correctness"] = json!(correctness);
+        if ["minor_issues", "major_issues"].contains(&correctness) {
+            holder["correctness_explanation"] = json!("The loop stops one short of the end.");
+        }
+        if let Some(kinds) = kinds {
+            holder["issue_categories"] = kinds;
+        }
+    }
+    answers
+}
+
+/// Whether `next` shows the task's B first: `tasks_jsonl`'s B is the one that starts
+/// "Use `".
+fn shown_swapped(next: &Value) -> bool {
+    next["task"]["response_a"]
+        .as_str()
+        .unwrap()
+        .starts_with("Use `")
+}
+
+/// `canonical` as a rater shown the task `next` sends it: with B shown first, the sides
+/// trade places and the scale is mirrored.
+fn as_shown(next: &Value, canonical: &Value) -> Value {
+    let mut shown = canonical.clone();
+    if shown_swapped(next) {
+        shown["a"] = canonical["b"].clone();
+        shown["b"] = canonical["a"].clone();
+        shown["sxs"] = json!(8 - canonical["sxs"].as_i64().unwrap());
+    }
+    shown
+}
+
+db_test!(issue_categories_are_asked_with_issues_stored_canonically_counted_and_exported: TestApp);
+async fn issue_categories_are_asked_with_issues_stored_canonically_counted_and_exported(
+    app: &TestApp,
+) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "kinds", &crate::helpers::tasks_jsonl(40), "")
+        .await;
+
+    // Refused: kinds for a response without issues, an unknown kind, a kind twice.
+    let first = app.take(&rater, &batch).await;
+    let refusals = [
+        (
+            with_issues(("no_issues", Some(json!(["safety"]))), ("no_issues", None)),
+            "a.issue_categories",
+            "applies only when correctness is minor_issues or major_issues: leave it out otherwise",
+        ),
+        (
+            with_issues(
+                ("minor_issues", Some(json!(["style"]))),
+                ("no_issues", None),
+            ),
+            "a.issue_categories",
+            "must be a list of different options from functionality, safety, performance, \
+             documentation",
+        ),
+        (
+            with_issues(
+                ("no_issues", None),
+                ("major_issues", Some(json!(["safety", "safety"]))),
+            ),
+            "b.issue_categories",
+            "must be a list of different options from functionality, safety, performance, \
+             documentation",
+        ),
+    ];
+    for (answers, field, why) in refusals {
+        let refused = json_with(
+            app.act(&rater, &first, "submit", &answers).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        assert_eq!(refused["fields"][field], why, "{refused}");
+    }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM ratings WHERE status = 'submitted'")
+            .await,
+        0,
+        "a refused submission changes nothing"
+    );
+    // A draft may hold kinds while the rater is still changing correctness.
+    let draft = with_issues(("no_issues", Some(json!(["safety"]))), ("no_issues", None));
+    json_with(
+        app.act(&rater, &first, "draft", &draft).await,
+        StatusCode::OK,
+    )
+    .await;
+
+    // Four tasks rated, in the canonical orientation (A is model alpha, B beta), each
+    // sent as the rater was shown it.
+    let plan = [
+        with_issues(
+            ("minor_issues", Some(json!(["functionality"]))),
+            ("no_issues", None),
+        ),
+        with_issues(
+            ("major_issues", Some(json!(["safety", "functionality"]))),
+            ("minor_issues", Some(json!([]))),
+        ),
+        with_issues(
+            ("no_issues", None),
+            (
+                "major_issues",
+                Some(json!(["documentation", "performance"])),
+            ),
+        ),
+        with_issues(
+            ("cannot_assess", None),
+            ("minor_issues", Some(json!(["functionality"]))),
+        ),
+    ];
+    let mut next = app.next(&rater, &batch).await.unwrap();
+    assert_eq!(assignment_id(&next), first, "the draft's task comes back");
+    // Each shown the way round the test wants (A first, then B first, ...): the tasks
+    // shown the other way are skipped, which counts in no figure.
+    for (i, canonical) in plan.iter().enumerate() {
+        while shown_swapped(&next) != (i % 2 == 1) {
+            let skip = json!({"reason": "unfamiliar"});
+            let skipped = app.act(&rater, &assignment_id(&next), "skip", &skip).await;
+            json_with(skipped, StatusCode::OK).await;
+            next = app
+                .next(&rater, &batch)
+                .await
+                .expect("a task shown each way");
+        }
+        let done = app
+            .act(
+                &rater,
+                &assignment_id(&next),
+                "submit",
+                &as_shown(&next, canonical),
+            )
+            .await;
+        let done = json_with(done, StatusCode::OK).await;
+        let stored = app.rating(&lead, done["rating_id"].as_str().unwrap()).await;
+        assert_eq!(stored["swapped"], i % 2 == 1, "{stored}");
+        for side in ["a", "b"] {
+            let expected = match &canonical[side]["issue_categories"] {
+                // Stored in the options' order; none picked is no answer.
+                Value::Array(kinds) if !kinds.is_empty() => {
+                    let order = ["functionality", "safety", "performance", "documentation"];
+                    json!(
+                        order
+                            .iter()
+                            .filter(|k| kinds.contains(&json!(k)))
+                            .collect::<Vec<_>>()
+                    )
+                }
+                _ => Value::Null,
+            };
+            assert_eq!(
+                stored["answers"][side]["issue_categories"],
+                expected,
+                "{side}, swapped {}: {stored}",
+                shown_swapped(&next)
+            );
+        }
+        next = app.next(&rater, &batch).await.unwrap();
+    }
+
+    let metrics = app.metrics(&lead, &batch).await;
+    let counts = |asked: u64, answered: u64, [f, s, p, d]: [u64; 4]| {
+        json!({"asked": asked, "answered": answered, "options": {
+            "functionality": f, "safety": s, "performance": p, "documentation": d}})
+    };
+    let choices = &metrics["choices"];
+    let plain = |v: &Value| json!({"asked": v["asked"], "answered": v["answered"], "options": v["options"]});
+    assert_eq!(
+        plain(&choices["a.issue_categories"]),
+        counts(2, 2, [2, 1, 0, 0]),
+        "{choices}"
+    );
+    assert_eq!(
+        plain(&choices["b.issue_categories"]),
+        counts(3, 2, [1, 0, 1, 1]),
+        "{choices}"
+    );
+    assert_eq!(
+        plain(&choices["issue_categories"]),
+        counts(5, 4, [3, 1, 1, 1])
+    );
+    assert_eq!(
+        plain(&choices["issue_categories"]["models"]["alpha"]),
+        counts(2, 2, [2, 1, 0, 0])
+    );
+    assert_eq!(
+        plain(&choices["issue_categories"]["models"]["beta"]),
+        counts(3, 2, [1, 0, 1, 1])
+    );
+    let share = &choices["b.issue_categories"]["shares"]["performance"];
+    assert!(
+        (share["value"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12,
+        "{share}"
+    );
+    assert_eq!(
+        metrics["fields"]["a.issue_categories"],
+        json!({"functionality": 2, "safety": 1})
+    );
+
+    // Exports: a list in JSON Lines, the same list as JSON text in its CSV column.
+    let export = |format: &str| {
+        let url = app.url(&format!("/api/v1/batches/{batch}/export?format={format}"));
+        let lead = &lead;
+        async move {
+            let response = lead.api.get(url).go().await;
+            assert_eq!(response.status(), StatusCode::OK);
+            response.text().await.unwrap()
+        }
+    };
+    let lines: Vec<Value> = export("jsonl")
+        .await
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut listed: Vec<String> = lines
+        .iter()
+        .filter(|r| r["outcome"] == "rated")
+        .map(|r| r["answers"]["b"]["issue_categories"].to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            "[\"functionality\"]",
+            "[\"performance\",\"documentation\"]",
+            "null",
+            "null"
+        ]
+    );
+    let csv = export("csv").await;
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (column, outcome) = (at("b_issue_categories"), at("outcome"));
+    let mut cells: Vec<String> = reader
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[outcome] == "rated")
+        .map(|r| r[column].to_owned())
+        .collect();
+    cells.sort();
+    assert_eq!(
+        cells,
+        [
+            "",
+            "",
+            "[\"functionality\"]",
+            "[\"performance\",\"documentation\"]"
+        ]
+    );
+
+    // The page: the boxes are there, hidden while correctness has no issues; ticked
+    // boxes are stored as one list.
+    let assignment = assignment_id(&next);
+    let browser = rater.browser_for(app).await;
+    let page = page_text(app, &browser, &format!("/assignments/{assignment}")).await;
+    assert!(
+        page.contains("<fieldset class=\"question\" data-question=\"a.issue_categories\" hidden>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("type=\"checkbox\" name=\"b.issue_categories\" value=\"safety\""),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "Asked when Correctness is Minor issue(s) or Major issue(s) (for that response)."
+        ),
+        "{page}"
+    );
+    let token = csrf_token(&page);
+    let shown = with_issues(("major_issues", None), ("no_issues", None));
+    let mut form: Vec<(String, String)> = vec![("csrf_token".into(), token)];
+    for (side, holder) in [("a", &shown["a"]), ("b", &shown["b"])] {
+        for (key, value) in holder.as_object().unwrap() {
+            form.push((format!("{side}.{key}"), value.as_str().unwrap().to_owned()));
+        }
+    }
+    for kind in ["safety", "functionality"] {
+        form.push(("a.issue_categories".into(), kind.into()));
+    }
+    form.push(("sxs".into(), "5".into()));
+    form.push(("sxs_explanation".into(), WHY.into()));
+    let sent = browser
+        .post(app.url(&format!("/assignments/{assignment}/submit")))
+        .form(&form)
+        .go()
+        .await;
+    assert_eq!(sent.status(), StatusCode::SEE_OTHER);
+    let ratings = json_with(
+        rater
+            .api
+            .get(app.url("/api/v1/ratings?limit=100"))
+            .go()
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let by_form = ratings["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["assignment_id"] == assignment.as_str())
+        .unwrap_or_else(|| panic!("{ratings}"));
+    let stored = app.rating(&lead, by_form["id"].as_str().unwrap()).await;
+    // What the rater saw as A is stored as B when B was shown first.
+    let side = if stored["swapped"] == true { "b" } else { "a" };
+    assert_eq!(
+        stored["answers"][side]["issue_categories"],
+        json!(["functionality", "safety"]),
+        "{stored}"
+    );
+}

@@ -154,7 +154,7 @@ pub fn parse(rubric: &Rubric, value: &Value, prefix: &str) -> Result<Expected, F
             .unwrap_or_else(|_| Tolerance::Exact(given.clone()));
         match check(rubric, slot, &tolerance) {
             Ok(()) => {
-                expected.insert(path.clone(), tolerance);
+                expected.insert(path.clone(), in_order(slot, tolerance));
             }
             Err(why) => {
                 errors.insert(at, why);
@@ -165,6 +165,21 @@ pub fn parse(rubric: &Rubric, value: &Value, prefix: &str) -> Result<Expected, F
         Ok(expected)
     } else {
         Err(errors)
+    }
+}
+
+/// Several choices expected in any order, as ratings store them: in the options' order.
+fn in_order(slot: &Slot<'_>, tolerance: Tolerance) -> Tolerance {
+    let Slot::Asked { question, .. } = slot else {
+        return tolerance;
+    };
+    let order = |v: Value| crate::rubric::document::in_order(&question.answer, v);
+    match tolerance {
+        Tolerance::AnyOf { any_of } => Tolerance::AnyOf {
+            any_of: any_of.into_iter().map(order).collect(),
+        },
+        Tolerance::Exact(value) => Tolerance::Exact(order(value)),
+        within => within,
     }
 }
 
@@ -326,6 +341,47 @@ mod tests {
         assert_eq!(parse(blackhat(), &json!([]), "gold").unwrap_err().len(), 1);
         assert!(
             parse(blackhat(), &json!({}), "gold").unwrap_err()["gold"].contains("at least one")
+        );
+    }
+
+    #[test]
+    fn expected_issue_categories_are_graded_in_any_order() {
+        let expected = parse(
+            blackhat(),
+            &json!({
+                "a.issue_categories": ["safety", "functionality"],
+                "b.issue_categories": {"any_of": [["performance"], ["documentation", "performance"]]}
+            }),
+            "gold",
+        )
+        .unwrap();
+        let rated = |a: Value, b: Value| {
+            grade(
+                &expected,
+                &answers(json!({"a": {"issue_categories": a}, "b": {"issue_categories": b}})),
+            )
+        };
+        // Ratings store them in the options' order.
+        assert!(rated(json!(["functionality", "safety"]), json!(["performance"])).passed());
+        assert!(
+            rated(
+                json!(["functionality", "safety"]),
+                json!(["performance", "documentation"])
+            )
+            .passed()
+        );
+        let missed = rated(json!(["functionality"]), json!(["safety"]));
+        assert_eq!(missed.wrong, ["a.issue_categories", "b.issue_categories"]);
+        let errors = parse(
+            blackhat(),
+            &json!({"a.issue_categories": {"value": 1, "within": 1}, "b.issue_categories": ["style"]}),
+            "gold",
+        )
+        .unwrap_err();
+        assert!(errors["gold.a.issue_categories"].starts_with("within is for numbers"));
+        assert_eq!(
+            errors["gold.b.issue_categories"],
+            "[\"style\"] is not an answer it takes"
         );
     }
 }

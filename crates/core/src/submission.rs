@@ -135,7 +135,9 @@ impl RatingRequest {
             match q.answer {
                 rubric::Answer::Scale { .. } => value.parse::<i64>().map_or(text, Value::from),
                 rubric::Answer::YesNo { .. } => value.parse::<bool>().map_or(text, Value::from),
-                rubric::Answer::Choice { .. } | rubric::Answer::Text { .. } => text,
+                rubric::Answer::Choice { .. }
+                | rubric::Answer::MultiChoice { .. }
+                | rubric::Answer::Text { .. } => text,
             }
         };
         for (name, value) in pairs {
@@ -168,7 +170,16 @@ impl RatingRequest {
                     _ => continue,
                 };
                 if let Some((q, explains)) = find(key, true) {
-                    sides[index].insert(key.to_owned(), typed(q, explains, value));
+                    let value = typed(q, explains, value);
+                    if explains || !matches!(q.answer, rubric::Answer::MultiChoice { .. }) {
+                        sides[index].insert(key.to_owned(), value);
+                    } else if let Value::Array(picked) = sides[index]
+                        .entry(key.to_owned())
+                        .or_insert_with(|| Value::Array(vec![]))
+                    {
+                        // Each ticked box is one field of the same name.
+                        picked.push(value);
+                    }
                 }
             } else if name == "time_spent_s" {
                 // A form's clock that is not a number is left out, as if not sent.
@@ -186,9 +197,16 @@ impl RatingRequest {
                     ids.push(Value::from(value.as_str()));
                 }
             } else if let Some((q, explains)) = find(name, false) {
-                request
+                let value = typed(q, explains, value);
+                if explains || !matches!(q.answer, rubric::Answer::MultiChoice { .. }) {
+                    request.answers.insert(name.clone(), value);
+                } else if let Value::Array(picked) = request
                     .answers
-                    .insert(name.clone(), typed(q, explains, value));
+                    .entry(name.clone())
+                    .or_insert_with(|| Value::Array(vec![]))
+                {
+                    picked.push(value);
+                }
             }
         }
         if rubric.subject == rubric::Subject::Pair {

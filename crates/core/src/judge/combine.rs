@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::parse::{FieldStatus, Fields, asked_paths};
+use super::parse::{FieldStatus, Fields, asked_paths, optional_paths};
 use crate::rubric::{
     Answer, Answers, Favours, Mode, Role, Rubric, ShownAnswers, TaskAnswers, validate,
 };
@@ -105,6 +105,43 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
             None => {
                 fields.insert(path, FieldStatus::Inconsistent);
             }
+        }
+    }
+    // Answers a judge may leave out: kept when every order gives the same; several
+    // choices keep what every order picked. Never a reason to call the rating incomplete.
+    for path in optional_paths(rubric) {
+        let values: Vec<Option<&Value>> = canonical.iter().map(|(_, c)| at(c, &path)).collect();
+        let several = rubric
+            .question(path.rsplit('.').next().unwrap_or_default())
+            .is_some_and(|q| matches!(q.answer, Answer::MultiChoice { .. }));
+        let agreed = if several {
+            let lists: Vec<&Vec<Value>> = values
+                .iter()
+                .map(|v| v.and_then(Value::as_array))
+                .collect::<Option<_>>()
+                .unwrap_or_default();
+            let common: Vec<Value> = lists
+                .first()
+                .map(|first| {
+                    first
+                        .iter()
+                        .filter(|v| lists.iter().all(|l| l.contains(v)))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            (!common.is_empty()).then_some(Value::Array(common))
+        } else {
+            match values.first() {
+                Some(Some(first)) if values.iter().all(|v| v == &Some(*first)) => {
+                    Some((*first).clone())
+                }
+                _ => None,
+            }
+        };
+        if let Some(value) = agreed {
+            put(&mut answers, &path, value);
+            fields.insert(path, FieldStatus::Parsed);
         }
     }
     // Explanations and texts that are not compared: from A-first, else B-first.
@@ -386,5 +423,45 @@ mod tests {
             0,
         );
         assert_eq!(combined.fields["score"], FieldStatus::Conflicting);
+    }
+
+    #[test]
+    fn issue_categories_keep_what_both_orders_picked_and_never_make_a_rating_incomplete() {
+        let rubric = by_name("blackhat").unwrap();
+        let why = "The loop stops one element before the end of the list.";
+        let side = |kinds: Value| {
+            json!({"executability": "yes_fully", "instruction_following": "no_issues",
+                   "correctness": "major_issues", "correctness_explanation": why,
+                   "issue_categories": kinds})
+        };
+        let answer = |a: Value, b: Value, sxs: i64| {
+            json!({"a": side(a), "b": side(b), "sxs": sxs,
+                   "sxs_explanation": "Both are wrong; one is also slow."})
+            .to_string()
+        };
+        // A first, then B first (the judge's A is the task's B).
+        let first = parse(
+            rubric,
+            Format::Answers,
+            &answer(
+                json!(["functionality", "safety"]),
+                json!(["performance"]),
+                4,
+            ),
+            false,
+            20,
+        );
+        let second = parse(
+            rubric,
+            Format::Answers,
+            &answer(json!(["documentation"]), json!(["safety"]), 4),
+            false,
+            20,
+        );
+        let combined = both_orders(rubric, &first, &second, 20);
+        assert!(combined.complete(), "{:?}", combined.fields);
+        assert_eq!(combined.answers["a"]["issue_categories"], json!(["safety"]));
+        // Nothing in common: no answer, and still a whole rating.
+        assert!(combined.answers["b"].get("issue_categories").is_none());
     }
 }

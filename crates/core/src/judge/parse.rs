@@ -156,18 +156,39 @@ fn finish(
     }
 }
 
-/// The path of every question the judge answers (explanations aside, which the check
-/// reports when they are required and missing).
+/// The path of every question the judge must answer (explanations aside, which the
+/// check reports when they are required and missing): the required ones.
 pub fn asked_paths(rubric: &Rubric) -> Vec<String> {
+    paths(rubric, true)
+}
+
+/// The path of every question the judge may leave out: those not required (issue
+/// categories, say, asked only when the response has issues).
+pub fn optional_paths(rubric: &Rubric) -> Vec<String> {
+    paths(rubric, false)
+}
+
+fn paths(rubric: &Rubric, required: bool) -> Vec<String> {
     let mut paths = Vec::new();
+    let asked = |q: &&Question| q.required == required;
     for side in ["a", "b"] {
         if rubric.subject == Subject::Pair {
-            for q in rubric.questions.iter().filter(|q| q.each_response) {
+            for q in rubric
+                .questions
+                .iter()
+                .filter(|q| q.each_response)
+                .filter(asked)
+            {
                 paths.push(format!("{side}.{}", q.key));
             }
         }
     }
-    for q in rubric.questions.iter().filter(|q| !q.each_response) {
+    for q in rubric
+        .questions
+        .iter()
+        .filter(|q| !q.each_response)
+        .filter(asked)
+    {
         paths.push(q.key.clone());
     }
     paths
@@ -322,6 +343,30 @@ fn read_value(question: &Question, given: &Value) -> Result<Value, String> {
     Err(format!("{given} is not one of {}", names.join(", ")))
 }
 
+/// Reads several choices: a list, or the options named in one text ("safety,
+/// performance"), each read as [`read_value`] reads one; none named is no answer.
+fn read_several(question: &Question, given: &Value) -> Result<Option<Value>, String> {
+    let items: Vec<Value> = match given {
+        Value::Array(items) => items.clone(),
+        Value::String(text) => text
+            .split([',', ';', '|'])
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("none"))
+            .map(Value::from)
+            .collect(),
+        other => return Err(format!("{other} is not a list of options")),
+    };
+    let mut chosen: Vec<Value> = Vec::new();
+    for item in &items {
+        let value = read_value(question, item)?;
+        if !chosen.contains(&value) {
+            chosen.push(value);
+        }
+    }
+    Ok((!chosen.is_empty())
+        .then(|| crate::rubric::document::in_order(&question.answer, Value::Array(chosen))))
+}
+
 /// The `answers` form: the rubric's own shape.
 fn read_answers(rubric: &Rubric, output: &str) -> (Answers, Fields) {
     let mut fields = Fields::new();
@@ -340,6 +385,21 @@ fn read_answers(rubric: &Rubric, output: &str) -> (Answers, Fields) {
                 }
                 match holder.get(&question.key).filter(|v| !v.is_null()) {
                     None => {}
+                    // Asked only when an earlier answer allows it: a judge sees no form
+                    // that hides it, so an answer it should not have given is passed over.
+                    Some(_) if !question.applies(out) => {}
+                    Some(given) if matches!(question.answer, Answer::MultiChoice { .. }) => {
+                        match read_several(question, given) {
+                            Ok(Some(value)) => {
+                                out.insert(question.key.clone(), value);
+                                fields.insert(path, FieldStatus::Parsed);
+                            }
+                            Ok(None) => {}
+                            Err(why) => {
+                                fields.insert(path, FieldStatus::Invalid(why));
+                            }
+                        }
+                    }
                     Some(given) if question.is_text() => {
                         out.insert(question.key.clone(), given.clone());
                         fields.insert(path, FieldStatus::Parsed);
@@ -737,5 +797,62 @@ mod tests {
             let text = serde_json::to_string(&status).unwrap();
             assert_eq!(serde_json::from_str::<FieldStatus>(&text).unwrap(), status);
         }
+    }
+
+    #[test]
+    fn a_judges_issue_categories_are_read_when_asked_and_passed_over_when_not() {
+        let why = "The loop stops one element before the end of the list.";
+        let output = serde_json::json!({
+            "a": {"executability": "yes_fully", "instruction_following": "no_issues",
+                  "correctness": "major_issues", "correctness_explanation": why,
+                  "issue_categories": "Performance, functionality"},
+            "b": {"executability": "yes_fully", "instruction_following": "no_issues",
+                  "correctness": "no_issues", "issue_categories": ["safety"]},
+            "sxs": 6, "sxs_explanation": "B is right; A is slow and wrong at the edge."
+        })
+        .to_string();
+        let parsed = parse(
+            by_name("blackhat").unwrap(),
+            Format::Answers,
+            &output,
+            false,
+            20,
+        );
+        assert!(parsed.answered(), "{:?}", parsed.fields);
+        assert_eq!(
+            parsed.answers["a"]["issue_categories"],
+            serde_json::json!(["functionality", "performance"])
+        );
+        // B has no issues: its categories were not asked for.
+        assert!(parsed.answers["b"].get("issue_categories").is_none());
+        assert!(!parsed.fields.contains_key("b.issue_categories"));
+
+        // Left out, the answer is still whole; an unknown kind is named.
+        let mut without: serde_json::Value = serde_json::from_str(&output).unwrap();
+        without["a"]
+            .as_object_mut()
+            .unwrap()
+            .remove("issue_categories");
+        let parsed = parse(
+            by_name("blackhat").unwrap(),
+            Format::Answers,
+            &without.to_string(),
+            false,
+            20,
+        );
+        assert!(parsed.answered(), "{:?}", parsed.fields);
+        without["a"]["issue_categories"] = serde_json::json!(["style"]);
+        let parsed = parse(
+            by_name("blackhat").unwrap(),
+            Format::Answers,
+            &without.to_string(),
+            false,
+            20,
+        );
+        assert!(
+            status(&parsed, "a.issue_categories").starts_with("invalid: \"style\" is not one of"),
+            "{:?}",
+            parsed.fields
+        );
     }
 }

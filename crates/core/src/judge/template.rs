@@ -388,8 +388,24 @@ fn from_document(rubric: &Rubric) -> String {
             .into_iter()
             .map(|(value, label)| format!("{value} ({label})"))
             .collect();
+        if !question.applies_when.is_empty() {
+            text.push_str(&format!(
+                " Answer it only when {}.",
+                question
+                    .applies_only_when()
+                    .trim_start_matches("applies only when ")
+                    .split(':')
+                    .next()
+                    .unwrap_or_default()
+            ));
+        }
         if options.is_empty() {
             text.push_str(" A text.");
+        } else if matches!(question.answer, Answer::MultiChoice { .. }) {
+            text.push_str(&format!(
+                " A list of any that apply of: {}.",
+                options.join(", ")
+            ));
         } else {
             text.push_str(&format!(" One of: {}.", options.join(", ")));
         }
@@ -405,7 +421,7 @@ fn from_document(rubric: &Rubric) -> String {
         if !question.definition.trim().is_empty() {
             text.push_str(&format!("  {}\n", one_line(&question.definition)));
         }
-        if let Answer::Choice { options } = &question.answer {
+        if let Answer::Choice { options } | Answer::MultiChoice { options } = &question.answer {
             for option in options.iter().filter(|o| !o.definition.trim().is_empty()) {
                 text.push_str(&format!(
                     "  - `{}`: {}\n",
@@ -442,6 +458,9 @@ fn example(rubric: &Rubric) -> Value {
                         .collect::<Vec<_>>()
                         .join(" | "),
                 ),
+                Answer::MultiChoice { options } => {
+                    Value::from(options.iter().map(|o| o.value.as_str()).collect::<Vec<_>>())
+                }
                 Answer::Scale { min, max, .. } => Value::from(format!("{min}..{max}")),
                 Answer::YesNo { .. } => Value::from("true | false"),
                 Answer::Text { .. } => Value::from("..."),
@@ -530,11 +549,22 @@ pub fn schema(
                         Answer::Scale { min, max, .. } => {
                             json!({"type": "integer", "minimum": min, "maximum": max})
                         }
+                        Answer::MultiChoice { options } => json!({
+                            "type": "array",
+                            "items": {
+                                "type": "string",
+                                "enum": options.iter().map(|o| o.value.as_str()).collect::<Vec<_>>()
+                            },
+                            "uniqueItems": true
+                        }),
                         Answer::YesNo { .. } => json!({"type": "boolean"}),
                         Answer::Text { .. } => text.clone(),
                     };
                     properties.insert(question.key.clone(), kind);
-                    required.push(question.key.clone());
+                    // One asked only when another answer allows it may be left out.
+                    if question.applies_when.is_empty() {
+                        required.push(question.key.clone());
+                    }
                     if question.explanation.is_some() {
                         properties.insert(question.explanation_key(), text.clone());
                         required.push(question.explanation_key());

@@ -87,6 +87,8 @@ pub(super) struct Entry {
     pub(super) codes: Box<[u8]>,
     /// The classification options chosen: (question, option) by index.
     pub(super) classes: Box<[(u16, u16)]>,
+    /// Per question of several choices: whether it was asked, and what was picked.
+    pub(super) picks: Box<[several::Picks]>,
     /// A skip's reason.
     pub(super) skip_reason: Option<crate::lifecycle::SkipReason>,
 }
@@ -138,6 +140,10 @@ pub struct Accumulator {
     /// was chosen.
     pub(super) classifications: Vec<crate::rubric::Classification>,
     pub(super) class_tallies: Vec<Vec<u64>>,
+    /// The questions of several choices (at each place they sit), and what each
+    /// gathers.
+    pub(super) several: Vec<several::SeveralQuestion>,
+    pub(super) several_tallies: Vec<several::SeveralTally>,
     /// The bias figures, per rater and for the batch.
     pub(super) bias: bias::BiasTally,
     /// The questions straight-lining reads (each one raters answer), by index into
@@ -224,6 +230,7 @@ impl Accumulator {
                 (i, other.unwrap_or(i))
             })
             .collect();
+        let several = several::SeveralQuestion::of(rubric);
         let bias = bias::BiasTally::new(
             !preferences.is_empty(),
             lines
@@ -259,6 +266,8 @@ impl Accumulator {
                 .map(|q| vec![0; q.options.len()])
                 .collect(),
             classifications: classifications.to_vec(),
+            several_tallies: several.iter().map(|_| Default::default()).collect(),
+            several,
             bias,
             shown: Vec::with_capacity(lines.len()),
             lines,
@@ -340,6 +349,7 @@ impl Accumulator {
             lengths: (row.len_a, row.len_b),
             codes: Box::default(),
             classes: Box::default(),
+            picks: Box::default(),
             skip_reason: row
                 .skip_reason
                 .clone()
@@ -367,6 +377,17 @@ impl Accumulator {
                 })
                 .collect();
             entry.classes = self.classes(top.get("classifications"));
+            entry.picks = self
+                .several
+                .iter()
+                .map(|q| {
+                    q.picks(match q.side {
+                        Some("a") => &a,
+                        Some(_) => &b,
+                        None => &top,
+                    })
+                })
+                .collect();
         }
         entry
     }
@@ -515,6 +536,19 @@ impl Accumulator {
                     tally.model_pairs.remove(&key);
                 }
             }
+        }
+        for ((q, tally), &picks) in self
+            .several
+            .iter()
+            .zip(&mut self.several_tallies)
+            .zip(&e.picks)
+        {
+            let model = match (q.side, self.subject) {
+                (Some("a"), _) | (None, Subject::Single) => model_a,
+                (Some(_), _) => model_b,
+                (None, Subject::Pair) => None,
+            };
+            tally.change(picks, q.options.len(), model, add);
         }
         for (qi, by_model) in &mut self.score_models {
             let q = &self.questions[*qi];

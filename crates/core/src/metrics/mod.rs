@@ -40,6 +40,7 @@ pub mod bradley_terry;
 pub mod gold;
 pub mod judges;
 pub mod pairwise;
+pub mod several;
 pub mod stats;
 
 pub use accumulator::Accumulator;
@@ -223,8 +224,14 @@ pub struct Metrics {
     /// Per yes/no question: the share of yes, with a Wilson interval.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub yes_shares: BTreeMap<String, Estimate>,
+    /// Per question of several choices (issue categories): how often each option was
+    /// picked of the ratings asked it, per response (`a.<key>`, `b.<key>`) and pooled
+    /// over both (`<key>`), each also per model.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub choices: BTreeMap<String, several::ChoicesSummary>,
     /// Per question (`a.correctness`, ..., and the batch's classifications as
-    /// `classifications.<key>`): answers per option.
+    /// `classifications.<key>`): answers per option (for several choices, the ratings
+    /// that picked each).
     pub fields: BTreeMap<String, BTreeMap<String, u64>>,
     pub agreement: BTreeMap<String, Agreement>,
     /// Each rater with a rating in the figures (drafts and left-out ones included), by

@@ -422,6 +422,11 @@ fn fixture_figures(metrics: Metrics) -> Value {
     // accumulator leaves them empty for the page to fill in.
     assert_eq!(got["gold"]["raters"], serde_json::json!([]));
     got.as_object_mut().unwrap().remove("gold");
+    // And the issue categories (tests in
+    // `issue_categories_are_counted_per_response_per_model_and_pooled` and
+    // `tests/api/seed_rules.rs`): the fixture's answers pick none.
+    assert_eq!(got["choices"]["issue_categories"]["answered"], 0);
+    got.as_object_mut().unwrap().remove("choices");
     got
 }
 
@@ -742,4 +747,90 @@ fn the_additive_score_has_its_mean_per_model_and_yes_shares() {
         (2, Some(0.5)),
         "compared on the score"
     );
+}
+
+/// Blackhat answers with each response's correctness and issue categories.
+fn kinds(a: (&str, Value), b: (&str, Value)) -> Value {
+    json!({"a": {"correctness": a.0, "issue_categories": a.1},
+           "b": {"correctness": b.0, "issue_categories": b.1}, "sxs": 4})
+}
+
+#[test]
+fn issue_categories_are_counted_per_response_per_model_and_pooled() {
+    let mut acc = Accumulator::new(by_name("blackhat").unwrap(), 1, &[]);
+    let none = Value::Null;
+    acc.add(&row(
+        1,
+        "r1",
+        "rated",
+        "submitted",
+        kinds(
+            ("minor_issues", json!(["functionality", "safety"])),
+            ("no_issues", none.clone()),
+        ),
+        false,
+    ));
+    acc.add(&row(
+        2,
+        "r1",
+        "rated",
+        "submitted",
+        kinds(
+            ("major_issues", json!(["functionality"])),
+            ("minor_issues", none.clone()),
+        ),
+        true,
+    ));
+    // Not counted: a draft, and a skip.
+    acc.add(&row(
+        3,
+        "r1",
+        "rated",
+        "draft",
+        kinds(
+            ("major_issues", json!(["safety"])),
+            ("no_issues", none.clone()),
+        ),
+        false,
+    ));
+    let late = row(
+        4,
+        "r2",
+        "rated",
+        "submitted",
+        kinds(
+            ("no_issues", none.clone()),
+            ("major_issues", json!(["performance", "documentation"])),
+        ),
+        false,
+    );
+    acc.add(&late);
+    let m = acc.finish(4);
+    let of = |path: &str| {
+        let c = &m.choices[path].counts;
+        let order = ["functionality", "safety", "performance", "documentation"];
+        (c.asked, c.answered, order.map(|o| c.options[o]))
+    };
+    assert_eq!(of("a.issue_categories"), (2, 2, [2, 1, 0, 0]));
+    assert_eq!(of("b.issue_categories"), (2, 1, [0, 0, 1, 1]));
+    assert_eq!(of("issue_categories"), (4, 3, [2, 1, 1, 1]));
+    let pooled = &m.choices["issue_categories"];
+    assert_eq!(pooled.models["m1"].asked, 2);
+    assert_eq!(pooled.models["m1"].options["functionality"], 2);
+    assert_eq!(pooled.models["m2"].asked, 2);
+    assert_eq!(pooled.models["m2"].options["performance"], 1);
+    let safety = &m.choices["a.issue_categories"].counts.shares["safety"];
+    assert!((safety.value - 0.5).abs() < 1e-12);
+    assert_eq!(
+        m.fields["a.issue_categories"],
+        BTreeMap::from([("functionality".into(), 2), ("safety".into(), 1)])
+    );
+
+    // Taken out again, exactly.
+    acc.remove(late.id);
+    let m = acc.finish(4);
+    let b = &m.choices["b.issue_categories"];
+    assert_eq!((b.counts.asked, b.counts.answered), (1, 0));
+    assert_eq!((b.models["m2"].asked, b.models["m2"].answered), (1, 0));
+    assert_eq!(b.counts.options["performance"], 0);
 }

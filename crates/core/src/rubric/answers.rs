@@ -156,6 +156,28 @@ fn out_of_scope(rubric: &Rubric, answers: &mut Answers) {
             set(answers);
         }
     }
+    // What out of scope set may leave an answer without the condition it needs.
+    for question in rubric
+        .questions
+        .iter()
+        .filter(|q| !q.applies_when.is_empty())
+    {
+        let drop = |holder: &mut Map<String, Value>| {
+            if !question.applies(holder) {
+                holder.remove(&question.key);
+                holder.remove(&question.explanation_key());
+            }
+        };
+        if question.each_response {
+            for side in ["a", "b"] {
+                if let Some(Value::Object(holder)) = answers.get_mut(side) {
+                    drop(holder);
+                }
+            }
+        } else {
+            drop(answers);
+        }
+    }
 }
 
 /// Refuses a ladder's criterion answered yes above one answered no: each level holds
@@ -287,19 +309,29 @@ impl Checker {
             }
             return;
         }
-        let value = given
-            .get(&question.key)
-            .filter(|v| !v.is_null() && *v != "");
+        // An empty text is no answer, nor is an empty list of several choices (nothing
+        // ticked).
+        let several = matches!(question.answer, Answer::MultiChoice { .. });
+        let value = given.get(&question.key).filter(|v| {
+            !v.is_null() && *v != "" && !(several && v.as_array().is_some_and(Vec::is_empty))
+        });
         let stored = match value {
             None => {
-                if self.mode == Mode::Submit && question.required {
+                if self.mode == Mode::Submit && question.required && question.applies(out) {
                     errors.insert(path.clone(), "is required".into());
                 }
                 None
             }
+            // A draft may hold an answer its condition no longer allows (the rater may
+            // be changing the answer it depends on); a submission may not.
+            Some(_) if self.mode == Mode::Submit && !question.applies(out) => {
+                errors.insert(path.clone(), question.applies_only_when());
+                None
+            }
             Some(v) if super::document::accepts(&question.answer, v) => {
+                let v = super::document::in_order(&question.answer, v.clone());
                 out.insert(question.key.clone(), v.clone());
-                Some(v.clone())
+                Some(v)
             }
             Some(v) => {
                 errors.insert(path.clone(), refusal(&question.answer, v));
@@ -484,7 +516,7 @@ impl Limits {
 }
 
 /// An answer's value as a rule's message names it: strings without quotes.
-fn plain(value: &Value) -> String {
+pub(super) fn plain(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -499,6 +531,13 @@ fn refusal(answer: &Answer, value: &Value) -> String {
             format!("unknown value {s:?}: use {}", allowed.join(", "))
         }
         (Answer::Choice { .. }, _) => "must be one of the options, as a string".into(),
+        (Answer::MultiChoice { options }, _) => {
+            let allowed: Vec<&str> = options.iter().map(|o| o.value.as_str()).collect();
+            format!(
+                "must be a list of different options from {}",
+                allowed.join(", ")
+            )
+        }
         (Answer::Scale { min, max, .. }, _) => {
             format!("must be a whole number from {min} to {max}")
         }

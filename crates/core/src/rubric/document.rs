@@ -299,8 +299,29 @@ pub(crate) fn accepts(answer: &Answer, value: &Value) -> bool {
         Answer::Scale { min, max, .. } => {
             value.as_i64().is_some_and(|v| (*min..=*max).contains(&v))
         }
+        Answer::MultiChoice { options } => value.as_array().is_some_and(|chosen| {
+            !chosen.is_empty()
+                && chosen.iter().enumerate().all(|(i, c)| {
+                    c.as_str()
+                        .is_some_and(|c| options.iter().any(|o| o.value == c))
+                        && !chosen[..i].contains(c)
+                })
+        }),
         Answer::YesNo { .. } => value.is_boolean(),
         Answer::Text { .. } => value.is_string(),
+    }
+}
+
+/// Several choices in their options' order, the one order they are stored in; any
+/// other answer as it is.
+pub(crate) fn in_order(answer: &Answer, value: Value) -> Value {
+    match (answer, value) {
+        (Answer::MultiChoice { options }, Value::Array(chosen)) => options
+            .iter()
+            .map(|o| Value::from(o.value.as_str()))
+            .filter(|v| chosen.contains(v))
+            .collect(),
+        (_, value) => value,
     }
 }
 /// The questions two versions of a rubric share unchanged: same key, same place (each
@@ -350,7 +371,8 @@ pub fn comparable(old: &Rubric, new: &Rubric) -> Vec<String> {
 /// are said to mean (their definitions, like a question's help) may differ.
 fn same_answers(old: &Answer, new: &Answer) -> bool {
     match (old, new) {
-        (Answer::Choice { options: o }, Answer::Choice { options: n }) => {
+        (Answer::Choice { options: o }, Answer::Choice { options: n })
+        | (Answer::MultiChoice { options: o }, Answer::MultiChoice { options: n }) => {
             o.len() == n.len()
                 && o.iter()
                     .zip(n)

@@ -8,6 +8,7 @@
 //! document alone, so the server, the pages, the CLI and the browser script (which gets
 //! the same document as JSON) follow one definition.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
@@ -98,7 +99,7 @@ pub struct Warning {
     /// Documents stored before rules had ids read as `warning-<n>` (see [`Rubric::name_warnings`]).
     #[serde(default)]
     pub id: String,
-    pub when: std::collections::BTreeMap<String, Matches>,
+    pub when: BTreeMap<String, Matches>,
     pub message: String,
 }
 
@@ -214,6 +215,12 @@ pub struct Question {
     /// Whether a submission must answer it.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub required: bool,
+    /// Asked only when every earlier answer named here matches (for a question asked of
+    /// each response, that response's answers), e.g. issue categories only when
+    /// `correctness` has minor or major issues. Otherwise it takes no answer: the form
+    /// hides it and a submission that answers it is refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applies_when: BTreeMap<String, Matches>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
     /// How a question asked once for the pair changes when A and B were shown swapped.
@@ -255,6 +262,9 @@ pub enum Answer {
         max: i64,
         labels: Vec<String>,
     },
+    /// Any of a fixed list of options, at least one, stored as their values in the
+    /// options' order.
+    MultiChoice { options: Vec<Choice> },
     /// Yes or no, stored as `true` or `false`; `labels` name the two (default "Yes", "No").
     YesNo {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,7 +324,7 @@ pub enum Swap {
     /// A scale read from A to B: `s` becomes `min + max - s`.
     MirrorScale,
     /// Options that name a side trade places, e.g. `{"a": "b", "b": "a"}`; others stay.
-    SwapValues(std::collections::BTreeMap<String, String>),
+    SwapValues(BTreeMap<String, String>),
 }
 
 impl Swap {
@@ -454,6 +464,32 @@ impl Question {
         }
     }
 
+    /// Whether it is asked, given the answers beside it in `holder` (the same
+    /// response's, for a question asked of each response): always, unless its
+    /// `applies_when` names an answer that does not match.
+    pub fn applies(&self, holder: &Answers) -> bool {
+        self.applies_when
+            .iter()
+            .all(|(key, matches)| matches.matches(holder.get(key)))
+    }
+
+    /// Why it takes no answer, for a refusal: "applies only when ..." naming each
+    /// condition.
+    pub fn applies_only_when(&self) -> String {
+        let conditions: Vec<String> = self
+            .applies_when
+            .iter()
+            .map(|(key, matches)| {
+                let values: Vec<String> = matches.values().iter().map(answers::plain).collect();
+                format!("{key} is {}", values.join(" or "))
+            })
+            .collect();
+        format!(
+            "applies only when {}: leave it out otherwise",
+            conditions.join(" and ")
+        )
+    }
+
     /// The heading of its form section.
     pub fn section(&self) -> &str {
         self.section.as_deref().unwrap_or(&self.label)
@@ -463,10 +499,11 @@ impl Question {
         matches!(self.answer, Answer::Text { .. })
     }
 
-    /// The answers it can take as `(stored value, label)`, in order; empty for text.
+    /// The answers it can take as `(stored value, label)`, in order (for several
+    /// choices, each option that can be among them); empty for text.
     pub fn options(&self) -> Vec<(Value, &str)> {
         match &self.answer {
-            Answer::Choice { options } => options
+            Answer::Choice { options } | Answer::MultiChoice { options } => options
                 .iter()
                 .map(|o| (Value::from(o.value.as_str()), o.label.as_str()))
                 .collect(),
@@ -680,7 +717,7 @@ impl Rubric {
     /// as one, beside the ladder's question (`ladder.<key>`): the lowest criterion's.
     pub fn on_form(&self, errors: crate::fields::FieldErrors) -> crate::fields::FieldErrors {
         let mut shown = crate::fields::FieldErrors::new();
-        let mut lowest = std::collections::BTreeMap::new();
+        let mut lowest = BTreeMap::new();
         for (path, why) in errors {
             match self.ladder_of(&path) {
                 Some((ladder, place)) => {

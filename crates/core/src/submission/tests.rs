@@ -445,3 +445,25 @@ fn a_judges_score_line_stores_what_a_raters_ladder_level_stores() {
         assert_eq!(rated["score"], level);
     }
 }
+
+#[test]
+fn a_forms_ticked_boxes_are_one_list() {
+    let pairs: Vec<(String, String)> = [
+        ("a.correctness", "major_issues"),
+        ("a.issue_categories", "safety"),
+        ("a.issue_categories", "functionality"),
+        ("b.issue_categories", "documentation"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let request = RatingRequest::from_form(blackhat(), &[], &pairs);
+    assert_eq!(
+        request.answers["a"]["issue_categories"],
+        json!(["safety", "functionality"])
+    );
+    assert_eq!(
+        request.answers["b"]["issue_categories"],
+        json!(["documentation"])
+    );
+}

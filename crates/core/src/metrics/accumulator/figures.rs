@@ -46,6 +46,21 @@ impl Accumulator {
                 fields.insert(format!("classifications.{}", q.key), counted);
             }
         }
+        let choices = several::summaries(&self.several, &self.several_tallies);
+        for q in &self.several {
+            if let Some(summary) = choices.get(&q.path) {
+                let picked: BTreeMap<String, u64> = summary
+                    .counts
+                    .options
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(o, n)| (o.clone(), *n))
+                    .collect();
+                if !picked.is_empty() {
+                    fields.insert(q.path.clone(), picked);
+                }
+            }
+        }
         let mut raters: Vec<RaterStats> = self
             .raters
             .iter()
@@ -114,6 +129,7 @@ impl Accumulator {
             preferences,
             scores,
             yes_shares,
+            choices,
             fields,
             agreement,
             raters,

@@ -556,3 +556,83 @@ fn a_derived_total_and_a_phrase_in_the_justification_meet_a_warning() {
     let out = validate(additive(), &[], &repeats, Mode::Submit, 20).unwrap();
     assert_eq!(met(additive(), &out), ["repeats-not-marked"]);
 }
+
+/// `complete()` with `kinds` given as B's issue categories, and A's correctness set to
+/// `a_correctness`.
+fn with_kinds(a_correctness: &str, kinds: Value) -> Value {
+    let mut input = complete();
+    input["a"]["correctness"] = json!(a_correctness);
+    input["a"]["issue_categories"] = kinds;
+    input
+}
+
+#[test]
+fn issue_categories_are_taken_only_when_correctness_has_issues() {
+    for correctness in ["minor_issues", "major_issues"] {
+        let out = submit(with_kinds(
+            correctness,
+            json!(["performance", "functionality"]),
+        ))
+        .unwrap();
+        // Stored in the options' order, whatever order they were ticked in.
+        assert_eq!(
+            out["a"]["issue_categories"],
+            json!(["functionality", "performance"])
+        );
+    }
+    for correctness in ["no_issues", "cannot_assess", "not_applicable"] {
+        let mut input = with_kinds(correctness, json!(["safety"]));
+        input["a"]
+            .as_object_mut()
+            .unwrap()
+            .remove("correctness_explanation");
+        let errors = submit(input.clone()).unwrap_err();
+        assert_eq!(
+            errors["a.issue_categories"],
+            "applies only when correctness is minor_issues or major_issues: leave it out \
+             otherwise",
+            "{correctness}"
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        // A draft keeps them: the rater may be about to change correctness back.
+        let draft = validate(blackhat(), &[], &input, Mode::Draft, 20).unwrap();
+        assert_eq!(draft["a"]["issue_categories"], json!(["safety"]));
+    }
+    // Optional even when asked; an empty list is no answer.
+    let out = submit(complete()).unwrap();
+    assert!(out["a"].get("issue_categories").is_none());
+    let out = submit(with_kinds("minor_issues", json!([]))).unwrap();
+    assert!(out["a"].get("issue_categories").is_none());
+}
+
+#[test]
+fn issue_categories_refuse_what_is_not_a_list_of_different_options() {
+    let why = "must be a list of different options from functionality, safety, performance, \
+               documentation";
+    for bad in [
+        json!("safety"),
+        json!(["safety", "safety"]),
+        json!(["style"]),
+        json!([1]),
+        json!({"safety": true}),
+    ] {
+        let errors = submit(with_kinds("minor_issues", bad.clone())).unwrap_err();
+        assert_eq!(errors["a.issue_categories"], why, "{bad}");
+    }
+}
+
+#[test]
+fn out_of_scope_drops_issue_categories_it_no_longer_asks_for() {
+    let input = with_kinds("major_issues", json!(["safety"]));
+    let out = validate(blackhat(), &[], &input, Mode::OutOfScope, 20).unwrap();
+    assert_eq!(out["a"]["correctness"], "cannot_assess");
+    assert!(out["a"].get("issue_categories").is_none(), "{out:?}");
+}
+
+#[test]
+fn issue_categories_change_sides_with_their_response() {
+    let shown = submit(with_kinds("minor_issues", json!(["safety"]))).unwrap();
+    let task = orient(blackhat(), shown, true);
+    assert_eq!(task["b"]["issue_categories"], json!(["safety"]));
+    assert!(task["a"].get("issue_categories").is_none());
+}

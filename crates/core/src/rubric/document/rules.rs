@@ -84,7 +84,7 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
         if q.definition.chars().count() > MAX_HELP_CHARS {
             err(format!("{at}.definition"), long_help.clone());
         }
-        if let Answer::Choice { options } = &q.answer {
+        if let Answer::Choice { options } | Answer::MultiChoice { options } = &q.answer {
             for (j, option) in options.iter().enumerate() {
                 if option.definition.chars().count() > MAX_HELP_CHARS {
                     err(
@@ -113,9 +113,10 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
         check_answer(q, &at, &mut err);
         check_explanation(q, &at, &mut err);
         check_swap(rubric.subject, q, &at, &mut err);
+        check_applies_when(rubric, q, &at, &mut err);
         if let Some(role) = &q.metrics {
             check_role(role, &q.answer, &format!("{at}.metrics"), &mut err);
-        } else if !q.is_text() {
+        } else if !q.is_text() && !matches!(q.answer, Answer::MultiChoice { .. }) {
             err(
                 format!("{at}.metrics"),
                 "is required: say how metrics read it (preference, ordinal, nominal or score)"
@@ -123,7 +124,14 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
             );
         }
         if let Some(value) = &q.out_of_scope {
-            if !accepts(&q.answer, value) {
+            if !q.applies_when.is_empty() {
+                err(
+                    format!("{at}.out_of_scope"),
+                    "a question asked only when another answer allows it sets nothing out of \
+                     scope"
+                        .into(),
+                );
+            } else if !accepts(&q.answer, value) {
                 err(
                     format!("{at}.out_of_scope"),
                     format!("{value} is not an answer this question takes"),
@@ -219,6 +227,11 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
                         .into(),
                 ),
                 Some(Target::Text) => check_text_condition(matches, &at, &mut err),
+                Some(Target::Several) => err(
+                    at,
+                    "takes several choices, which a warning cannot test: name another answer"
+                        .into(),
+                ),
                 Some(Target::Value(takes)) => {
                     check_value_condition(matches, &takes, &at, &mut err);
                 }
@@ -231,6 +244,8 @@ pub(super) fn check(rubric: &Rubric, parts: &Parts, errors: &mut DocumentErrors)
 /// which values it takes).
 enum Target<'a> {
     Text,
+    /// Several choices: no rule reads them.
+    Several,
     Value(Box<dyn Fn(&Value) -> bool + 'a>),
 }
 
@@ -238,6 +253,8 @@ fn warning_target<'a>(rubric: &Rubric, slots: &[Slot<'a>], path: &str) -> Option
     slots.iter().find_map(|slot| match slot {
         Slot::Asked { question, .. } if slot.path() == path => Some(if question.is_text() {
             Target::Text
+        } else if matches!(question.answer, Answer::MultiChoice { .. }) {
+            Target::Several
         } else {
             let answer = &question.answer;
             Target::Value(Box::new(move |v: &Value| accepts(answer, v)))
@@ -304,9 +321,91 @@ fn check_value_condition(
     }
 }
 
+/// A condition on when a question is asked: it names answers given before it on the
+/// form, in the same object (the same response's, for a question asked of each
+/// response), by their values; the question is then optional, since it is not always
+/// asked.
+fn check_applies_when(
+    rubric: &Rubric,
+    q: &Question,
+    at: &str,
+    err: &mut impl FnMut(String, String),
+) {
+    if q.applies_when.is_empty() {
+        return;
+    }
+    let at = format!("{at}.applies_when");
+    if q.required {
+        err(
+            at.clone(),
+            "a question asked only when another answer allows it must have \"required\": false"
+                .into(),
+        );
+    }
+    let earlier: Vec<&Question> = rubric
+        .questions
+        .iter()
+        .take_while(|o| !std::ptr::eq(*o, q))
+        .filter(|o| o.each_response == q.each_response)
+        .collect();
+    for (key, matches) in &q.applies_when {
+        let path = format!("{at}.{key}");
+        let Some(other) = earlier.iter().find(|o| o.key == *key) else {
+            err(
+                path,
+                format!(
+                    "must name a question asked before this one{}",
+                    if q.each_response {
+                        ", of each response"
+                    } else {
+                        ", once for the task"
+                    }
+                ),
+            );
+            continue;
+        };
+        if other.is_text() || matches!(other.answer, Answer::MultiChoice { .. }) {
+            err(
+                path,
+                "must name a question with set answers (a choice, a scale or yes/no)".into(),
+            );
+            continue;
+        }
+        let answer = &other.answer;
+        check_value_condition(matches, &|v: &Value| accepts(answer, v), &path, err);
+    }
+}
+
 fn check_answer(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
     let at = format!("{at}.answer");
     match &q.answer {
+        Answer::MultiChoice { options } => {
+            if !(2..=crate::rubric::MAX_OPTIONS).contains(&options.len()) {
+                err(
+                    format!("{at}.options"),
+                    format!(
+                        "must offer from 2 to {} options",
+                        crate::rubric::MAX_OPTIONS
+                    ),
+                );
+            }
+            check_options(options, &at, err);
+            let question = at.trim_end_matches(".answer");
+            if q.explanation.is_some() {
+                err(
+                    format!("{question}.explanation"),
+                    "several choices take no explanation: drop it".into(),
+                );
+            }
+            if q.metrics.is_some() {
+                err(
+                    format!("{question}.metrics"),
+                    "several choices have no role in metrics: each option is counted by \
+                     itself; drop metrics"
+                        .into(),
+                );
+            }
+        }
         Answer::Choice { options } => {
             if !(2..=crate::rubric::MAX_OPTIONS).contains(&options.len()) {
                 err(
@@ -317,26 +416,7 @@ fn check_answer(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
                     ),
                 );
             }
-            let mut seen = BTreeSet::new();
-            for (i, o) in options.iter().enumerate() {
-                if o.value.is_empty() || o.value.len() > 64 {
-                    err(
-                        format!("{at}.options[{i}].value"),
-                        "must be 1 to 64 characters".into(),
-                    );
-                } else if !seen.insert(o.value.as_str()) {
-                    err(
-                        format!("{at}.options[{i}].value"),
-                        format!("{:?} is offered twice", o.value),
-                    );
-                }
-                if o.label.trim().is_empty() {
-                    err(
-                        format!("{at}.options[{i}].label"),
-                        "must not be empty".into(),
-                    );
-                }
-            }
+            check_options(options, &at, err);
         }
         Answer::Scale { min, max, labels } => {
             if min >= max || max - min >= crate::rubric::MAX_OPTIONS as i64 {
@@ -370,6 +450,33 @@ fn check_answer(q: &Question, at: &str, err: &mut impl FnMut(String, String)) {
                     "a text answer is its own explanation: drop the explanation".into(),
                 );
             }
+        }
+    }
+}
+
+fn check_options(
+    options: &[crate::rubric::Choice],
+    at: &str,
+    err: &mut impl FnMut(String, String),
+) {
+    let mut seen = BTreeSet::new();
+    for (i, o) in options.iter().enumerate() {
+        if o.value.is_empty() || o.value.len() > 64 {
+            err(
+                format!("{at}.options[{i}].value"),
+                "must be 1 to 64 characters".into(),
+            );
+        } else if !seen.insert(o.value.as_str()) {
+            err(
+                format!("{at}.options[{i}].value"),
+                format!("{:?} is offered twice", o.value),
+            );
+        }
+        if o.label.trim().is_empty() {
+            err(
+                format!("{at}.options[{i}].label"),
+                "must not be empty".into(),
+            );
         }
     }
 }
@@ -480,6 +587,8 @@ fn check_role(role: &Role, answer: &Answer, at: &str, err: &mut impl FnMut(Strin
     };
     match (role, answer) {
         (_, Answer::Text { .. }) => err(at.into(), "free text has no role in metrics".into()),
+        // Refused by the answer's own check.
+        (_, Answer::MultiChoice { .. }) => {}
         (
             Role::Preference {
                 midpoint,

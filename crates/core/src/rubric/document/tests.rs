@@ -32,7 +32,7 @@ fn every_part_of_the_wrong_shape_is_named() {
     let mut doc = blackhat();
     doc["subject"] = json!("trio");
     doc["questions"][1]["answer"]["type"] = json!("slider");
-    doc["questions"][3]["explanation"]["required"] = json!("sometimes");
+    doc["questions"][4]["explanation"]["required"] = json!("sometimes");
     doc["colour"] = json!("blue");
     doc["questions"][0]["answer"]["options"][1]["value"] = json!("yes_fully");
     let errors = errors_of(doc);
@@ -51,7 +51,7 @@ fn every_part_of_the_wrong_shape_is_named() {
     assert!(
         errors
             .keys()
-            .any(|k| k.starts_with("questions[3].explanation.required")),
+            .any(|k| k.starts_with("questions[4].explanation.required")),
         "{errors:?}"
     );
     assert_eq!(errors["colour"], "is not a field of a rubric document");
@@ -76,9 +76,9 @@ fn every_broken_rule_is_reported_with_its_path() {
     doc["questions"][1]["key"] = json!("executability");
     doc["questions"][2]["out_of_scope"] = json!("unknowable");
     doc["questions"][2]["metrics"]["unscaled"] = json!(["never"]);
-    doc["questions"][3]["swap"] = json!("none");
-    doc["questions"][3]["metrics"]["midpoint"] = json!(9);
-    doc["questions"][3]["answer"]["labels"] = json!(["only one"]);
+    doc["questions"][4]["swap"] = json!("none");
+    doc["questions"][4]["metrics"]["midpoint"] = json!(9);
+    doc["questions"][4]["answer"]["labels"] = json!(["only one"]);
     let errors = errors_of(doc);
     let expect = [
         ("name", "lower-case letters"),
@@ -99,10 +99,10 @@ fn every_broken_rule_is_reported_with_its_path() {
             "questions[2].metrics.unscaled[0]",
             "\"never\" is not an answer",
         ),
-        ("questions[3].swap", "must say how it turns"),
-        ("questions[3].metrics.midpoint", "strictly between 1 and 7"),
+        ("questions[4].swap", "must say how it turns"),
+        ("questions[4].metrics.midpoint", "strictly between 1 and 7"),
         (
-            "questions[3].answer.labels",
+            "questions[4].answer.labels",
             "must label each of the 7 values",
         ),
     ];
@@ -201,7 +201,9 @@ fn the_built_in_rubrics_carry_their_guidelines_and_define_every_answer() {
         );
         for q in rubric.questions.iter().filter(|q| !q.is_text()) {
             let defined = match &q.answer {
-                Answer::Choice { options } => options.iter().all(|o| !o.definition.is_empty()),
+                Answer::Choice { options } | Answer::MultiChoice { options } => {
+                    options.iter().all(|o| !o.definition.is_empty())
+                }
                 _ => !q.definition.is_empty(),
             };
             assert!(
@@ -217,13 +219,13 @@ fn the_built_in_rubrics_carry_their_guidelines_and_define_every_answer() {
 fn guidelines_and_definitions_are_held_to_their_lengths() {
     let mut doc = blackhat();
     doc["instructions"] = json!("x".repeat(MAX_INSTRUCTIONS_CHARS + 1));
-    doc["questions"][3]["definition"] = json!("y".repeat(MAX_HELP_CHARS + 1));
+    doc["questions"][4]["definition"] = json!("y".repeat(MAX_HELP_CHARS + 1));
     doc["questions"][0]["answer"]["options"][1]["definition"] =
         json!("z".repeat(MAX_HELP_CHARS + 1));
     let errors = errors_of(doc);
     assert_eq!(errors["instructions"], "must be at most 40000 characters");
     assert_eq!(
-        errors["questions[3].definition"],
+        errors["questions[4].definition"],
         "must be at most 4000 characters"
     );
     assert_eq!(
@@ -240,7 +242,7 @@ fn definitions_do_not_change_which_questions_two_versions_share() {
     let old = from_value(&blackhat()).unwrap();
     let mut doc = blackhat();
     doc["questions"][2]["answer"]["options"][0]["definition"] = json!("Reworded.");
-    doc["questions"][3]["definition"] = json!("Reworded too.");
+    doc["questions"][4]["definition"] = json!("Reworded too.");
     let new = from_value(&doc).unwrap();
     assert_eq!(comparable(&old, &new).len(), old.questions.len());
     doc["questions"][2]["answer"]["options"][0]["label"] = json!("Fine");
@@ -251,14 +253,14 @@ fn definitions_do_not_change_which_questions_two_versions_share() {
 #[test]
 fn reserved_keys_and_explanation_clashes_are_refused() {
     let mut doc = blackhat();
-    doc["questions"][3]["key"] = json!("time_spent_s");
+    doc["questions"][4]["key"] = json!("time_spent_s");
     doc["questions"].as_array_mut().unwrap().push(json!({
         "key": "executability_explanation", "each_response": true, "label": "x",
         "answer": {"type": "text"}
     }));
     let errors = errors_of(doc);
-    assert!(errors["questions[3].key"].contains("reserved"));
-    assert!(errors["questions[4].key"].contains("also the answer key"));
+    assert!(errors["questions[4].key"].contains("reserved"));
+    assert!(errors["questions[5].key"].contains("also the answer key"));
 }
 
 #[test]
@@ -270,8 +272,16 @@ fn comparable_questions_are_those_unchanged() {
     if let Answer::Choice { options } = &mut new.questions[1].answer {
         options.pop();
     }
+    assert_eq!(
+        comparable(&old, &new),
+        ["correctness", "issue_categories", "sxs"]
+    );
+    assert_eq!(comparable(&old, &old).len(), 5);
+    // Several choices compare as a choice does: an option relabelled changes them.
+    if let Answer::MultiChoice { options } = &mut new.questions[3].answer {
+        options[0].label = "Logic".into();
+    }
     assert_eq!(comparable(&old, &new), ["correctness", "sxs"]);
-    assert_eq!(comparable(&old, &old).len(), 4);
 }
 
 #[test]
@@ -349,11 +359,11 @@ fn every_option_has_a_key_so_a_question_offers_at_most_twenty() {
         .collect();
     doc["questions"][0]["answer"]["options"] = json!(options);
     doc["questions"][0]["explanation"]["required"] = json!("always");
-    doc["questions"][3]["answer"] = json!({"type": "scale", "min": 0, "max": 20,
+    doc["questions"][4]["answer"] = json!({"type": "scale", "min": 0, "max": 20,
         "labels": (0..21).map(|i| i.to_string()).collect::<Vec<_>>()});
     let errors = errors_of(doc);
     assert!(errors["questions[0].answer.options"].contains("from 2 to 20 options"));
-    assert!(errors["questions[3].answer.max"].contains("at most 20 values"));
+    assert!(errors["questions[4].answer.max"].contains("at most 20 values"));
     let keys: Vec<String> = (1..=20).map(super::super::option_key).collect();
     assert_eq!(keys[..3], ["1", "2", "3"]);
     assert_eq!(
@@ -422,6 +432,7 @@ fn the_readme_example_loads_and_uses_every_field() {
             "metrics",
             "out_of_scope",
             "code_runs",
+            "applies_when",
         ],
         "question field",
     );
@@ -456,7 +467,90 @@ fn the_readme_example_loads_and_uses_every_field() {
         .collect();
     assert_eq!(
         types,
-        BTreeSet::from(["choice", "scale", "text", "yes_no"]),
+        BTreeSet::from(["choice", "multi_choice", "scale", "text", "yes_no"]),
         "every kind of answer"
+    );
+}
+
+#[test]
+fn several_choices_and_their_condition_follow_the_rules() {
+    let mut doc = blackhat();
+    let kinds = &mut doc["questions"][3];
+    assert_eq!(kinds["key"], "issue_categories");
+    kinds["metrics"] = json!({"role": "nominal"});
+    kinds["explanation"] = json!({"required": "optional", "prompt": "Why?"});
+    kinds["required"] = json!(true);
+    kinds["out_of_scope"] = json!(["safety"]);
+    kinds["applies_when"] = json!({
+        "correctness": ["minor_issues", "sometimes"],
+        "sxs": [1],
+        "executability_explanation": "x",
+        "later": true
+    });
+    doc["warnings"][0]["when"]["a.issue_categories"] = json!(["safety"]);
+    let errors = errors_of(doc);
+    let at = "questions[3]";
+    assert!(
+        errors[&format!("{at}.metrics")].contains("no role in metrics"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors[&format!("{at}.explanation")],
+        "several choices take no explanation: drop it"
+    );
+    assert_eq!(
+        errors[&format!("{at}.applies_when")],
+        "a question asked only when another answer allows it must have \"required\": false"
+    );
+    assert_eq!(
+        errors[&format!("{at}.applies_when.correctness")],
+        "\"sometimes\" is not an answer it takes"
+    );
+    // sxs is asked once, not of each response; the others are not earlier questions.
+    for key in ["sxs", "executability_explanation", "later"] {
+        assert_eq!(
+            errors[&format!("{at}.applies_when.{key}")],
+            "must name a question asked before this one, of each response",
+            "{key}"
+        );
+    }
+    assert!(errors[&format!("{at}.out_of_scope")].contains("sets nothing out of scope"));
+    assert!(
+        errors["warnings[0].when.a.issue_categories"].contains("cannot test"),
+        "{errors:?}"
+    );
+
+    let mut doc = blackhat();
+    doc["questions"][3]["answer"]["options"] = json!([{"value": "only", "label": "Only"}]);
+    doc["questions"][3]["applies_when"] = json!({"executability": ["maybe"]});
+    let errors = errors_of(doc);
+    assert_eq!(
+        errors["questions[3].answer.options"],
+        "must offer from 2 to 20 options"
+    );
+    assert_eq!(
+        errors["questions[3].applies_when.executability"],
+        "\"maybe\" is not an answer it takes"
+    );
+    let mut doc = blackhat();
+    doc["questions"][3]["answer"]["options"][1]["definition"] = json!("d".repeat(4001));
+    assert_eq!(
+        errors_of(doc)["questions[3].answer.options[1].definition"],
+        "must be at most 4000 characters"
+    );
+}
+
+#[test]
+fn a_text_answer_cannot_decide_whether_a_question_is_asked() {
+    let mut doc = blackhat();
+    doc["questions"].as_array_mut().unwrap().insert(
+        0,
+        json!({"key": "notes", "each_response": true, "label": "Notes",
+               "answer": {"type": "text"}, "required": false}),
+    );
+    doc["questions"][4]["applies_when"] = json!({"notes": "x"});
+    assert_eq!(
+        errors_of(doc)["questions[4].applies_when.notes"],
+        "must name a question with set answers (a choice, a scale or yes/no)"
     );
 }
