@@ -5,7 +5,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Go, TestApp, assignment_id, csrf_token, db_test, json_with, jsonl, page_text, single_task,
+    Go, Persona, TestApp, assignment_id, csrf_token, db_test, json_with, jsonl, page_text,
+    single_task,
 };
 
 const CRITERIA: [&str; 5] = [
@@ -34,6 +35,26 @@ fn criteria(met: [bool; 5], repetitive: bool) -> Value {
         answers[*key] = json!(met);
     }
     answers
+}
+
+/// The rating `rater` made of `assignment` (on the page, say), as `lead` reads it.
+async fn rating_of(app: &TestApp, rater: &Persona, lead: &Persona, assignment: &str) -> Value {
+    let ratings = json_with(
+        rater
+            .api
+            .get(app.url("/api/v1/ratings?limit=100"))
+            .go()
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let made = ratings["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["assignment_id"] == assignment)
+        .unwrap_or_else(|| panic!("{ratings}"));
+    app.rating(lead, made["id"].as_str().unwrap()).await
 }
 
 db_test!(the_additive_ladder_takes_every_level_and_refuses_every_gap: TestApp);
@@ -152,22 +173,7 @@ async fn the_additive_ladder_takes_every_level_and_refuses_every_gap(app: &TestA
     }
     let sent = browser.post(url("submit")).form(&form("4")).go().await;
     assert_eq!(sent.status(), StatusCode::SEE_OTHER);
-    let ratings = json_with(
-        rater
-            .api
-            .get(app.url("/api/v1/ratings?limit=100"))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
-    let by_form = ratings["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["assignment_id"] == assignment.as_str())
-        .unwrap_or_else(|| panic!("{ratings}"));
-    let stored = app.rating(&lead, by_form["id"].as_str().unwrap()).await;
+    let stored = rating_of(app, &rater, &lead, &assignment).await;
     let mut expected = criteria([true, true, true, true, false], false);
     expected["score"] = json!(4);
     for (key, value) in expected.as_object().unwrap() {
@@ -668,22 +674,7 @@ async fn issue_categories_are_asked_with_issues_stored_canonically_counted_and_e
         .go()
         .await;
     assert_eq!(sent.status(), StatusCode::SEE_OTHER);
-    let ratings = json_with(
-        rater
-            .api
-            .get(app.url("/api/v1/ratings?limit=100"))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
-    let by_form = ratings["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["assignment_id"] == assignment.as_str())
-        .unwrap_or_else(|| panic!("{ratings}"));
-    let stored = app.rating(&lead, by_form["id"].as_str().unwrap()).await;
+    let stored = rating_of(app, &rater, &lead, &assignment).await;
     // What the rater saw as A is stored as B when B was shown first.
     let side = if stored["swapped"] == true { "b" } else { "a" };
     assert_eq!(

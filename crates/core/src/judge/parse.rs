@@ -801,6 +801,15 @@ mod tests {
 
     #[test]
     fn a_judges_issue_categories_are_read_when_asked_and_passed_over_when_not() {
+        let blackhat = |output: &str| {
+            parse(
+                by_name("blackhat").unwrap(),
+                Format::Answers,
+                output,
+                false,
+                20,
+            )
+        };
         let why = "The loop stops one element before the end of the list.";
         let output = serde_json::json!({
             "a": {"executability": "yes_fully", "instruction_following": "no_issues",
@@ -811,13 +820,7 @@ mod tests {
             "sxs": 6, "sxs_explanation": "B is right; A is slow and wrong at the edge."
         })
         .to_string();
-        let parsed = parse(
-            by_name("blackhat").unwrap(),
-            Format::Answers,
-            &output,
-            false,
-            20,
-        );
+        let parsed = blackhat(&output);
         assert!(parsed.answered(), "{:?}", parsed.fields);
         assert_eq!(
             parsed.answers["a"]["issue_categories"],
@@ -833,22 +836,10 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("issue_categories");
-        let parsed = parse(
-            by_name("blackhat").unwrap(),
-            Format::Answers,
-            &without.to_string(),
-            false,
-            20,
-        );
+        let parsed = blackhat(&without.to_string());
         assert!(parsed.answered(), "{:?}", parsed.fields);
         without["a"]["issue_categories"] = serde_json::json!(["style"]);
-        let parsed = parse(
-            by_name("blackhat").unwrap(),
-            Format::Answers,
-            &without.to_string(),
-            false,
-            20,
-        );
+        let parsed = blackhat(&without.to_string());
         assert!(
             status(&parsed, "a.issue_categories").starts_with("invalid: \"style\" is not one of"),
             "{:?}",
