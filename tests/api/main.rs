@@ -29,6 +29,7 @@ mod metrics_live;
 mod migrate_data;
 mod migrations;
 mod pages;
+mod ranking;
 mod rating;
 mod review;
 mod review_queue;

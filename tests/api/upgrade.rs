@@ -219,6 +219,8 @@ fn batch_id(dir: &Path, name: &str) -> String {
 /// - issue 28: answers carry only the parts their rubric has, so a pairwise-aspects
 ///   rating (no question asked of each response) is read and exported without the empty
 ///   `a` and `b` the old verdict stored and served. Its history keeps what was stored.
+/// - issue 28: a batch has a Bradley-Terry prior (migration 0017 gives every old batch
+///   0.5, the prior every ranking used before).
 fn as_served_now(
     name: &str,
     expected: String,
@@ -269,6 +271,25 @@ fn as_served_now(
             }
         }
     };
+    // Every batch view names its prior: the one its rankings always had.
+    let with_prior = |batch: &mut Value| {
+        let batch = batch.as_object_mut().expect("a batch");
+        assert_eq!(batch.insert("bradley_terry_prior".into(), json!(0.5)), None);
+    };
+    if name == "batches.json" {
+        let mut batches: Value = serde_json::from_str(&expected).expect("batches.json");
+        batches
+            .as_array_mut()
+            .expect("a list")
+            .iter_mut()
+            .for_each(with_prior);
+        return batches.to_string();
+    }
+    if name.ends_with("/batch.json") {
+        let mut batch: Value = serde_json::from_str(&expected).expect("batch.json");
+        with_prior(&mut batch);
+        return batch.to_string();
+    }
     if name == "pairwise/export.jsonl" {
         return expected
             .lines()
