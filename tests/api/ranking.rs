@@ -307,3 +307,29 @@ async fn admin_settings(app: &TestApp, browser: &reqwest::Client, batch: &str) -
     assert_eq!(page.status(), StatusCode::OK);
     page.text().await.unwrap()
 }
+
+async fn the_openapi_document_describes_the_ranking_and_its_prior(app: &TestApp) {
+    let doc = json_with(
+        app.browser()
+            .get(app.url("/api/v1/openapi.json"))
+            .go()
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let schemas = &doc["components"]["schemas"];
+    let ranking = serde_json::to_string(&schemas["Models"]["properties"]["ranking"]).unwrap();
+    assert!(
+        ranking.contains("#/components/schemas/Ranking"),
+        "{ranking}"
+    );
+    let properties = &schemas["Ranking"]["properties"];
+    for name in ["prior", "models", "unavailable"] {
+        assert!(properties[name].is_object(), "{name}: {properties}");
+    }
+    let settings = &schemas["SettingsRequest"]["properties"]["bradley_terry_prior"];
+    assert_eq!(settings["minimum"], 0.0, "{settings}");
+    assert_eq!(settings["maximum"], 1000.0, "{settings}");
+}
+
+db_test!(the_openapi_document_describes_the_ranking_and_its_prior: TestApp);
