@@ -19,6 +19,7 @@ mod gold;
 mod hardening;
 mod input;
 mod instances;
+mod judge_agreement;
 mod judge_endpoints;
 mod judge_model;
 mod judge_pages;
