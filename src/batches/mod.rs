@@ -48,6 +48,9 @@ pub struct BatchView {
     pub lease_minutes: i32,
     /// Shortest explanation accepted, in characters.
     pub min_explanation_len: i32,
+    /// Pseudo-wins added each way to every compared pair of models in the metrics'
+    /// Bradley-Terry ranking (0: none).
+    pub bradley_terry_prior: f64,
     pub classifications: Vec<Classification>,
     /// Usernames the batch is restricted to; `null` means every rater (leads and admins
     /// only see this).
@@ -97,6 +100,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         raters_see_external_ids: batch.raters_see_external_ids,
         lease_minutes: batch.lease_minutes,
         min_explanation_len: batch.min_explanation_len,
+        bradley_terry_prior: batch.bradley_terry_prior,
         classifications: batch.classifications,
         raters,
         leads,

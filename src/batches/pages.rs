@@ -180,6 +180,8 @@ struct SettingsForm {
     raters_see_external_ids: bool,
     lease_minutes: String,
     min_explanation_len: String,
+    /// `None` when the form did not send it (a form from before the setting): kept.
+    bradley_terry_prior: Option<String>,
     /// Restricted to the ticked raters (else every rater may work on it).
     raters_only: bool,
     raters: Vec<String>,
@@ -218,6 +220,7 @@ impl SettingsForm {
             raters_see_external_ids: settings.raters_see_external_ids,
             lease_minutes: settings.lease_minutes.to_string(),
             min_explanation_len: settings.min_explanation_len.to_string(),
+            bradley_terry_prior: Some(settings.bradley_terry_prior.to_string()),
             raters_only: settings.raters.is_some(),
             raters: settings.raters.clone().unwrap_or_default(),
             leads_only: settings.leads.is_some(),
@@ -259,6 +262,7 @@ impl SettingsForm {
                 "raters_see_external_ids" => form.raters_see_external_ids = true,
                 "lease_minutes" => form.lease_minutes = value,
                 "min_explanation_len" => form.min_explanation_len = value,
+                "bradley_terry_prior" => form.bradley_terry_prior = Some(value),
                 "raters_scope" => form.raters_only = value == "only",
                 "rater" => form.raters.push(value),
                 "leads_scope" => form.leads_only = value == "only",
@@ -291,6 +295,13 @@ impl SettingsForm {
         let overlap = number("overlap", &self.overlap);
         let lease_minutes = number("lease_minutes", &self.lease_minutes);
         let min_explanation_len = number("min_explanation_len", &self.min_explanation_len);
+        let bradley_terry_prior = self.bradley_terry_prior.as_ref().and_then(|text| {
+            let prior = text.trim().parse::<f64>();
+            if prior.is_err() {
+                fields.insert("bradley_terry_prior".into(), "must be a number".into());
+            }
+            prior.ok()
+        });
         let mut rows = Vec::new();
         let classifications = if self.use_json {
             if self.classifications_json.trim().is_empty() {
@@ -349,6 +360,7 @@ impl SettingsForm {
             raters_see_external_ids: Some(self.raters_see_external_ids),
             lease_minutes,
             min_explanation_len,
+            bradley_terry_prior,
             classifications,
             raters,
             leads,

@@ -26,6 +26,11 @@ pub struct SettingsRequest {
     pub lease_minutes: Option<i32>,
     #[schema(minimum = 0, maximum = 1000)]
     pub min_explanation_len: Option<i32>,
+    /// Pseudo-wins added each way to every compared pair of models in the metrics'
+    /// Bradley-Terry ranking (new batches: 0.5); 0 for the plain maximum-likelihood
+    /// fit, which gives no ranking when a group of models never lost to the others.
+    #[schema(minimum = 0, maximum = 1000)]
+    pub bradley_terry_prior: Option<f64>,
     pub classifications: Option<Vec<Classification>>,
     /// Usernames who may rate; `null` opens the batch to every rater.
     #[serde(default, deserialize_with = "present")]
@@ -54,6 +59,7 @@ impl From<SettingsRequest> for SettingsChange {
             raters_see_external_ids: r.raters_see_external_ids,
             lease_minutes: r.lease_minutes,
             min_explanation_len: r.min_explanation_len,
+            bradley_terry_prior: r.bradley_terry_prior,
             classifications: r.classifications,
             raters: r.raters,
             leads: r.leads,

@@ -50,13 +50,14 @@ pub async fn measure(
     );
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
+    let prior = batch.bradley_terry_prior;
     let (folded, metrics) = tokio::task::spawn_blocking(move || {
         let acc = &folded.acc;
         let judges = acc.judges(&judged, min_explanation, &calls);
         let metrics = Metrics {
             judges,
             gold,
-            ..acc.finish(tasks)
+            ..acc.finish(tasks, prior)
         };
         (folded, metrics)
     })

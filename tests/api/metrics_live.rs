@@ -301,7 +301,7 @@ async fn metrics_follow_every_change_and_equal_a_fresh_count(app: &TestApp) {
         m["agreement"]["sxs"]
     );
     assert_eq!(
-        m["models"]["ranking"].as_array().map(Vec::len),
+        m["models"]["ranking"]["models"].as_array().map(Vec::len),
         Some(3),
         "three models: {}",
         m["models"]

@@ -219,6 +219,9 @@ fn batch_id(dir: &Path, name: &str) -> String {
 /// - issue 28: answers carry only the parts their rubric has, so a pairwise-aspects
 ///   rating (no question asked of each response) is read and exported without the empty
 ///   `a` and `b` the old verdict stored and served. Its history keeps what was stored.
+/// - issue 28: a batch has a Bradley-Terry prior (migration 0017 gives every old batch
+///   0.5, the prior every ranking used before), and judges' agreement on a choice of A,
+///   tie or B is also given by order (see [`ordered_choices`]).
 fn as_served_now(
     name: &str,
     expected: String,
@@ -269,6 +272,25 @@ fn as_served_now(
             }
         }
     };
+    // Every batch view names its prior: the one its rankings always had.
+    let with_prior = |batch: &mut Value| {
+        let batch = batch.as_object_mut().expect("a batch");
+        assert_eq!(batch.insert("bradley_terry_prior".into(), json!(0.5)), None);
+    };
+    if name == "batches.json" {
+        let mut batches: Value = serde_json::from_str(&expected).expect("batches.json");
+        batches
+            .as_array_mut()
+            .expect("a list")
+            .iter_mut()
+            .for_each(with_prior);
+        return batches.to_string();
+    }
+    if name.ends_with("/batch.json") {
+        let mut batch: Value = serde_json::from_str(&expected).expect("batch.json");
+        with_prior(&mut batch);
+        return batch.to_string();
+    }
     if name == "pairwise/export.jsonl" {
         return expected
             .lines()
@@ -302,6 +324,9 @@ fn as_served_now(
             "{name}: the old export's skips are the old figures'"
         );
         metrics["counts"]["skip_reasons"] = serde_json::json!(by_reason);
+        if let (Some(judges), Served::Json(served)) = (metrics.get_mut("judges"), served) {
+            ordered_choices(name, judges, &served["judges"]);
+        }
         return metrics.to_string();
     }
     if name == "ratings.json" {
@@ -319,6 +344,47 @@ fn as_served_now(
         return ratings.to_string();
     }
     expected
+}
+
+/// Judges' agreement on a choice of A, tie or B is given by order too since issue 28
+/// (weighted kappa and Spearman, with A < tie < B), where the old figures had `null`. Those
+/// two figures are new, and checked against scikit-learn and SciPy elsewhere (the core's
+/// `judges` tests and `tests/api/judge_agreement.rs`); here every old figure must be as it
+/// was, and each new one must be defined exactly where it can be: weighted kappa where
+/// Cohen's kappa is (both need two answers that are not one and the same), Spearman
+/// only with at least two pairs, and both within -1..1.
+fn ordered_choices(name: &str, judges: &mut Value, served: &Value) {
+    for (judge, old) in judges.as_object_mut().expect("judges by name") {
+        for (path, field) in old["fields"].as_object_mut().expect("fields") {
+            let now = &served[judge]["fields"][path];
+            let at = format!("{name} {judge} {path}");
+            // The figures against the consensus sit in the field itself.
+            adopt(&at, field, now);
+            adopt(&format!("{at} human"), &mut field["human"], &now["human"]);
+            for (rater, figures) in field["raters"].as_object_mut().expect("raters") {
+                adopt(&format!("{at} {rater}"), figures, &now["raters"][rater]);
+            }
+        }
+    }
+}
+
+/// Takes the two new figures of `now` into the `old` ones, once checked (see
+/// [`ordered_choices`]).
+fn adopt(at: &str, old: &mut Value, now: &Value) {
+    for key in ["weighted_kappa", "spearman"] {
+        assert_eq!(old[key], Value::Null, "{at}: {key} is new");
+        let value = &now[key];
+        if key == "weighted_kappa" {
+            assert_eq!(value.is_null(), old["cohen_kappa"].is_null(), "{at}: {now}");
+        } else if old["n"].as_u64() < Some(2) || old["cohen_kappa"].is_null() {
+            assert!(value.is_null(), "{at}: {now}");
+        }
+        assert!(
+            value.as_f64().is_none_or(|v| (-1.0..=1.0).contains(&v)),
+            "{at}: {now}"
+        );
+        old[key] = value.clone();
+    }
 }
 
 /// The fixture's API tokens of one backend, by username.

@@ -37,6 +37,9 @@ pub struct Batch {
     /// Whether raters see its tasks' external ids; otherwise a neutral number of their
     /// own (see [`crate::access::task_name`]). Leads and admins always see them.
     pub raters_see_external_ids: bool,
+    /// Pseudo-wins added each way to every compared pair of models in its Bradley-Terry
+    /// ranking (see [`crate::metrics::bradley_terry`]).
+    pub bradley_terry_prior: f64,
 }
 
 impl Batch {

@@ -4,13 +4,14 @@
 use serde_json::Value;
 
 /// Every setting's name in the API, in the order the settings page asks them.
-pub const SETTINGS: [&str; 9] = [
+pub const SETTINGS: [&str; 10] = [
     "state",
     "overlap",
     "randomize",
     "raters_see_external_ids",
     "lease_minutes",
     "min_explanation_len",
+    "bradley_terry_prior",
     "classifications",
     "raters",
     "leads",
@@ -25,6 +26,7 @@ pub fn label(setting: &str) -> &'static str {
         "raters_see_external_ids" => "Raters see external ids",
         "lease_minutes" => "Lease",
         "min_explanation_len" => "Shortest explanation",
+        "bradley_terry_prior" => "Bradley-Terry prior",
         "classifications" => "Classification questions",
         "raters" => "Raters",
         "leads" => "Leads",
@@ -40,6 +42,10 @@ pub fn describe(setting: &str, value: &Value) -> String {
         }
         ("lease_minutes", Value::Number(n)) => format!("{n} minutes"),
         ("min_explanation_len", Value::Number(n)) => format!("{n} characters"),
+        ("bradley_terry_prior", Value::Number(n)) if n.as_f64() == Some(0.0) => {
+            "none (plain maximum likelihood)".into()
+        }
+        ("bradley_terry_prior", Value::Number(n)) => format!("{n} wins each way per pair"),
         ("raters", Value::Null) => "every rater".into(),
         ("leads", Value::Null) => "every lead".into(),
         ("raters" | "leads", Value::Array(names)) if names.is_empty() => "nobody".into(),

@@ -58,6 +58,7 @@ pub(crate) struct BatchRow {
     review_first_below: Option<f64>,
     has_gold: bool,
     raters_see_external_ids: bool,
+    bradley_terry_prior: f64,
 }
 
 impl From<BatchRow> for Batch {
@@ -80,13 +81,14 @@ impl From<BatchRow> for Batch {
             review_first_below: row.review_first_below,
             has_gold: row.has_gold,
             raters_see_external_ids: row.raters_see_external_ids,
+            bradley_terry_prior: row.bradley_terry_prior,
         }
     }
 }
 
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
-     b.gold_rate, b.review_first_below, b.raters_see_external_ids, \
+     b.gold_rate, b.review_first_below, b.raters_see_external_ids, b.bradley_terry_prior, \
      EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
@@ -174,6 +176,7 @@ pub struct BatchChanges {
     pub raters_see_external_ids: Option<bool>,
     pub lease_minutes: Option<i32>,
     pub min_explanation_len: Option<i32>,
+    pub bradley_terry_prior: Option<f64>,
     pub classifications: Option<Vec<Classification>>,
     pub raters: Option<Option<Vec<Uuid>>>,
     pub leads: Option<Option<Vec<Uuid>>>,
@@ -583,7 +586,8 @@ impl super::Store {
                     min_explanation_len = COALESCE($6, min_explanation_len),
                     classifications = COALESCE($7, classifications),
                     updated_at = $8,
-                    raters_see_external_ids = COALESCE($9, raters_see_external_ids)
+                    raters_see_external_ids = COALESCE($9, raters_see_external_ids),
+                    bradley_terry_prior = COALESCE($10, bradley_terry_prior)
                  WHERE id = $1",
             )
             .bind(id)
@@ -595,6 +599,7 @@ impl super::Store {
             .bind(changes.classifications.as_ref().map(Json))
             .bind(now)
             .bind(changes.raters_see_external_ids)
+            .bind(changes.bradley_terry_prior)
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 1 {

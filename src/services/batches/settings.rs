@@ -29,6 +29,9 @@ pub struct SettingsChange {
     pub raters_see_external_ids: Option<bool>,
     pub lease_minutes: Option<i32>,
     pub min_explanation_len: Option<i32>,
+    /// The Bradley-Terry ranking's prior (checked here: see
+    /// [`verdict_core::metrics::bradley_terry::check_prior`]).
+    pub bradley_terry_prior: Option<f64>,
     pub classifications: Option<Vec<Classification>>,
     /// Usernames who may rate; `Some(None)` opens the batch to every rater.
     pub raters: Option<Option<Vec<String>>>,
@@ -46,6 +49,7 @@ impl From<Settings> for SettingsChange {
             raters_see_external_ids: Some(s.raters_see_external_ids),
             lease_minutes: Some(s.lease_minutes),
             min_explanation_len: Some(s.min_explanation_len),
+            bradley_terry_prior: Some(s.bradley_terry_prior),
             classifications: Some(s.classifications),
             raters: Some(s.raters),
             leads: Some(s.leads),
@@ -63,6 +67,7 @@ pub struct Settings {
     pub raters_see_external_ids: bool,
     pub lease_minutes: i32,
     pub min_explanation_len: i32,
+    pub bradley_terry_prior: f64,
     pub classifications: Vec<Classification>,
     /// The usernames the batch is restricted to, sorted; `None`: every rater.
     pub raters: Option<Vec<String>>,
@@ -91,6 +96,7 @@ impl Settings {
             raters_see_external_ids: batch.raters_see_external_ids,
             lease_minutes: batch.lease_minutes,
             min_explanation_len: batch.min_explanation_len,
+            bradley_terry_prior: batch.bradley_terry_prior,
             classifications: batch.classifications.clone(),
             raters: of("rater", batch.raters_restricted),
             leads: of("lead", batch.leads_restricted),
@@ -106,6 +112,7 @@ impl Settings {
             json!(self.raters_see_external_ids),
             json!(self.lease_minutes),
             json!(self.min_explanation_len),
+            json!(self.bradley_terry_prior),
             json!(self.classifications),
             json!(self.raters),
             json!(self.leads),
@@ -203,6 +210,11 @@ pub async fn preview(
             fields.insert(name.into(), format!("must be from {min} to {max}"));
         }
     }
+    if let Some(prior) = request.bradley_terry_prior
+        && let Err(bad) = verdict_core::metrics::bradley_terry::check_prior(prior)
+    {
+        fields.insert("bradley_terry_prior".into(), bad.to_string());
+    }
     if let Some(questions) = &request.classifications {
         check_questions(questions, fields);
     }
@@ -233,6 +245,9 @@ pub async fn preview(
         min_explanation_len: request
             .min_explanation_len
             .unwrap_or(before.min_explanation_len),
+        bradley_terry_prior: request
+            .bradley_terry_prior
+            .unwrap_or(before.bradley_terry_prior),
         classifications: request
             .classifications
             .unwrap_or_else(|| before.classifications.clone()),
@@ -294,6 +309,7 @@ pub async fn apply(
             .then_some(after.raters_see_external_ids),
         lease_minutes: changed("lease_minutes").then_some(after.lease_minutes),
         min_explanation_len: changed("min_explanation_len").then_some(after.min_explanation_len),
+        bradley_terry_prior: changed("bradley_terry_prior").then_some(after.bradley_terry_prior),
         classifications: changed("classifications").then(|| after.classifications.clone()),
         raters: if changed("raters") { raters } else { None },
         leads: if changed("leads") { leads } else { None },
@@ -415,6 +431,7 @@ mod tests {
             raters_see_external_ids: false,
             lease_minutes: 45,
             min_explanation_len: 20,
+            bradley_terry_prior: 0.5,
             classifications: vec![],
             raters: None,
             leads: Some(vec!["lee".into()]),

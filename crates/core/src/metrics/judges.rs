@@ -10,11 +10,19 @@
 //! Spearman), beside the same figures between human raters: the ceiling a judge can be
 //! expected to reach.
 //!
+//! Preferences are read by order and by side. A choice of A, tie or B (the six aspects
+//! of `pairwise-aspects`) is ordered, A < tie < B, and compared as the sides it names
+//! (codes -1, 0 and 1), so it has weighted kappa and Spearman too. A preference on a
+//! scale (blackhat's 1-7 side-by-side score) is compared on the scale, and again under
+//! `sides` with every answer read as the side it favours (below the midpoint A, at it a
+//! tie, above it B): whether judge and raters prefer the same response, however strongly.
+//!
 //! The consensus of a task's raters is, for ordered answers, their median (when it is
 //! one of the answers: an odd number of them, or two middle ones that agree); for
-//! unordered ones, the answer more of them gave than any other. A task without one is
-//! left out of the consensus figures. Answers that are not on the scale (N/A, cannot
-//! assess) are left out of ordered comparisons, as they are of alpha.
+//! unordered ones (and for a choice of A, tie or B, as before it was read in order), the
+//! answer more of them gave than any other. A task without one is left out of the
+//! consensus figures. Answers that are not on the scale (N/A, cannot assess) are left
+//! out of ordered comparisons, as they are of alpha.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -91,6 +99,21 @@ pub struct JudgeField {
     pub raters: BTreeMap<String, PairAgreement>,
     /// Between the raters themselves (every pair of raters on a task, both ways round):
     /// the ceiling.
+    pub human: PairAgreement,
+    /// For a preference on a scale: the same figures with each answer read as the side
+    /// it favours (A, tie or B, coded -1, 0 and 1). Absent for other questions (a choice
+    /// of A, tie or B is already compared by side).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sides: Option<SideAgreement>,
+}
+
+/// A preference's answers read as the sides they favour: the judge against the raters'
+/// consensus, each rater, and the raters against each other, as in [`JudgeField`].
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SideAgreement {
+    #[serde(flatten)]
+    pub consensus: PairAgreement,
+    pub raters: BTreeMap<String, PairAgreement>,
     pub human: PairAgreement,
 }
 
@@ -248,18 +271,29 @@ impl Accumulator {
             .iter()
             .enumerate()
             .map(|(qi, q)| {
-                let ordered = q.level != super::agreement::Level::Nominal;
-                let tie = tie_code(q);
+                let human = self.human_pairs(qi, humans);
+                let reading = Comparison::of(q);
                 let field = JudgeField {
                     asked: tasks,
                     parsed: field_parsed[qi],
                     coverage: (tasks > 0).then(|| field_parsed[qi] as f64 / tasks as f64),
-                    consensus: pair_agreement(&consensus_pairs[qi], tie, ordered),
+                    consensus: reading.figures(q, &consensus_pairs[qi]),
                     raters: rater_pairs[qi]
                         .iter()
-                        .map(|(name, pairs)| (name.clone(), pair_agreement(pairs, tie, ordered)))
+                        .map(|(name, pairs)| (name.clone(), reading.figures(q, pairs)))
                         .collect(),
-                    human: pair_agreement(&self.human_pairs(qi, humans), tie, ordered),
+                    human: reading.figures(q, &human),
+                    sides: matches!(q.reading, super::Reading::Scale { .. }).then(|| {
+                        let sides = Comparison::Sides;
+                        SideAgreement {
+                            consensus: sides.figures(q, &consensus_pairs[qi]),
+                            raters: rater_pairs[qi]
+                                .iter()
+                                .map(|(name, pairs)| (name.clone(), sides.figures(q, pairs)))
+                                .collect(),
+                            human: sides.figures(q, &human),
+                        }
+                    }),
                 };
                 (q.path.clone(), field)
             })
@@ -302,6 +336,57 @@ impl Accumulator {
             }
         }
         pairs
+    }
+}
+
+/// How a question's pairs of codes are compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Comparison {
+    /// As they are: ordered or not as the question's level says, with its tie value.
+    Codes,
+    /// As the sides they favour, ordered A < tie < B (-1, 0, 1); pairs where either
+    /// answer favours no side are left out.
+    Sides,
+}
+
+impl Comparison {
+    /// A choice each of whose options names a side of its own is compared by side; any
+    /// other question by its codes.
+    fn of(q: &Question) -> Self {
+        let sides = &q.favours;
+        let one_each = sides.iter().all(Option::is_some)
+            && (0..sides.len()).all(|i| !sides[..i].contains(&sides[i]));
+        if matches!(q.reading, super::Reading::Choice) && one_each {
+            Self::Sides
+        } else {
+            Self::Codes
+        }
+    }
+
+    fn figures(self, q: &Question, pairs: &[(i64, i64)]) -> PairAgreement {
+        match self {
+            Self::Codes => {
+                let ordered = q.level != super::agreement::Level::Nominal;
+                pair_agreement(pairs, tie_code(q), ordered)
+            }
+            Self::Sides => {
+                let side = |code: i64| q.favours(u8::try_from(code).ok()?).map(side_code);
+                let sided: Vec<(i64, i64)> = pairs
+                    .iter()
+                    .filter_map(|&(x, y)| Some((side(x)?, side(y)?)))
+                    .collect();
+                pair_agreement(&sided, Some(side_code(Favours::Tie)), true)
+            }
+        }
+    }
+}
+
+/// A side as an ordered code: A -1, tie 0, B 1.
+fn side_code(side: Favours) -> i64 {
+    match side {
+        Favours::A => -1,
+        Favours::Tie => 0,
+        Favours::B => 1,
     }
 }
 
@@ -484,5 +569,118 @@ mod tests {
             .unwrap();
         assert_eq!(consensus(exec, vec![1, 1, 2]), Some(1));
         assert_eq!(consensus(exec, vec![1, 2]), None);
+    }
+
+    /// A judge's call as it would have been read: `canonical` is its answer to
+    /// `question` in the task's orientation, shown the other way round when `swapped`.
+    fn read_call(task: Uuid, swapped: bool, question: &str, canonical: &Value) -> JudgeCall {
+        let shown = match (canonical, swapped) {
+            (_, false) => canonical.clone(),
+            (Value::Number(n), true) => json!(8 - n.as_i64().unwrap()),
+            (Value::String(s), true) => json!(match s.as_str() {
+                "a" => "b",
+                "b" => "a",
+                other => other,
+            }),
+            _ => unreachable!("{canonical}"),
+        };
+        let one = serde_json::Map::from_iter([(question.to_owned(), shown)]);
+        JudgeCall {
+            judge: "j".into(),
+            task_id: task,
+            swapped,
+            status: CallStatus::Answered,
+            fields: Fields::from([(question.to_owned(), crate::judge::FieldStatus::Parsed)]),
+            answers: ShownAnswers::new(one),
+            len_a: 10,
+            len_b: 10,
+        }
+    }
+
+    /// The judges' figures against scikit-learn and SciPy: batches of a judge and raters
+    /// on blackhat's score and an aspect of `pairwise-aspects`, made and worked out by
+    /// `tests/fixtures/pairwise/generate.py` (`judges.json`).
+    #[test]
+    fn agreement_by_order_and_side_matches_sklearn_and_scipy() {
+        #[derive(serde::Deserialize)]
+        struct Case {
+            name: String,
+            rubric: String,
+            question: String,
+            tasks: Vec<Task>,
+            expected: Value,
+        }
+        #[derive(serde::Deserialize)]
+        struct Task {
+            judge: Value,
+            raters: BTreeMap<String, Value>,
+        }
+        let cases: Vec<Case> = serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/pairwise/judges.json"
+        ))
+        .expect("fixtures");
+        assert!(cases.len() >= 8, "{} cases", cases.len());
+        let mut worst = 0.0f64;
+        let mut same = |at: &str, got: &PairAgreement, want: &Value| {
+            assert_eq!(got.n as u64, want["n"].as_u64().unwrap(), "{at} n");
+            for (what, g) in [
+                ("agreement", got.agreement),
+                ("agreement_without_ties", got.agreement_without_ties),
+                ("cohen_kappa", got.cohen_kappa),
+                ("weighted_kappa", got.weighted_kappa),
+                ("spearman", got.spearman),
+            ] {
+                match (g, want[what].as_f64()) {
+                    (Some(g), Some(w)) => {
+                        worst = worst.max((g - w).abs());
+                        assert!((g - w).abs() < 1e-9, "{at} {what}: {g} vs {w}");
+                    }
+                    (None, None) => {}
+                    (g, w) => panic!("{at} {what}: {g:?} vs {w:?}"),
+                }
+            }
+        };
+        for case in &cases {
+            let rubric = by_name(&case.rubric).unwrap();
+            let mut acc = Accumulator::new(rubric, 1, &[]);
+            let mut calls = Vec::new();
+            for (i, task) in case.tasks.iter().enumerate() {
+                let id = Uuid::from_u128(i as u128 + 1);
+                for (rater, answer) in &task.raters {
+                    let one = serde_json::Map::from_iter([(case.question.clone(), answer.clone())]);
+                    acc.add(&human(id, rater, Value::Object(one)));
+                }
+                for swapped in [false, true] {
+                    calls.push(read_call(id, swapped, &case.question, &task.judge));
+                }
+            }
+            let judges = acc.judges(rubric, 0, &calls);
+            let field = &judges["j"].fields[&case.question];
+            let want = &case.expected;
+            let name = &case.name;
+            same(&format!("{name} consensus"), &field.consensus, want);
+            same(&format!("{name} human"), &field.human, &want["human"]);
+            let raters = want["raters"].as_object().unwrap();
+            assert_eq!(field.raters.len(), raters.len(), "{name}");
+            for (rater, figures) in raters {
+                same(&format!("{name} {rater}"), &field.raters[rater], figures);
+            }
+            match (&field.sides, want.get("sides")) {
+                (Some(sides), Some(want)) => {
+                    same(&format!("{name} sides"), &sides.consensus, want);
+                    same(&format!("{name} sides human"), &sides.human, &want["human"]);
+                    for (rater, figures) in want["raters"].as_object().unwrap() {
+                        same(
+                            &format!("{name} sides {rater}"),
+                            &sides.raters[rater],
+                            figures,
+                        );
+                    }
+                }
+                (None, None) => {}
+                (got, _) => panic!("{name}: sides {got:?}"),
+            }
+        }
+        eprintln!("largest difference to sklearn and scipy: {worst:e}");
     }
 }

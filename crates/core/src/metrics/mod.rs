@@ -199,8 +199,9 @@ pub struct ModelPair {
 pub struct Models {
     pub pairs: Vec<ModelPair>,
     /// Present when more than two models are compared: Bradley-Terry strengths, a tie
-    /// counting half a win to each.
-    pub ranking: Option<Vec<bradley_terry::Ranked>>,
+    /// counting half a win to each, with the prior they were fitted with (see
+    /// [`bradley_terry`]).
+    pub ranking: Option<bradley_terry::Ranking>,
 }
 
 /// The rubric version a batch's ratings were made under.

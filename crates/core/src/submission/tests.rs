@@ -29,6 +29,7 @@ fn batch() -> Batch {
         review_first_below: None,
         has_gold: false,
         raters_see_external_ids: true,
+        bradley_terry_prior: 0.5,
     }
 }
 

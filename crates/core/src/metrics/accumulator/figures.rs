@@ -7,7 +7,8 @@ use super::*;
 
 impl Accumulator {
     /// The figures of the ratings held now, for a batch of `tasks` tasks.
-    pub fn finish(&self, tasks: i64) -> Metrics {
+    /// `prior` is the batch's Bradley-Terry prior (see [`bradley_terry`]).
+    pub fn finish(&self, tasks: i64, prior: f64) -> Metrics {
         let mut counts = self.counts.clone();
         counts.tasks = tasks;
         let agreement = self
@@ -87,7 +88,7 @@ impl Accumulator {
             let q = &self.questions[*qi];
             let mut summary = self.preference_summary(*qi, &self.tallies[*qi]);
             let bias = position_bias(q, tally);
-            let models = models(&tally.model_pairs, !several);
+            let models = models(&tally.model_pairs, !several, prior);
             if several {
                 summary.position_bias = Some(bias);
                 summary.models = Some(models);
@@ -111,7 +112,7 @@ impl Accumulator {
                     decisive: pooled_decisive,
                     shown_first: stats::share(pooled_first, pooled_decisive),
                 }),
-                Some(models(&pooled_pairs, false)),
+                Some(models(&pooled_pairs, false, prior)),
             ),
             None => (None, None),
         };
@@ -249,7 +250,7 @@ fn position_bias(q: &Question, tally: &PreferenceTally) -> PositionBias {
 
 /// The model table of answers by unordered pair: counts, shares, the mean of scale
 /// scores (when `with_mean`), and a Bradley-Terry ranking of more than two models.
-fn models(by_pair: &BTreeMap<(String, String), PairTally>, with_mean: bool) -> Models {
+fn models(by_pair: &BTreeMap<(String, String), PairTally>, with_mean: bool, prior: f64) -> Models {
     let pairs: Vec<ModelPair> = by_pair
         .iter()
         .map(|((a, b), tally)| {
@@ -287,7 +288,7 @@ fn models(by_pair: &BTreeMap<(String, String), PairTally>, with_mean: bool) -> M
             wins[i][j] += p.a_wins as f64 + p.ties as f64 / 2.0;
             wins[j][i] += p.b_wins as f64 + p.ties as f64 / 2.0;
         }
-        bradley_terry::rank(&names, &wins)
+        bradley_terry::rank(&names, &wins, prior)
     });
     Models { pairs, ranking }
 }
