@@ -34,14 +34,7 @@ async fn a_compressed_export_arrives_whole(app: &TestApp) {
 db_test!(a_compressed_export_arrives_whole: TestApp);
 
 async fn the_openapi_document_describes_parameters_errors_and_cookie_as_served(app: &TestApp) {
-    let doc = json_with(
-        app.browser()
-            .get(app.url("/api/v1/openapi.json"))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let doc = app.openapi().await;
     // Query structs are query parameters, each optional.
     for (path, method, name) in [
         ("/api/v1/audit", "get", "limit"),

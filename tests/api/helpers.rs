@@ -645,6 +645,26 @@ impl TestApp {
         json_with(response, StatusCode::OK).await
     }
 
+    /// The OpenAPI document, as anyone reads it.
+    pub async fn openapi(&self) -> Value {
+        let response = self
+            .browser()
+            .get(self.url("/api/v1/openapi.json"))
+            .go()
+            .await;
+        json_with(response, StatusCode::OK).await
+    }
+
+    /// A batch's settings and progress as `who` reads them through the API.
+    pub async fn batch_view(&self, who: &Persona, batch: &str) -> Value {
+        let response = who
+            .api
+            .get(self.url(&format!("/api/v1/batches/{batch}")))
+            .go()
+            .await;
+        json_with(response, StatusCode::OK).await
+    }
+
     /// A batch's metrics as `who` reads them through the API.
     pub async fn metrics(&self, who: &Persona, batch: &str) -> Value {
         let response = who

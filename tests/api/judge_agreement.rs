@@ -11,9 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use verdict::auth::Role;
 
-use crate::helpers::{
-    Go, Persona, TestApp, complete_answers, db_test, json_with, jsonl, page_text, pair_task,
-};
+use crate::helpers::{Persona, TestApp, complete_answers, db_test, jsonl, page_text, pair_task};
 use crate::judge_server::{Reply, ScriptedJudge, shown_first};
 use crate::judges::{add_judge, start_run, wait_for};
 
@@ -256,14 +254,7 @@ async fn a_preference_scale_is_compared_on_the_scale_and_by_side(app: &TestApp) 
 db_test!(a_preference_scale_is_compared_on_the_scale_and_by_side: TestApp);
 
 async fn the_openapi_document_describes_agreement_by_side(app: &TestApp) {
-    let doc = json_with(
-        app.browser()
-            .get(app.url("/api/v1/openapi.json"))
-            .go()
-            .await,
-        reqwest::StatusCode::OK,
-    )
-    .await;
+    let doc = app.openapi().await;
     let schemas = &doc["components"]["schemas"];
     // Its figures against the consensus are flattened in: the schema is made of parts.
     let field = serde_json::to_string(&schemas["JudgeField"]).unwrap();

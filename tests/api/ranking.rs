@@ -126,15 +126,7 @@ async fn the_prior_is_named_and_a_batch_setting_changes_it(app: &TestApp) {
     // New batches use the default prior, and the metrics say which.
     let m = app.metrics(&lead, &batch).await;
     assert_matches(&m["models"]["ranking"], &reference("small_three_prior_0.5"));
-    let view = json_with(
-        admin
-            .api
-            .get(app.url(&format!("/api/v1/batches/{batch}")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let view = app.batch_view(&admin, &batch).await;
     assert_eq!(view["bradley_terry_prior"], 0.5);
     let default_strength = m["models"]["ranking"]["models"][0]["strength"]
         .as_f64()
@@ -244,20 +236,12 @@ async fn a_bad_prior_is_refused_naming_the_field_and_nothing_changes(app: &TestA
     )
     .await;
     assert!(body["fields"]["bradley_terry_prior"].is_string(), "{body}");
-    let view = json_with(
-        admin
-            .api
-            .get(app.url(&format!("/api/v1/batches/{batch}")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let view = app.batch_view(&admin, &batch).await;
     assert_eq!(view["bradley_terry_prior"], 0.5, "unchanged");
 
     // The settings page refuses it the same way, beside the field.
     let browser = admin.browser_for(app).await;
-    let page = admin_settings(app, &browser, &batch).await;
+    let page = crate::settings_page::settings_page(app, &browser, &batch).await;
     let mut form = form_of(&page);
     assert!(
         form.contains(&("bradley_terry_prior".into(), "0.5".into())),
@@ -285,38 +269,14 @@ async fn a_bad_prior_is_refused_naming_the_field_and_nothing_changes(app: &TestA
             "{typed}: {html}"
         );
     }
-    let view = json_with(
-        admin
-            .api
-            .get(app.url(&format!("/api/v1/batches/{batch}")))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let view = app.batch_view(&admin, &batch).await;
     assert_eq!(view["bradley_terry_prior"], 0.5, "still unchanged");
 }
 
 db_test!(a_bad_prior_is_refused_naming_the_field_and_nothing_changes: TestApp);
 
-async fn admin_settings(app: &TestApp, browser: &reqwest::Client, batch: &str) -> String {
-    let page = browser
-        .get(app.url(&format!("/admin/batches/{batch}")))
-        .go()
-        .await;
-    assert_eq!(page.status(), StatusCode::OK);
-    page.text().await.unwrap()
-}
-
 async fn the_openapi_document_describes_the_ranking_and_its_prior(app: &TestApp) {
-    let doc = json_with(
-        app.browser()
-            .get(app.url("/api/v1/openapi.json"))
-            .go()
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let doc = app.openapi().await;
     let schemas = &doc["components"]["schemas"];
     let ranking = serde_json::to_string(&schemas["Models"]["properties"]["ranking"]).unwrap();
     assert!(

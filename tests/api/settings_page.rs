@@ -83,7 +83,8 @@ fn set(form: &mut Vec<(String, String)>, name: &str, value: Option<&str>) {
     }
 }
 
-async fn settings_page(app: &TestApp, browser: &reqwest::Client, batch: &str) -> String {
+/// A batch's settings page as `browser` (an admin's) reads it.
+pub(crate) async fn settings_page(app: &TestApp, browser: &reqwest::Client, batch: &str) -> String {
     let page = browser
         .get(app.url(&format!("/admin/batches/{batch}")))
         .go()

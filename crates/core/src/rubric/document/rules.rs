@@ -371,6 +371,15 @@ fn check_applies_when(
             );
             continue;
         }
+        if rubric.ladder_of(key).is_some() {
+            err(
+                path,
+                "is a level of a ladder, which the form asks as one question: name another \
+                 answer"
+                    .into(),
+            );
+            continue;
+        }
         let answer = &other.answer;
         check_value_condition(matches, &|v: &Value| accepts(answer, v), &path, err);
     }

@@ -541,6 +541,21 @@ fn several_choices_and_their_condition_follow_the_rules() {
 }
 
 #[test]
+fn a_ladders_level_cannot_decide_whether_a_question_is_asked() {
+    let mut doc = additive();
+    doc["questions"].as_array_mut().unwrap().push(json!({
+        "key": "why_not_expert", "label": "What keeps it from expert?",
+        "answer": {"type": "text"}, "required": false,
+        "applies_when": {"comprehensive": true}
+    }));
+    let at = format!(
+        "questions[{}].applies_when.comprehensive",
+        doc["questions"].as_array().unwrap().len() - 1
+    );
+    assert!(errors_of(doc)[&at].starts_with("is a level of a ladder"));
+}
+
+#[test]
 fn a_text_answer_cannot_decide_whether_a_question_is_asked() {
     let mut doc = blackhat();
     doc["questions"].as_array_mut().unwrap().insert(
