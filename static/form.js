@@ -74,9 +74,73 @@
     const field = fields.get(question.dataset.question);
     const needed = Boolean(field) && needsExplanation(field, valueOf(question.dataset.question));
     question.querySelector(".explanation").classList.toggle("optional", !needed);
-    explanationOf(question).setAttribute("aria-required", String(needed));
+    const box = explanationOf(question);
+    box.setAttribute("aria-required", String(needed));
+    if (box.counter) count(box);
   }
   questions.forEach(sync);
+
+  // A live count under each box with limits: words (as the server counts them, at
+  // Unicode's word boundaries: the pieces with a letter or digit) and characters (after
+  // trimming), against the rubric's limits and, for a required explanation, the batch's
+  // minimum. The server still decides; the count only says where the text stands.
+  const segmenter = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(undefined, { granularity: "word" }) : null;
+  const wordsIn = (text) => segmenter
+    ? [...segmenter.segment(text)].filter((s) => s.isWordLike && /[\p{L}\p{N}]/u.test(s.segment)).length
+    : text.split(/[^\p{L}\p{N}'.]+/u).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
+  const limitsOf = (box) => {
+    const question = box.closest("[data-question]");
+    const field = question && fields.get(question.dataset.question);
+    if (!field) return null;
+    if (box.name === question.dataset.explanation) {
+      const e = field.explanation || {};
+      return { words: e.max_words, chars: e.max_chars, explains: true, question };
+    }
+    const answer = field.answer || {};
+    return answer.type === "text" ? { words: answer.max_words, chars: answer.max_chars, explains: false, question } : null;
+  };
+  function count(box) {
+    const counter = box.counter;
+    const text = box.value.trim();
+    const words = wordsIn(text);
+    const chars = [...text].length;
+    const parts = [];
+    let over = false;
+    if (counter.limits.words) {
+      parts.push(`${words} / ${counter.limits.words} words`);
+      over = over || words > counter.limits.words;
+    } else {
+      parts.push(`${words} ${words === 1 ? "word" : "words"}`);
+    }
+    if (counter.limits.chars) {
+      parts.push(`${chars} / ${counter.limits.chars} characters`);
+      over = over || chars > counter.limits.chars;
+    } else {
+      parts.push(`${chars} ${chars === 1 ? "character" : "characters"}`);
+    }
+    const needed = counter.limits.explains
+      ? !counter.limits.question.querySelector(".explanation").classList.contains("optional")
+      : false;
+    const short = needed && chars < (rules.min_explanation || 0);
+    if (short) parts.push(`at least ${rules.min_explanation} characters`);
+    counter.textContent = parts.join(" · ");
+    counter.classList.toggle("over", over);
+    counter.classList.toggle("short", short && chars > 0);
+  }
+  for (const box of form.querySelectorAll("textarea")) {
+    const limits = limitsOf(box);
+    if (!limits || readOnly) continue;
+    // Inside an explanation's label, so that it hides with its box.
+    const counter = document.createElement("span");
+    counter.className = "counter";
+    counter.dataset.counterFor = box.name;
+    counter.setAttribute("aria-live", "polite");
+    counter.limits = limits;
+    box.counter = counter;
+    box.after(counter);
+    count(box);
+    box.addEventListener("input", () => count(box));
+  }
 
   // A question asked only when other answers allow it (issue categories, when the
   // response has issues): shown when they do, otherwise hidden with its boxes cleared, as
@@ -155,19 +219,51 @@
     }
   }
 
-  function showRefusal(result) {
-    summary.classList.remove("warning");
-    const found = Object.entries(result.fields);
-    for (const [name, message] of found) showError(name, message);
-    summary.textContent = result.summary;
-    summary.hidden = false;
-    const [name] = found[0];
-    const slot = form.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
-    const question = slot ? slot.closest("[data-question]") : null;
+  // The fields a refusal names, in the order the form shows them (the server lists them
+  // by name), each with where its error shows.
+  function inPageOrder(fields) {
+    const found = Object.entries(fields).map(([name, message]) => ({
+      name, message, slot: form.querySelector(`[data-error-for="${CSS.escape(name)}"]`),
+    }));
+    const shown = found.filter((f) => f.slot);
+    shown.sort((x, y) => (x.slot.compareDocumentPosition(y.slot) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
+    return [...shown, ...found.filter((f) => !f.slot)];
+  }
+  // Where a field is on the form, in words: its section, and the response it is about.
+  function placeOf(field) {
+    const question = field.slot && field.slot.closest("[data-question]");
+    const section = question && question.closest("fieldset.section");
+    const title = section ? section.querySelector(":scope > legend").textContent.trim() : field.name;
+    const side = question && question.querySelector(".q-side");
+    const explains = question && question.dataset.explanation === field.name;
+    return [title, side ? side.textContent.trim() : null, explains ? "explanation" : null].filter(Boolean).join(" · ");
+  }
+  // Takes the rater to a field: its question comes into view and its first input has focus.
+  function goTo(field) {
+    const question = field.slot ? field.slot.closest("[data-question]") : null;
     if (question) select(questions.indexOf(question));
-    const target = form.elements[name];
+    const target = form.elements[field.name];
     const input = target instanceof RadioNodeList ? target[0] : target;
     (input || (question && question.querySelector("input, textarea")) || summary).focus();
+  }
+  function showRefusal(result) {
+    summary.classList.remove("warning");
+    const found = inPageOrder(result.fields);
+    for (const { name, message } of found) showError(name, message);
+    const list = document.createElement("ol");
+    list.className = "error-list";
+    for (const field of found) {
+      const item = document.createElement("li");
+      const link = document.createElement("a");
+      link.href = `#${field.slot ? field.slot.closest("[data-question]")?.querySelector("legend")?.id || "" : ""}`;
+      link.textContent = placeOf(field);
+      link.addEventListener("click", (event) => { event.preventDefault(); goTo(field); });
+      item.append(link, `: ${field.message}`);
+      list.append(item);
+    }
+    summary.replaceChildren(result.summary, list);
+    summary.hidden = false;
+    if (found.length > 0) goTo(found[0]);
   }
 
   // The rubric's warnings: answers it takes only once the rater confirms them. Each is
@@ -403,6 +499,15 @@
   }
   // A rater coming back to a draft finds the first question still to answer in view.
   if (!readOnly) select(current, current > 0);
+  // A refusal the server's page shows (sent without the script's check): the same list in
+  // page order, and the first field in need has focus.
+  const served = [...form.querySelectorAll("[data-error-for]:not([hidden])")];
+  if (!readOnly && served.length > 0 && !summary.hidden && !summary.classList.contains("warning")) {
+    showRefusal({
+      summary: summary.textContent.trim(),
+      fields: Object.fromEntries(served.map((slot) => [slot.dataset.errorFor, slot.textContent.trim()])),
+    });
+  }
   form.addEventListener("focusin", (event) => {
     const question = event.target.closest(".question");
     if (question) select(questions.indexOf(question), false);

@@ -265,3 +265,83 @@ test("issue categories show for a response with issues, clear when it has none, 
   assert.notEqual(page.url(), first, "taken, and on to the next task");
   assert.deepEqual(await page.problems(), []);
 });
+
+test("a refused form lists its errors in page order and the first field in need has focus", async () => {
+  const page = await onNextTask("rater2");
+  const url = page.url();
+  await page.click("#submit");
+  await page.locator(".error-list li").first().waitFor();
+  const items = await page.locator(".error-list li").allTextContents();
+  // The form's own order: running the code (A, then B), then instructions, correctness and
+  // the score; the server lists the fields by name, which would put A's correctness first.
+  assert.deepEqual(items.slice(0, 6), [
+    "1. Could you run the code? · Response A: is required",
+    "1. Could you run the code? · Response B: is required",
+    "2. Instruction following · Response A: is required",
+    "2. Instruction following · Response B: is required",
+    "3. Correctness · Response A: is required",
+    "3. Correctness · Response B: is required",
+  ]);
+  assert.equal(items[6], "5. Side by side: is required");
+  assert.equal(await page.evaluate(() => document.activeElement.name), "a.executability", "the first field in need has focus");
+  // A link in the list takes the rater to its field.
+  await page.locator(".error-list li a").nth(4).click();
+  assert.equal(await page.evaluate(() => document.activeElement.name), "a.correctness");
+  assert.equal(page.url(), url, "still on the form");
+
+  // The server's own page, sent without the script's check, lists them the same way.
+  await Promise.all([page.waitForNavigation(), page.evaluate(() => HTMLFormElement.prototype.submit.call(document.getElementById("rating-form")))]);
+  await page.locator(".error-list li").first().waitFor();
+  assert.deepEqual(await page.locator(".error-list li").allTextContents(), items);
+  assert.equal(await page.evaluate(() => document.activeElement.name), "a.executability");
+  assert.deepEqual(await page.problems([422]), []);
+});
+
+test("text boxes count words and characters as the server does, live", async () => {
+  const page = await onNextTask("rater1");
+  const counter = page.locator('[data-counter-for="a.correctness_explanation"]');
+  assert.equal(await counter.isVisible(), false, "no count for a box that is not shown");
+  await page.check('input[name="a.correctness"][value="minor_issues"]');
+  assert.equal(await counter.textContent(), "0 words · 0 characters · at least 20 characters");
+  await page.fill('textarea[name="a.correctness_explanation"]', "Too short.");
+  assert.equal(await counter.textContent(), "2 words · 10 characters · at least 20 characters");
+  assert.equal(await counter.evaluate((el) => el.classList.contains("short")), true);
+  // Words joined by an invisible space, a dash or a slash are separate words; a stop
+  // standing alone is none: as the server counts them.
+  const joined = ["one\u200btwo", "three\u2014four", "five/six", "seven ."].join(" ");
+  await page.fill('textarea[name="a.correctness_explanation"]', joined);
+  assert.equal(await counter.textContent(), `7 words · ${[...joined].length} characters`);
+  assert.equal(await counter.evaluate((el) => el.classList.contains("short")), false);
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("the shortcuts and the out-of-scope box open over the page and move nothing", async () => {
+  const page = await onNextTask("rater2");
+  const where = () => page.evaluate(() => {
+    const box = (selector) => document.querySelector(selector).getBoundingClientRect();
+    return {
+      answers: box("#answers-pane").top,
+      form: box(".form-pane").top,
+      question: box("#rating-form .question").top,
+      bar: box("#rating-form .actions").top,
+      barHeight: box("#rating-form .actions").height,
+    };
+  });
+  const still = (moved, what) => {
+    for (const [part, at] of Object.entries(before)) {
+      assert.ok(Math.abs(moved[part] - at) <= 3, `${what}: ${part} moved from ${at} to ${moved[part]}`);
+    }
+  };
+  const before = await where();
+  await press(page, "?");
+  assert.equal(await page.isVisible("#shortcuts"), true);
+  still(await where(), "the shortcuts");
+  await press(page, "?");
+  await page.click("#out-of-scope summary");
+  assert.equal(await page.isVisible("#oos-explanation"), true);
+  still(await where(), "the out-of-scope box");
+  // Its box sits above the bar, in sight.
+  const panel = await page.locator(".oos-panel").boundingBox();
+  assert.ok(panel.y >= 0 && panel.y + panel.height <= before.bar + 3, `${JSON.stringify(panel)} above ${before.bar}`);
+  assert.deepEqual(await page.problems(), []);
+});

@@ -287,3 +287,29 @@ test("answers that contradict each other are sent only once the rater confirms t
   assert.deepEqual(rating.confirmed_warnings, ["prefers-a-despite-major-issues"]);
   assert.deepEqual(await page.problems(), []);
 });
+
+test("the additive justification counts its words against the 100-word limit, as the server does", async () => {
+  const page = await signedIn("lead");
+  await openNext(page, ADDITIVE);
+  const counter = page.locator('[data-counter-for="justification"]');
+  const box = page.locator('textarea[name="justification"]');
+  // 101 words, some joined by an invisible space, a dash or a slash: the server counts
+  // each, so the page does too.
+  const words = Array.from({ length: 95 }, (_, i) => `w${i}`).join(" ");
+  const text = `${words} a\u200bb c\u2014d e/f`;
+  await box.fill(text);
+  assert.match(await counter.textContent(), /^101 \/ 100 words · /);
+  assert.equal(await counter.evaluate((el) => el.classList.contains("over")), true);
+  // The server agrees: its check names the same count.
+  const checked = await page.evaluate(async () => {
+    const form = document.getElementById("rating-form");
+    const response = await fetch(form.dataset.checkUrl, { method: "POST", body: new URLSearchParams(new FormData(form)), headers: { Accept: "application/json" } });
+    return response.json();
+  });
+  assert.equal(checked.fields.justification, "must be at most 100 words (has 101)");
+  // "100 words ." is 100: a stop alone is no word.
+  await box.fill(`${Array.from({ length: 100 }, (_, i) => `w${i}`).join(" ")} .`);
+  assert.match(await counter.textContent(), /^100 \/ 100 words · /);
+  assert.equal(await counter.evaluate((el) => el.classList.contains("over")), false);
+  assert.deepEqual(await page.problems(), []);
+});
