@@ -499,6 +499,16 @@
   }
   // A rater coming back to a draft finds the first question still to answer in view.
   if (!readOnly) select(current, current > 0);
+  // "Skip to the form": straight to the first question still to answer.
+  const skipLink = document.querySelector(".skip-link");
+  if (skipLink && !readOnly) {
+    skipLink.addEventListener("click", (event) => {
+      event.preventDefault();
+      select(current);
+      const first = questions[current] && questions[current].querySelector("input, textarea");
+      if (first) first.focus();
+    });
+  }
   // A refusal the server's page shows (sent without the script's check): the same list in
   // page order, and the first field in need has focus.
   const served = [...form.querySelectorAll("[data-error-for]:not([hidden])")];

@@ -345,3 +345,27 @@ test("the shortcuts and the out-of-scope box open over the page and move nothing
   assert.ok(panel.y >= 0 && panel.y + panel.height <= before.bar + 3, `${JSON.stringify(panel)} above ${before.bar}`);
   assert.deepEqual(await page.problems(), []);
 });
+
+test("the 1-7 score is one row of tiles on a 1366-pixel screen", async () => {
+  const page = await onNextTask("rater1");
+  await page.setViewportSize({ width: 1366, height: 900 });
+  const tops = await page.locator('input[name="sxs"]').evaluateAll((inputs) =>
+    inputs.map((input) => Math.round(input.closest(".option").getBoundingClientRect().top)));
+  assert.equal(tops.length, 7);
+  assert.deepEqual(new Set(tops).size, 1, `one row: ${tops}`);
+  const lefts = await page.locator('input[name="sxs"]').evaluateAll((inputs) =>
+    inputs.map((input) => input.closest(".option").getBoundingClientRect().left));
+  assert.deepEqual([...lefts].sort((x, y) => x - y), lefts, "lowest to highest, left to right");
+});
+
+test("the first Tab offers a way past the menu and the code blocks, straight to the form", async () => {
+  const page = await onNextTask("rater2");
+  await page.evaluate(() => document.activeElement.blur());
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), "Skip to the form");
+  assert.equal(await page.locator(".skip-link").isVisible(), true, "seen when it has focus");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement.name), "a.executability", "the first question");
+  assert.deepEqual(await page.problems(), []);
+});
