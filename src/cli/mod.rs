@@ -23,7 +23,8 @@ const DEFAULT_DATABASE_URL: &str = "sqlite://verdict.db";
 #[derive(Debug, Parser)]
 #[command(name = "verdict", version, about, long_about = None)]
 pub struct Cli {
-    /// Database: sqlite://FILE (created if missing) or postgres://USER@HOST/DB.
+    /// Database: sqlite://FILE (created if missing) or postgres://USER@HOST/DB. Not used
+    /// by `demo`, which keeps a database of its own in a temporary folder.
     #[arg(long, global = true, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
     database_url: String,
     #[command(subcommand)]
@@ -55,7 +56,8 @@ enum Command {
     /// Write a consistent copy of a SQLite database to a new file, while it is in use
     /// (on PostgreSQL, use pg_dump; the error says how).
     Backup(BackupArgs),
-    /// Run a demo: a fresh database with demo accounts and a demo batch.
+    /// Run a demo: a fresh database with demo accounts and a demo batch, in a new
+    /// temporary folder whose path it prints (--database-url is not used).
     Demo(DemoArgs),
     /// Copy everything from one database into a new, empty one (SQLite to PostgreSQL
     /// when a team outgrows one machine, or back), then check each table's count. Stop

@@ -61,6 +61,29 @@ fn help_lists_only_commands_that_work() {
     );
 }
 
+#[test]
+fn the_demos_help_says_it_keeps_its_own_database() {
+    let help = text(
+        &Command::new(BIN)
+            .args(["demo", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    // As read, whatever the width it was wrapped to.
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(
+            "in a new temporary folder whose path it prints (--database-url is not used)"
+        ),
+        "{help}"
+    );
+    assert!(
+        help.contains("Not used by `demo`, which keeps a database of its own"),
+        "the database option says so where it is listed: {help}"
+    );
+}
+
 async fn serve_guides_the_operator_and_never_logs_the_password(db: &TestDb) {
     let secret = "operator-Secret-9d2e";
     let mut server = Command::new(BIN)
