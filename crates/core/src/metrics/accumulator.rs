@@ -62,6 +62,20 @@ pub(super) struct PreferenceTally {
     pub(super) model_pairs: BTreeMap<(String, String), PairTally>,
 }
 
+/// The model of the response an answer at `side` is about: its side's, or the one
+/// response's; none for an answer about the pair. `models` are (A's, B's).
+fn model_of<'m>(
+    side: Option<&str>,
+    subject: Subject,
+    models: (Option<&'m str>, Option<&'m str>),
+) -> Option<&'m str> {
+    match (side, subject) {
+        (Some("a"), _) | (None, Subject::Single) => models.0,
+        (Some(_), _) => models.1,
+        (None, Subject::Pair) => None,
+    }
+}
+
 /// Adds 1 to `n`, or takes 1 away.
 pub(super) fn count(n: &mut u64, add: bool) {
     if add {
@@ -364,29 +378,26 @@ impl Accumulator {
                     .unwrap_or_default()
             };
             let (a, b) = (side("a"), side("b"));
+            // The object an answer at `place` (`a`, `b`, or the top) sits in.
+            let holder = |place: Option<&str>| match place {
+                Some("a") => &a,
+                Some(_) => &b,
+                None => &top,
+            };
             entry.codes = self
                 .questions
                 .iter()
                 .map(|q| {
-                    let map = match q.side {
-                        Some("a") => &a,
-                        Some(_) => &b,
-                        None => &top,
-                    };
-                    map.get(q.key.as_str()).map_or(0, |raw| q.code(raw))
+                    holder(q.side)
+                        .get(q.key.as_str())
+                        .map_or(0, |raw| q.code(raw))
                 })
                 .collect();
             entry.classes = self.classes(top.get("classifications"));
             entry.picks = self
                 .several
                 .iter()
-                .map(|q| {
-                    q.picks(match q.side {
-                        Some("a") => &a,
-                        Some(_) => &b,
-                        None => &top,
-                    })
-                })
+                .map(|q| q.picks(holder(q.side)))
                 .collect();
         }
         entry
@@ -543,11 +554,7 @@ impl Accumulator {
             .zip(&mut self.several_tallies)
             .zip(&e.picks)
         {
-            let model = match (q.side, self.subject) {
-                (Some("a"), _) | (None, Subject::Single) => model_a,
-                (Some(_), _) => model_b,
-                (None, Subject::Pair) => None,
-            };
+            let model = model_of(q.side, self.subject, (model_a, model_b));
             tally.change(picks, q.options.len(), model, add);
         }
         for (qi, by_model) in &mut self.score_models {
@@ -555,13 +562,7 @@ impl Accumulator {
             let Some(value) = q.value(e.codes[*qi]) else {
                 continue;
             };
-            // The response the score is of: its side's model, or the one response's.
-            let model = match (q.side, self.subject) {
-                (Some("a"), _) | (None, Subject::Single) => model_a,
-                (Some(_), _) => model_b,
-                (None, Subject::Pair) => None,
-            };
-            if let Some(model) = model {
+            if let Some(model) = model_of(q.side, self.subject, (model_a, model_b)) {
                 let values = by_model.entry(model.to_owned()).or_default();
                 values.change(value, add);
                 if values.is_empty() {

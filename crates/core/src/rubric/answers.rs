@@ -142,18 +142,9 @@ fn out_of_scope(rubric: &Rubric, answers: &mut Answers) {
         let Some(value) = &question.out_of_scope else {
             continue;
         };
-        let set = |holder: &mut Map<String, Value>| {
+        for holder in holders(question, answers) {
             holder.insert(question.key.clone(), value.clone());
             holder.remove(&question.explanation_key());
-        };
-        if question.each_response {
-            for side in ["a", "b"] {
-                if let Some(Value::Object(holder)) = answers.get_mut(side) {
-                    set(holder);
-                }
-            }
-        } else {
-            set(answers);
         }
     }
     // What out of scope set may leave an answer without the condition it needs.
@@ -162,22 +153,26 @@ fn out_of_scope(rubric: &Rubric, answers: &mut Answers) {
         .iter()
         .filter(|q| !q.applies_when.is_empty())
     {
-        let drop = |holder: &mut Map<String, Value>| {
+        for holder in holders(question, answers) {
             if !question.applies(holder) {
                 holder.remove(&question.key);
                 holder.remove(&question.explanation_key());
             }
-        };
-        if question.each_response {
-            for side in ["a", "b"] {
-                if let Some(Value::Object(holder)) = answers.get_mut(side) {
-                    drop(holder);
-                }
-            }
-        } else {
-            drop(answers);
         }
     }
+}
+
+/// The objects of `answers` that hold `question`'s answer: `a` and `b` for a question
+/// asked of each response (those present), else the top.
+fn holders<'a>(question: &Question, answers: &'a mut Answers) -> Vec<&'a mut Map<String, Value>> {
+    if !question.each_response {
+        return vec![answers];
+    }
+    answers
+        .iter_mut()
+        .filter(|(side, _)| *side == "a" || *side == "b")
+        .filter_map(|(_, holder)| holder.as_object_mut())
+        .collect()
 }
 
 /// Refuses a ladder's criterion answered yes above one answered no: each level holds
