@@ -4,33 +4,11 @@
 
 mod svg;
 
-use std::collections::BTreeMap;
-
 use crate::metrics::PositionBias;
 use crate::metrics::agreement::Agreement;
 use crate::metrics::stats::{Estimate, share};
 use svg::{Anchor, Circle, Colour, Rect, Shape, Svg, Text};
 use verdict_core::rubric::Favours;
-
-/// The text colour readable on `fill` (a `#rrggbb` colour): black or white, whichever
-/// contrasts more (WCAG relative luminance).
-fn ink(fill: &str) -> Colour {
-    let channel = |i: usize| {
-        let c = f64::from(u8::from_str_radix(&fill[i..i + 2], 16).unwrap_or(0)) / 255.0;
-        if c <= 0.03928 {
-            c / 12.92
-        } else {
-            ((c + 0.055) / 1.055).powf(2.4)
-        }
-    };
-    let l = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
-    // Contrast with black is (l + 0.05) / 0.05, with white 1.05 / (l + 0.05).
-    if (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) {
-        Colour::BLACK
-    } else {
-        Colour::WHITE
-    }
-}
 
 /// How a legend entry draws its mark.
 #[derive(Clone, Copy)]
@@ -48,42 +26,30 @@ pub struct Key {
     pub text: String,
 }
 
-/// Draws a legend at (`x`, `y`) within `width`, as many entries a row as fit; returns
-/// the height it took. Each entry is a mark and its words, so colour is never the only
-/// cue.
+/// Draws a legend at (`x`, `y`) within `width`: entries left to right, each as wide as
+/// its words, onto a new row where the next would not fit; returns the height it took.
+/// Each entry is a mark and its words, so colour is never the only cue.
 fn legend(svg: &mut Svg, keys: Vec<Key>, x: f64, y: f64, width: f64) -> f64 {
-    let (cell_w, row_h) = (150.0, 16.0);
-    let per_row = ((width / cell_w).floor() as usize).max(1);
-    let rows = keys.len().div_ceil(per_row);
-    for (i, key) in keys.into_iter().enumerate() {
-        let (col, row) = (i % per_row, i / per_row);
-        let (kx, ky) = (x + cell_w * col as f64, y + row_h * row as f64);
-        let mark: Shape = match key.mark {
-            Mark::Square => Rect::new(kx, ky, 10.0, 10.0, key.colour).into(),
-            Mark::Dot => Circle::new(kx + 5.0, ky + 5.0, 4.0, key.colour).into(),
-            Mark::Tick => Rect::new(kx + 3.5, ky, 3.0, 10.0, key.colour).into(),
-            Mark::Band => Rect::new(kx, ky + 2.0, 10.0, 6.0, key.colour).into(),
-        };
-        let words = Text::new(kx + 14.0, ky + 9.0, 11, key.text).fill(Colour::TEXT);
-        svg.group("legend-key", vec![mark, words.into()]);
-    }
-    row_h * rows as f64
-}
-
-/// The colour of each option of `rows`, in order of first appearance.
-pub fn option_colours<'a>(
-    rows: impl IntoIterator<Item = &'a BTreeMap<String, u64>>,
-) -> Vec<(String, Colour)> {
-    let mut seen: Vec<(String, Colour)> = Vec::new();
-    for options in rows {
-        for option in options.keys() {
-            if !seen.iter().any(|(o, _)| o == option) {
-                let colour = Colour::OPTIONS[seen.len() % Colour::OPTIONS.len()];
-                seen.push((option.clone(), colour));
-            }
+    let row_h = 16.0;
+    let (mut kx, mut rows) = (0.0, 1.0);
+    for key in keys {
+        let entry = 14.0 + text_width(&key.text, 11.0) + 16.0;
+        if kx > 0.0 && kx + entry > width {
+            kx = 0.0;
+            rows += 1.0;
         }
+        let (kx_at, ky) = (x + kx, y + row_h * (rows - 1.0));
+        let mark: Shape = match key.mark {
+            Mark::Square => Rect::new(kx_at, ky, 10.0, 10.0, key.colour).into(),
+            Mark::Dot => Circle::new(kx_at + 5.0, ky + 5.0, 4.0, key.colour).into(),
+            Mark::Tick => Rect::new(kx_at + 3.5, ky, 3.0, 10.0, key.colour).into(),
+            Mark::Band => Rect::new(kx_at, ky + 2.0, 10.0, 6.0, key.colour).into(),
+        };
+        let words = Text::new(kx_at + 14.0, ky + 9.0, 11, key.text).fill(Colour::TEXT);
+        svg.group("legend-key", vec![mark, words.into()]);
+        kx += entry;
     }
-    seen
+    row_h * rows
 }
 
 /// One bar: its label, its count and its lean.
@@ -95,9 +61,11 @@ pub struct Bar {
 }
 
 /// Bars of a distribution, in order: answers favouring A in blue, B in orange, ties grey.
-/// Each bar is labelled under it and its count above it, and a legend says the colours.
+/// A legend above says the colours; each bar has its count above it and its label under
+/// it, wrapped to two lines within its width (cut short with "…" past that; its tooltip
+/// has it whole), so no words overlap however many bars or long labels.
 pub fn bars(title: &str, bars: &[Bar]) -> String {
-    let (w, h, pad) = (420.0, 210.0, 28.0);
+    let (w, pad) = (420.0, 28.0);
     let max = bars.iter().map(|b| b.n).max().unwrap_or(0).max(1) as f64;
     let width = (w - 2.0 * pad) / bars.len().max(1) as f64;
     let mut svg = Svg::new(title);
@@ -107,19 +75,6 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
         Some(Favours::B) => Colour::ORANGE,
         None => Colour::LIGHT_BLUE,
     };
-    for (i, bar) in bars.iter().enumerate() {
-        let height = (h - 2.0 * pad - 12.0) * bar.n as f64 / max;
-        let x = pad + width * i as f64;
-        let y = h - pad - height;
-        let centre = x + width / 2.0;
-        let (n, label) = (bar.n, &bar.label);
-        svg.push(
-            Rect::new(x + 3.0, y, width - 6.0, height, colour(bar.lean))
-                .title(format!("{label}: {n}")),
-        );
-        svg.push(Text::new(centre, y - 4.0, 11, n.to_string()).anchor(Anchor::Middle));
-        svg.push(Text::new(centre, h - pad + 16.0, 11, label.as_str()).anchor(Anchor::Middle));
-    }
     let mut keys: Vec<Key> = [
         (Favours::A, "A better"),
         (Favours::Tie, "about the same"),
@@ -140,68 +95,193 @@ pub fn bars(title: &str, bars: &[Bar]) -> String {
             text: "ratings per answer".into(),
         });
     }
-    legend(&mut svg, keys, pad, 4.0, w - 2.0 * pad);
-    svg.finish(w, h)
+    // The plot starts under the legend and the room its counts need.
+    let top = 4.0 + legend(&mut svg, keys, pad, 4.0, w - 2.0 * pad) + 16.0;
+    let labels: Vec<Vec<String>> = bars
+        .iter()
+        .map(|b| wrapped(&b.label, width - 4.0, 11.0, 2))
+        .collect();
+    let label_lines = labels.iter().map(Vec::len).max().unwrap_or(1) as f64;
+    let plot = 140.0;
+    let base = top + plot;
+    for (i, (bar, lines)) in bars.iter().zip(&labels).enumerate() {
+        let height = plot * bar.n as f64 / max;
+        let x = pad + width * i as f64;
+        let y = base - height;
+        let centre = x + width / 2.0;
+        let (n, label) = (bar.n, &bar.label);
+        svg.push(
+            Rect::new(x + 3.0, y, width - 6.0, height, colour(bar.lean))
+                .title(format!("{label}: {n}")),
+        );
+        svg.push(Text::new(centre, y - 4.0, 11, n.to_string()).anchor(Anchor::Middle));
+        for (j, line) in lines.iter().enumerate() {
+            let ly = base + 14.0 + 13.0 * j as f64;
+            svg.push(Text::new(centre, ly, 11, line.as_str()).anchor(Anchor::Middle));
+        }
+    }
+    svg.finish(w, base + 8.0 + 13.0 * label_lines + 4.0)
 }
 
-/// One stacked bar per question (but those in `apart`, charted on their own): the share
-/// of each option, each option in its own colour on every row, named in the legend.
-pub fn stacked_fields(fields: &BTreeMap<String, BTreeMap<String, u64>>, apart: &[&str]) -> String {
-    let (label_w, bar_w, row_h) = (190.0, 420.0, 26.0);
-    let width = label_w + bar_w + 10.0;
-    let rows: Vec<_> = fields
-        .iter()
-        .filter(|(k, _)| !apart.contains(&k.as_str()))
-        .collect();
-    let colours = option_colours(rows.iter().map(|(_, options)| *options));
-    let keys: Vec<Key> = colours
-        .iter()
-        .map(|(option, colour)| Key {
-            mark: Mark::Square,
-            colour: *colour,
-            text: option.clone(),
-        })
-        .collect();
+/// `text` in lines of at most `width` px at `size` px, at most `max_lines` of them, the
+/// last cut short with "…" when the words do not fit.
+fn wrapped(text: &str, width: f64, size: f64, max_lines: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split_whitespace() {
+        let tried = if current.is_empty() {
+            word.to_owned()
+        } else {
+            format!("{current} {word}")
+        };
+        if text_width(&tried, size) <= width || current.is_empty() {
+            current = tried;
+        } else {
+            lines.push(std::mem::replace(&mut current, word.to_owned()));
+        }
+    }
+    lines.push(current);
+    if lines.len() > max_lines {
+        let rest = lines.split_off(max_lines - 1).join(" ");
+        lines.push(rest);
+    }
+    lines.into_iter().map(|l| fitted(&l, width, size)).collect()
+}
+
+/// `line` as it is where it fits in `width`, else cut short with "…".
+fn fitted(line: &str, width: f64, size: f64) -> String {
+    if text_width(line, size) <= width {
+        return line.to_owned();
+    }
+    let mut kept: Vec<char> = line.chars().collect();
+    while kept.pop().is_some() {
+        let cut = format!("{}…", kept.iter().collect::<String>().trim_end());
+        if text_width(&cut, size) <= width {
+            return cut;
+        }
+    }
+    "…".to_owned()
+}
+
+/// One option of a question in the answers chart: its label, its count and colour.
+pub struct FieldOption {
+    pub label: String,
+    pub n: u64,
+    pub colour: Colour,
+}
+
+/// One question of the answers chart, labelled as the form labels it, its options in the
+/// rubric's order.
+pub struct FieldRow {
+    pub label: String,
+    pub options: Vec<FieldOption>,
+}
+
+/// Colours for a question's options, in order: a ramp for an ordered scale (its answers
+/// outside the scale grey), else distinct colours. `scaled[i]` says whether option `i`
+/// is on the ordered scale; `None` for unordered options.
+pub fn field_colours(scaled: Option<&[bool]>, count: usize) -> Vec<Colour> {
+    match scaled {
+        Some(scaled) => {
+            let on_scale = scaled.iter().filter(|s| **s).count();
+            let (mut step, mut grey) = (0, 0);
+            scaled
+                .iter()
+                .map(|on| {
+                    if *on {
+                        // Spread over the ramp: two options take its ends, three its
+                        // ends and middle, and so on.
+                        let at = if on_scale <= 1 {
+                            0
+                        } else {
+                            step * (Colour::RAMP.len() - 1) / (on_scale - 1)
+                        };
+                        step += 1;
+                        Colour::RAMP[at.min(Colour::RAMP.len() - 1)]
+                    } else {
+                        grey += 1;
+                        Colour::UNSCALED[(grey - 1) % Colour::UNSCALED.len()]
+                    }
+                })
+                .collect()
+        }
+        None => (0..count)
+            .map(|i| Colour::OPTIONS[i % Colour::OPTIONS.len()])
+            .collect(),
+    }
+}
+
+/// About how wide `text` is at `size` px in the charts' sans-serif, on the wide side, so
+/// that words placed by it never run into each other.
+fn text_width(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.62
+}
+
+/// One stacked bar per question: its label above it, then the bar, then its own key (a
+/// mark, the option's label, its count and share for each option, wrapped to the width),
+/// so that no row needs a legend shared with others and no words overlap.
+pub fn stacked_fields(rows: &[FieldRow]) -> String {
+    let width = 640.0;
+    let (label_h, bar_h, gap) = (16.0, 16.0, 14.0);
     let mut svg = Svg::new(
         "Answers per question: the share of each option; the table below gives the numbers",
     );
-    let top = legend(&mut svg, keys, 0.0, 4.0, width) + 10.0;
-    for (i, (path, options)) in rows.iter().enumerate() {
-        let y = top + i as f64 * row_h + 5.0;
-        let total: u64 = options.values().sum();
-        svg.push(Text::new(0.0, y + 15.0, 12, path.as_str()));
-        let mut x = label_w;
-        for (option, n) in options.iter() {
-            let share = if total > 0 {
-                *n as f64 / total as f64
+    let mut y = 4.0;
+    for row in rows {
+        svg.push(Text::new(0.0, y + 12.0, 12, row.label.as_str()).fill(Colour::TEXT));
+        y += label_h + 2.0;
+        let total: u64 = row.options.iter().map(|o| o.n).sum();
+        let share = |n: u64| {
+            if total > 0 {
+                n as f64 / total as f64
             } else {
                 0.0
-            };
-            let width = bar_w * share;
-            let fill = colours
-                .iter()
-                .find(|(o, _)| o == option)
-                .map_or(Colour::OPTIONS[0], |(_, c)| *c);
-            let percent = 100.0 * share;
-            svg.push(
-                Rect::new(x, y, width, row_h - 6.0, fill)
-                    .title(format!("{option}: {n} ({percent:.0}%)")),
-            );
-            if width > 60.0 {
+            }
+        };
+        svg.push(Rect::new(0.0, y, width, bar_h, Colour::GRID));
+        let mut x = 0.0;
+        for option in &row.options {
+            let w = width * share(option.n);
+            let percent = 100.0 * share(option.n);
+            if w > 0.0 {
                 svg.push(
-                    Text::new(x + 4.0, y + 14.0, 10, format!("{option} {percent:.0}%"))
-                        .fill(ink(fill.hex())),
+                    Rect::new(x, y, w, bar_h, option.colour)
+                        .title(format!("{}: {} ({percent:.0}%)", option.label, option.n)),
                 );
             }
-            x += width;
+            x += w;
         }
+        y += bar_h + 4.0;
+        // The row's own key: each option's mark, label, count and share.
+        let keys = row
+            .options
+            .iter()
+            .map(|option| Key {
+                mark: Mark::Square,
+                colour: option.colour,
+                text: format!(
+                    "{} {} ({:.0}%)",
+                    option.label,
+                    option.n,
+                    100.0 * share(option.n)
+                ),
+            })
+            .collect();
+        y += legend(&mut svg, keys, 0.0, y, width) + gap;
     }
-    svg.finish(width, top + row_h * rows.len() as f64 + 10.0)
+    svg.finish(width, y)
 }
 
 /// Percent agreement per question with its 95% (Wilson) interval, and alpha as a mark.
-pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
-    let (label_w, bar_w, row_h) = (190.0, 420.0, 24.0);
+pub fn agreement(agreement: &[(String, Agreement)]) -> String {
+    let (bar_w, row_h) = (420.0, 24.0);
+    // The label column is as wide as the longest label, within bounds; a longer label
+    // is cut short with "…".
+    let longest = agreement
+        .iter()
+        .map(|(label, _)| text_width(label, 12.0))
+        .fold(0.0, f64::max);
+    let label_w = (longest + 10.0).clamp(140.0, 300.0);
     let width = label_w + bar_w + 10.0;
     let keys = vec![
         Key {
@@ -223,9 +303,14 @@ pub fn agreement(agreement: &BTreeMap<String, Agreement>) -> String {
     let mut svg = Svg::new("Agreement per question; the table below gives the numbers");
     let top = legend(&mut svg, keys, label_w, 4.0, bar_w) + 6.0;
     let h = top + row_h * agreement.len() as f64 + 24.0;
-    for (i, (path, a)) in agreement.iter().enumerate() {
+    for (i, (label, a)) in agreement.iter().enumerate() {
         let y = top + i as f64 * row_h + 6.0;
-        svg.push(Text::new(0.0, y + 12.0, 12, path.as_str()));
+        svg.push(Text::new(
+            0.0,
+            y + 12.0,
+            12,
+            fitted(label, label_w - 6.0, 12.0),
+        ));
         svg.push(Rect::new(label_w, y + 8.0, bar_w, 2.0, Colour::TRACK));
         if let Some(p) = a.percent_agreement {
             if let Some(ci) = share((p * a.pairs as f64).round() as u64, a.pairs) {
@@ -366,8 +451,8 @@ pub fn position_bias(bias: &PositionBias, min: i64, max: i64) -> String {
             ]
         }
     };
-    legend(&mut svg, keys, 0.0, h + 6.0, w);
-    svg.finish(w, h + 22.0)
+    let keys_h = legend(&mut svg, keys, 0.0, h + 6.0, w);
+    svg.finish(w, h + 6.0 + keys_h + 2.0)
 }
 
 /// One question of a judge beside the raters: the judge's agreement with the raters'

@@ -138,6 +138,188 @@ impl ChoicesView {
     }
 }
 
+/// A question's line in the batch's summary table.
+struct SummaryRow {
+    label: String,
+    /// Counted answers to it.
+    n: u64,
+    /// The answer given most (its label) and its share, while there are answers.
+    top: Option<(String, f64)>,
+    /// Percent agreement between raters and Krippendorff's alpha, where measured.
+    agreement: Option<f64>,
+    alpha: Option<f64>,
+}
+
+/// The rows of the answers chart: each question of `rubric` with fixed options in the
+/// form's order (but those in `apart`, charted on their own), then the batch's
+/// classifications, each option labelled as the form labels it, in the form's order, and
+/// coloured by its kind: a ramp from dark to light for ordered options (answers outside
+/// the scale grey), distinct colours otherwise. Also says where the classifications'
+/// rows start.
+fn field_rows(
+    rubric: &Rubric,
+    classifications: &[verdict_core::rubric::Classification],
+    metrics: &Metrics,
+    apart: &[&str],
+) -> (Vec<charts::FieldRow>, usize) {
+    let row = |label: String,
+               counts: &std::collections::BTreeMap<String, u64>,
+               options: Vec<(String, String)>,
+               scaled: Option<Vec<bool>>| {
+        let colours = charts::field_colours(scaled.as_deref(), options.len());
+        charts::FieldRow {
+            label,
+            options: options
+                .into_iter()
+                .zip(colours)
+                .map(|((value, label), colour)| charts::FieldOption {
+                    n: counts.get(&value).copied().unwrap_or(0),
+                    label,
+                    colour,
+                })
+                .collect(),
+        }
+    };
+    let mut rows = Vec::new();
+    for slot in rubric.slots() {
+        let path = slot.path();
+        let (rubric::Slot::Asked { question, .. }, Some(counts)) =
+            (slot, metrics.fields.get(&path))
+        else {
+            continue;
+        };
+        if apart.contains(&path.as_str()) || question.options().is_empty() {
+            continue;
+        }
+        let options: Vec<(String, String)> = question
+            .options()
+            .into_iter()
+            .map(|(value, label)| (rubric::plain(&value), label.to_owned()))
+            .collect();
+        let scaled = match &question.metrics {
+            Some(Role::Ordinal { unscaled }) => Some(
+                question
+                    .options()
+                    .iter()
+                    .map(|(value, _)| !unscaled.contains(value))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        rows.push(row(
+            rubric::answer_label(rubric, &path),
+            counts,
+            options,
+            scaled,
+        ));
+    }
+    let asked = rows.len();
+    for class in classifications {
+        let Some(counts) = metrics
+            .fields
+            .get(&format!("classifications.{}", class.key))
+        else {
+            continue;
+        };
+        let options = class
+            .options
+            .iter()
+            .map(|o| (o.clone(), o.clone()))
+            .collect();
+        rows.push(row(class.label.clone(), counts, options, None));
+    }
+    (rows, asked)
+}
+
+/// The summary table: each question with answers counted, in the form's order, with the
+/// answer given most (as the form labels it) and the raters' agreement on it.
+fn summary_rows(
+    rubric: &Rubric,
+    metrics: &Metrics,
+    classified: &[charts::FieldRow],
+) -> Vec<SummaryRow> {
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    for slot in rubric.slots() {
+        let path = slot.path();
+        let Some(counts) = metrics.fields.get(&path) else {
+            continue;
+        };
+        let n: u64 = counts.values().sum();
+        let top = counts
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .filter(|(_, most)| **most > 0)
+            .map(|(value, most)| {
+                let label = match slot {
+                    rubric::Slot::Asked { question, .. } => question
+                        .options()
+                        .into_iter()
+                        .find(|(v, _)| rubric::plain(v) == *value)
+                        .map_or_else(|| value.clone(), |(_, l)| l.to_owned()),
+                    rubric::Slot::Derived(_) => value.clone(),
+                };
+                (label, *most as f64 / n as f64)
+            });
+        let agreement = metrics.agreement.get(&path);
+        rows.push(SummaryRow {
+            label: rubric::answer_label(rubric, &path),
+            n,
+            top,
+            agreement: agreement.and_then(|a| a.percent_agreement),
+            alpha: agreement.and_then(|a| a.krippendorff_alpha),
+        });
+    }
+    // The batch's classifications, after the rubric's questions, from their chart rows.
+    for field in classified {
+        let n: u64 = field.options.iter().map(|o| o.n).sum();
+        let top = field
+            .options
+            .iter()
+            .max_by_key(|o| o.n)
+            .filter(|o| o.n > 0)
+            .map(|o| (o.label.clone(), o.n as f64 / n as f64));
+        rows.push(SummaryRow {
+            label: field.label.clone(),
+            n,
+            top,
+            agreement: None,
+            alpha: None,
+        });
+    }
+    rows
+}
+
+/// Agreement per question in the form's order, each labelled as the form labels it (a
+/// score measured again at the ordinal level, `score:ordinal`, as "… (ordinal)").
+fn agreement_rows(
+    rubric: &Rubric,
+    metrics: &Metrics,
+) -> Vec<(String, crate::metrics::agreement::Agreement)> {
+    let order: Vec<String> = rubric.slots().iter().map(|s| s.path()).collect();
+    let mut rows: Vec<(usize, bool, String, crate::metrics::agreement::Agreement)> = metrics
+        .agreement
+        .iter()
+        .map(|(path, a)| {
+            let (base, ordinal) = match path.strip_suffix(":ordinal") {
+                Some(base) => (base, true),
+                None => (path.as_str(), false),
+            };
+            let rank = order.iter().position(|p| p == base).unwrap_or(order.len());
+            let label = rubric::answer_label(rubric, base);
+            let label = if ordinal {
+                format!("{label} (ordinal)")
+            } else {
+                label
+            };
+            (rank, ordinal, label, a.clone())
+        })
+        .collect();
+    rows.sort_by_key(|row| (row.0, row.1));
+    rows.into_iter()
+        .map(|(_, _, label, a)| (label, a))
+        .collect()
+}
+
 /// A judge as the batch page shows it: its figures, its questions in the rubric's order
 /// with their labels, and its chart.
 struct JudgeFigures {
@@ -170,6 +352,13 @@ struct BatchPage {
     /// SVG drawn by `charts` from numbers and escaped labels only.
     /// Absent when the rubric has no question without a chart of its own.
     fields_chart: Option<String>,
+    /// Agreement per question, labelled as the form labels it, in the form's order.
+    agreement_rows: Vec<(String, crate::metrics::agreement::Agreement)>,
+    /// The rows of that chart, labelled as the form labels them, for its table.
+    field_rows: Vec<charts::FieldRow>,
+    /// One line per question at the top of the figures: ratings, the answer given most
+    /// and agreement.
+    summary: Vec<SummaryRow>,
     agreement_chart: String,
     /// The lean to the response shown first, of the one preference or all pooled.
     bias_chart: Option<String>,
@@ -415,6 +604,8 @@ async fn build(
         .chain(metrics.choices.keys())
         .map(String::as_str)
         .collect();
+    let (field_rows, asked) = field_rows(&rubric, &batch.classifications, &metrics, &apart);
+    let agreement_rows = agreement_rows(&rubric, &metrics);
     let judges = judge_figures(&metrics, &rubric);
     let bias = bias::bias_view(&metrics, &rubric);
     let gold_form = GoldForm::of(&metrics.gold);
@@ -438,12 +629,11 @@ async fn build(
         held,
         held_shown: HELD_SHOWN,
         stranded,
-        fields_chart: (slots
-            .iter()
-            .any(|s| s.metrics().is_some() && !apart.contains(&s.path().as_str()))
-            || !batch.classifications.is_empty())
-        .then(|| charts::stacked_fields(&metrics.fields, &apart)),
-        agreement_chart: charts::agreement(&metrics.agreement),
+        fields_chart: (!field_rows.is_empty()).then(|| charts::stacked_fields(&field_rows)),
+        summary: summary_rows(&rubric, &metrics, &field_rows[asked..]),
+        field_rows,
+        agreement_chart: charts::agreement(&agreement_rows),
+        agreement_rows,
         bias_chart: metrics
             .position_bias
             .as_ref()

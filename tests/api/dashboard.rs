@@ -118,7 +118,7 @@ async fn an_unrated_batch_shows_empty_states_and_a_rated_one_charts_with_legends
 }
 db_test!(an_unrated_batch_shows_empty_states_and_a_rated_one_charts_with_legends: TestApp);
 
-async fn an_option_keeps_its_colour_on_every_row_of_the_answers_chart(app: &TestApp) {
+async fn the_answers_chart_speaks_the_forms_words_in_ordered_colours(app: &TestApp) {
     let admin = app.admin().await;
     let lead = app.lead().await;
     let rater = app.rater().await;
@@ -136,21 +136,62 @@ async fn an_option_keeps_its_colour_on_every_row_of_the_answers_chart(app: &Test
         .into_iter()
         .find(|svg| svg.contains("Answers per question"))
         .expect("the answers chart");
-    // `no_issues` is answered on several rows: one colour, the legend's.
-    let segment_colours: std::collections::BTreeSet<&str> = answers
+    // Questions and options as the form words them, never as stored.
+    for words in [
+        ">Correctness (A)</text>",
+        ">Instruction following (B)</text>",
+    ] {
+        assert!(answers.contains(words), "{words}: {answers}");
+    }
+    assert!(
+        !answers.contains("no_issues") && !answers.contains("a.correctness"),
+        "{answers}"
+    );
+    // "No issues" heads an ordered scale: the same darkest colour on every row that asks
+    // it, in its segments and in each row's key.
+    let colour_of = |piece: &str| -> Option<String> {
+        Some(piece.split("fill=\"").nth(1)?.split('"').next()?.to_owned())
+    };
+    let segments: std::collections::BTreeSet<String> = answers
         .split("<rect ")
-        .filter(|r| r.contains("><title>no_issues:"))
-        .filter_map(|r| r.split("fill=\"").nth(1)?.split('"').next())
+        .filter(|r| r.contains("><title>No issues:"))
+        .filter_map(colour_of)
         .collect();
-    assert_eq!(segment_colours.len(), 1, "{answers}");
-    let legend_colour = answers
+    let keys: std::collections::BTreeSet<String> = answers
         .split("<g class=\"legend-key\">")
-        .find(|k| k.contains(">no_issues</text>"))
-        .and_then(|k| k.split("fill=\"").nth(1)?.split('"').next())
-        .expect("no_issues in the legend");
-    assert_eq!(segment_colours.into_iter().next(), Some(legend_colour));
+        .filter(|k| k.contains(">No issues "))
+        .filter_map(colour_of)
+        .collect();
+    assert_eq!(segments.len(), 1, "{answers}");
+    assert_eq!(segments, keys);
+    // Darker than the minor and major issues after it (a ramp from dark to light).
+    let luminance = |hex: &str| -> u32 {
+        (1..7)
+            .step_by(2)
+            .map(|i| u32::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .sum()
+    };
+    let of = |label: &str| -> String {
+        answers
+            .split("<g class=\"legend-key\">")
+            .find(|k| k.contains(&format!(">{label} ")))
+            .and_then(colour_of)
+            .unwrap_or_else(|| panic!("{label} in a key: {answers}"))
+    };
+    let (none, minor, major) = (of("No issues"), of("Minor issue(s)"), of("Major issue(s)"));
+    let none = segments.into_iter().next().unwrap_or(none);
+    assert!(
+        luminance(&none) < luminance(&minor) && luminance(&minor) < luminance(&major),
+        "{none} {minor} {major}"
+    );
+    // The summary table above the charts names the answer given most, in words.
+    assert!(html.contains("id=\"summary\""), "{html}");
+    let summary = &html[html.find("id=\"summary\"").unwrap()..];
+    let summary = &summary[..summary.find("</table>").unwrap()];
+    assert!(summary.contains("<td>Correctness (A)</td>"), "{summary}");
+    assert!(summary.contains("No issues (100%)"), "{summary}");
 }
-db_test!(an_option_keeps_its_colour_on_every_row_of_the_answers_chart: TestApp);
+db_test!(the_answers_chart_speaks_the_forms_words_in_ordered_colours: TestApp);
 
 async fn the_model_table_has_one_row_per_unordered_pair(app: &TestApp) {
     let admin = app.admin().await;

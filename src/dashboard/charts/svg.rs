@@ -56,6 +56,20 @@ impl Colour {
         Self("#ad494a"),
     ];
 
+    /// Ordered options, first to last: one blue from dark to light, so the order shows
+    /// in the colour itself (options past the sixth keep the lightest).
+    pub const RAMP: [Self; 6] = [
+        Self("#08306b"),
+        Self("#08519c"),
+        Self("#3182bd"),
+        Self("#6baed6"),
+        Self("#9ecae1"),
+        Self("#c6dbef"),
+    ];
+
+    /// Answers outside an ordered scale (N/A, cannot assess): greys.
+    pub const UNSCALED: [Self; 2] = [Self("#969696"), Self("#d9d9d9")];
+
     /// The colour as `#rgb` or `#rrggbb`.
     pub fn hex(self) -> &'static str {
         self.0

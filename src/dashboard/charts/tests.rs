@@ -3,37 +3,103 @@
 use super::*;
 
 #[test]
-fn text_on_a_colour_is_the_ink_that_contrasts_more() {
-    assert_eq!(ink("#ffffff"), Colour::BLACK);
-    assert_eq!(ink("#1f77b4"), Colour::WHITE);
-    assert_eq!(ink("#bcbd22"), Colour::BLACK);
+fn long_bar_labels_wrap_to_two_lines_and_are_cut_past_them() {
+    assert_eq!(wrapped("B better", 60.0, 11.0, 2), ["B better"]);
+    let cut = wrapped("A is much better", 60.0, 11.0, 2);
+    assert_eq!(cut.len(), 2, "{cut:?}");
+    assert_eq!(cut[0], "A is");
+    assert!(
+        cut[1].starts_with("much") && cut[1].ends_with('…'),
+        "{cut:?}"
+    );
+    for line in wrapped("Response A is a great deal better than B", 50.0, 11.0, 2) {
+        assert!(text_width(&line, 11.0) <= 50.0, "{line}");
+    }
+    assert_eq!(wrapped("Tie", 60.0, 11.0, 2), ["Tie"]);
+}
+
+/// A question of the answers chart with these options and counts, coloured as `scaled`.
+fn row(label: &str, options: &[(&str, u64)], scaled: Option<&[bool]>) -> FieldRow {
+    let colours = field_colours(scaled, options.len());
+    FieldRow {
+        label: label.into(),
+        options: options
+            .iter()
+            .zip(colours)
+            .map(|((label, n), colour)| FieldOption {
+                label: (*label).into(),
+                n: *n,
+                colour,
+            })
+            .collect(),
+    }
 }
 
 #[test]
-fn an_option_has_one_colour_on_every_row() {
-    let rows = [
-        BTreeMap::from([("no".to_owned(), 1u64), ("yes".to_owned(), 2)]),
-        BTreeMap::from([("maybe".to_owned(), 1u64), ("yes".to_owned(), 1)]),
-    ];
-    let colours = option_colours(&rows);
-    let names: Vec<&str> = colours.iter().map(|(o, _)| o.as_str()).collect();
-    assert_eq!(names, ["no", "yes", "maybe"]);
-    let distinct: std::collections::BTreeSet<&str> = colours.iter().map(|(_, c)| c.hex()).collect();
-    assert_eq!(distinct.len(), 3);
-    let svg = stacked_fields(
-        &BTreeMap::from([("a".into(), rows[0].clone()), ("b".into(), rows[1].clone())]),
-        &[],
-    );
-    let yes = colours[1].1;
+fn ordered_options_take_a_ramp_from_dark_to_light_and_the_rest_grey() {
+    let scaled = [true, true, true, false];
+    let colours = field_colours(Some(&scaled), 4);
     assert_eq!(
-        svg.matches(&format!("fill=\"{yes}\"><title>yes:")).count(),
-        2,
+        colours,
+        [
+            Colour::RAMP[0],
+            Colour::RAMP[2],
+            Colour::RAMP[5],
+            Colour::UNSCALED[0]
+        ]
+    );
+    assert_eq!(
+        field_colours(Some(&[true, true]), 2),
+        [Colour::RAMP[0], Colour::RAMP[5]]
+    );
+    // Unordered options: distinct colours.
+    let nominal = field_colours(None, 3);
+    let distinct: std::collections::BTreeSet<&str> = nominal.iter().map(|c| c.hex()).collect();
+    assert_eq!(distinct.len(), 3);
+}
+
+#[test]
+fn each_question_has_its_own_key_with_labels_counts_and_shares() {
+    let rows = [
+        row(
+            "Correctness (A)",
+            &[("No issues", 3), ("Minor issues", 1), ("Major issues", 0)],
+            Some(&[true, true, true]),
+        ),
+        row("Language", &[("python", 2), ("rust", 2)], None),
+    ];
+    let svg = stacked_fields(&rows);
+    assert!(svg.contains(">Correctness (A)</text>"), "{svg}");
+    assert!(svg.contains(">No issues 3 (75%)</text>"), "{svg}");
+    assert!(
+        svg.contains(">Major issues 0 (0%)</text>"),
+        "an option nobody chose is in the key"
+    );
+    assert!(svg.contains(">rust 2 (50%)</text>"), "{svg}");
+    // The first option's segment in its ramp colour, with its tooltip.
+    assert!(
+        svg.contains(&format!(
+            "fill=\"{}\"><title>No issues: 3 (75%)",
+            Colour::RAMP[0]
+        )),
         "{svg}"
     );
-    assert!(
-        svg.contains(&format!("fill=\"{yes}\"/><text")),
-        "in the legend: {svg}"
-    );
+    assert!(!svg.contains("style="), "no inline styles");
+}
+
+#[test]
+fn a_long_key_wraps_onto_more_lines_and_the_chart_grows_with_it() {
+    let short = stacked_fields(&[row("Q", &[("a", 1), ("b", 1)], None)]);
+    let many: Vec<(String, u64)> = (0..12)
+        .map(|i| (format!("an option with a long label {i}"), 1))
+        .collect();
+    let options: Vec<(&str, u64)> = many.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+    let long = stacked_fields(&[row("Q", &options, None)]);
+    let height = |svg: &str| -> f64 {
+        let at = svg.find("viewBox=\"").unwrap() + 9;
+        svg[at..].split(['"', ' ']).nth(3).unwrap().parse().unwrap()
+    };
+    assert!(height(&long) > height(&short) + 4.0 * 16.0, "{long}");
 }
 
 #[test]
@@ -68,12 +134,7 @@ fn a_judge_is_drawn_beside_the_raters_with_escaped_labels() {
 
 #[test]
 fn labels_are_escaped_in_charts() {
-    let mut fields = BTreeMap::new();
-    fields.insert(
-        "a.<script>".to_owned(),
-        BTreeMap::from([("<b>x</b>".to_owned(), 3u64)]),
-    );
-    let svg = stacked_fields(&fields, &[]);
+    let svg = stacked_fields(&[row("a.<script>", &[("<b>x</b>", 3)], None)]);
     assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
     assert!(svg.contains("&#60;script&#62;"));
     assert!(!svg.contains("style="), "no inline styles");
@@ -146,14 +207,14 @@ fn a_hostile_label_is_escaped_in_every_chart_that_draws_labels() {
     // The name, the bar's tooltip and its label under it.
     only_escaped(&bars(HOSTILE, &[bar]), 3, "bars");
 
-    let fields = BTreeMap::from([(
-        HOSTILE.to_owned(),
-        BTreeMap::from([(HOSTILE.to_owned(), 3u64)]),
-    )]);
-    // The question, the option in the legend, its tooltip and its words on the bar.
-    only_escaped(&stacked_fields(&fields, &[]), 4, "stacked fields");
+    // The question, the option in its key and its tooltip.
+    only_escaped(
+        &stacked_fields(&[row(HOSTILE, &[(HOSTILE, 3)], None)]),
+        3,
+        "stacked fields",
+    );
 
-    let agreements = BTreeMap::from([(
+    let agreements = [(
         HOSTILE.to_owned(),
         Agreement {
             level: crate::metrics::agreement::Level::Nominal,
@@ -162,7 +223,7 @@ fn a_hostile_label_is_escaped_in_every_chart_that_draws_labels() {
             pairs: 4,
             percent_agreement: Some(0.75),
         },
-    )]);
+    )];
     // The question.
     only_escaped(&agreement(&agreements), 1, "agreement");
 

@@ -510,8 +510,9 @@ impl Limits {
     }
 }
 
-/// An answer's value as a rule's message names it: strings without quotes.
-pub(super) fn plain(value: &Value) -> String {
+/// An answer's value as a rule's message names it, and as metrics count it: strings
+/// without quotes.
+pub fn plain(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -19,7 +19,7 @@ pub mod document;
 mod orientation;
 
 pub use answers::{
-    Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, validate, warnings, word_count,
+    Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, plain, validate, warnings, word_count,
 };
 pub use orientation::{ShownAnswers, TaskAnswers};
 
