@@ -61,13 +61,17 @@ const ACCOUNTS: [(&str, Role); 4] = [
 ];
 
 /// Starts the demo and serves until Ctrl-C or SIGTERM.
-pub async fn run(bind: &str) -> anyhow::Result<()> {
+pub async fn run(bind: &str, pyodide_dir: std::path::PathBuf) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("verdict-demo-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let url = format!("sqlite://{}", dir.join("verdict.db").display());
     let store = Store::connect(&url).await?;
     store.migrate().await?;
-    let state = AppState::new(store.clone(), Config::default());
+    let config = Config {
+        pyodide_dir,
+        ..Config::default()
+    };
+    let state = AppState::new(store.clone(), config);
     let listener = TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind}; try --bind 127.0.0.1:0"))?;

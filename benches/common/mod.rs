@@ -146,6 +146,7 @@ impl Server {
             .args(["serve", "--bind", "127.0.0.1:0", "--max-upload-mb", "2048"])
             .env("DATABASE_URL", &db.url)
             .env("RUST_LOG", "warn,verdict::cli=info")
+            .env("VERDICT_NO_PYODIDE_INSTALL", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

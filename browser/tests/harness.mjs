@@ -12,7 +12,8 @@ export const PASSWORD = "browser test password";
 /** A running verdict server with its own database, and the accounts it was given. */
 export async function startVerdict(users = [["admin", "admin"], ["rater", "rater"]]) {
   const dir = mkdtempSync(join(tmpdir(), "verdict-browser-"));
-  const env = { ...process.env, DATABASE_URL: `sqlite://${join(dir, "verdict.db")}`, RUST_LOG: "info" };
+  // A test never installs Pyodide into the checkout it runs in (runner tests vendor it).
+  const env = { VERDICT_NO_PYODIDE_INSTALL: "1", ...process.env, DATABASE_URL: `sqlite://${join(dir, "verdict.db")}`, RUST_LOG: "info" };
   for (const [username, role] of users) {
     const made = spawnSync(BIN, ["user", "add", "--username", username, "--role", role, "--password-stdin"], {
       env,
@@ -46,18 +47,21 @@ export async function startVerdict(users = [["admin", "admin"], ["rater", "rater
 
 /**
  * `verdict demo` on a random port: demo accounts and a demo batch on a fresh database.
- * Resolves with the address and each account's password, as the demo prints them.
+ * Resolves with the address, each account's password, as the demo prints them, and what
+ * it wrote to stderr before it was ready. `options` may give the working folder (`cwd`),
+ * the whole environment (`env`) and how long to wait for it (`wait`, in ms).
  */
-export async function startDemo() {
+export async function startDemo(options = {}) {
   const server = spawn(BIN, ["demo", "--bind", "127.0.0.1:0"], {
-    env: { ...process.env, RUST_LOG: "warn" },
+    cwd: options.cwd,
+    env: options.env ?? { VERDICT_NO_PYODIDE_INSTALL: "1", ...process.env, RUST_LOG: "warn" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
   let err = "";
   server.stderr.on("data", (chunk) => { err += chunk; });
   const started = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`verdict demo did not start:\n${out}\n${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`verdict demo did not start:\n${out}\n${err}`)), options.wait ?? 30_000);
     server.stdout.on("data", (chunk) => {
       out += chunk;
       const base = /running at (http:\/\/[\d.:]+)/.exec(out);
@@ -66,7 +70,7 @@ export async function startDemo() {
         clearTimeout(timer);
         const passwords = {};
         for (const [, name, password] of out.matchAll(/^\s+(\w+)\s+(?:admin|lead|rater)\s+(\S+)$/gm)) passwords[name] = password;
-        resolve({ base: base[1], dir: dir[1], passwords });
+        resolve({ base: base[1], dir: dir[1], passwords, stderr: () => err });
       }
     });
     server.on("exit", (code) => reject(new Error(`verdict demo exited with ${code}:\n${out}\n${err}`)));

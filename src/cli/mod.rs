@@ -223,6 +223,32 @@ struct DemoArgs {
     /// Address and port to listen on.
     #[arg(long, env = "VERDICT_BIND", default_value = "127.0.0.1:8080")]
     bind: String,
+    #[command(flatten)]
+    pyodide: PyodideArgs,
+}
+
+/// Where the Python code runner's Pyodide is, and whether to install it when missing.
+#[derive(Debug, Args)]
+struct PyodideArgs {
+    /// The vendored Pyodide package the in-browser code runner serves. When the default
+    /// folder has none and npm is there, verdict installs the pinned version into it at
+    /// start-up (what scripts/vendor-pyodide does); without it Python blocks cannot be
+    /// run, JavaScript can.
+    #[arg(long, env = "VERDICT_PYODIDE_DIR", default_value = crate::config::DEFAULT_PYODIDE_DIR)]
+    pyodide_dir: std::path::PathBuf,
+    /// Never run npm to install a missing Pyodide at start-up (the variable takes 1, true,
+    /// yes or on, and 0, false, no or off).
+    #[arg(long, env = "VERDICT_NO_PYODIDE_INSTALL", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    no_pyodide_install: bool,
+}
+
+impl PyodideArgs {
+    /// Pyodide in its folder, installed first where it is missing and may be.
+    async fn ensure(&self) -> std::path::PathBuf {
+        crate::runner::install::ensure(&self.pyodide_dir, !self.no_pyodide_install).await;
+        self.pyodide_dir.clone()
+    }
 }
 
 #[derive(Debug, Args)]
@@ -263,10 +289,8 @@ struct ServeArgs {
     judge_lease_s: u64,
     #[command(flatten)]
     judge_endpoints: JudgeEndpointArgs,
-    /// The vendored Pyodide package the in-browser code runner serves (installed by
-    /// scripts/vendor-pyodide); without it Python blocks cannot be run, JavaScript can.
-    #[arg(long, env = "VERDICT_PYODIDE_DIR", default_value = crate::config::DEFAULT_PYODIDE_DIR)]
-    pyodide_dir: std::path::PathBuf,
+    #[command(flatten)]
+    pyodide: PyodideArgs,
     /// Reverse proxies in front of verdict, as addresses or CIDR networks separated by
     /// commas (e.g. 172.30.80.10 or 10.0.0.0/8). A request from one of them comes from
     /// the right-most address of its X-Forwarded-For that is not a trusted proxy, and the
@@ -392,7 +416,8 @@ async fn open_store(url: &str) -> anyhow::Result<Store> {
 
 async fn execute(cli: Cli) -> anyhow::Result<()> {
     if let Command::Demo(args) = cli.command {
-        return crate::demo::run(&args.bind).await;
+        let pyodide_dir = args.pyodide.ensure().await;
+        return crate::demo::run(&args.bind, pyodide_dir).await;
     }
     if let Command::MigrateData(args) = cli.command {
         return server::migrate_data(&args).await;

@@ -80,7 +80,7 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
         max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
-        pyodide_dir: args.pyodide_dir,
+        pyodide_dir: args.pyodide.ensure().await,
         trusted_proxies: args.trusted_proxies.0,
         ..config
     };

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::error::AppError;
 
+pub mod install;
 pub mod pyodide;
 
 use pyodide::Pyodide;

@@ -71,7 +71,7 @@ impl Pyodide {
 }
 
 /// The package's version, when `dir` holds it and every file the runtime needs.
-fn find_version(dir: &Path) -> Result<String, String> {
+pub(super) fn find_version(dir: &Path) -> Result<String, String> {
     let manifest = dir.join("package.json");
     let text = std::fs::read_to_string(&manifest)
         .map_err(|err| format!("cannot read {}: {err}", manifest.display()))?;

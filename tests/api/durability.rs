@@ -33,6 +33,8 @@ pub(crate) fn serve_with(db: &TestDb, env: &[(&str, &str)]) -> (Child, String) {
         .args(["serve", "--bind", "127.0.0.1:0"])
         .env("DATABASE_URL", &db.url)
         .env("RUST_LOG", "warn,verdict::cli=info")
+        // A test never installs Pyodide into the checkout it runs in.
+        .env("VERDICT_NO_PYODIDE_INSTALL", "1")
         .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
