@@ -6,14 +6,50 @@
 (() => {
   "use strict";
 
-  for (const block of document.querySelectorAll(".rendered .code")) {
-    // The block scrolls; a box around it does not, so its Copy button stays in sight
-    // however far the code is scrolled. The block takes focus, so the arrow keys scroll it.
+  // Code blocks: Copy and "Wrap lines" in a strip above each block, never over its text.
+  // Wrapping is one choice for every block, remembered for this user in this browser; a
+  // user who never chose gets wrapping where the block is too narrow for its code.
+  const codeBlocks = [...document.querySelectorAll(".rendered .code")];
+  const logout = document.querySelector("form.logout");
+  const wrapKey = `verdict.wrap.${logout ? logout.dataset.user || "" : ""}`;
+  const storedWrap = () => {
+    try { return localStorage.getItem(wrapKey); } catch { return null; }
+  };
+  // Lines that wrap get a mark at their second row (the CSS draws it).
+  const markWrapped = (block) => {
+    const rowHeight = parseFloat(getComputedStyle(block.querySelector("pre") || block).lineHeight) || 20;
+    for (const line of block.querySelectorAll(".line")) {
+      line.classList.toggle("wrapped", block.classList.contains("wrap") && line.offsetHeight > rowHeight * 1.5);
+    }
+  };
+  const wrapButtons = [];
+  function setWrap(block, on) {
+    block.classList.toggle("wrap", on);
+    const button = block.closest(".code-box").querySelector(".wrap-toggle");
+    button.setAttribute("aria-pressed", String(on));
+    markWrapped(block);
+  }
+  function chooseWrap(on) {
+    try { localStorage.setItem(wrapKey, on ? "on" : "off"); } catch { /* private mode: this page only */ }
+    for (const block of codeBlocks) setWrap(block, on);
+  }
+  for (const block of codeBlocks) {
+    // The block scrolls; the box around it does not, so its buttons stay in sight however
+    // far the code is scrolled. The block takes focus, so the arrow keys scroll it.
     const box = document.createElement("div");
     box.className = "code-box";
     block.before(box);
-    box.append(block);
+    const tools = document.createElement("div");
+    tools.className = "code-tools";
+    box.append(tools, block);
     block.tabIndex = 0;
+    const wrap = document.createElement("button");
+    wrap.type = "button";
+    wrap.className = "wrap-toggle";
+    wrap.textContent = "Wrap lines";
+    wrap.title = "Wrap long lines in every code block (w)";
+    wrap.addEventListener("click", () => chooseWrap(!block.classList.contains("wrap")));
+    wrapButtons.push(wrap);
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy";
@@ -28,8 +64,109 @@
       }
       setTimeout(() => { button.textContent = "Copy"; }, 1500);
     });
-    box.prepend(button);
+    tools.append(wrap, button);
+    const stored = storedWrap();
+    setWrap(block, stored ? stored === "on" : block.scrollWidth > block.clientWidth + 1);
   }
+  if (codeBlocks.length) {
+    // Wrapped rows change with the width: mark them again when a pane resizes.
+    let pending = false;
+    new ResizeObserver(() => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => { pending = false; for (const block of codeBlocks) markWrapped(block); });
+    }).observe(codeBlocks[0].closest(".rendered") || document.body);
+  }
+
+  // One response at the full width of its pane (a / b, or its button), and back.
+  const pairBox = document.querySelector(".responses");
+  const focusButtons = [];
+  // A focus button's words, and its name: the words first, as seen, then its response.
+  function label(button, pressed) {
+    button.setAttribute("aria-pressed", String(pressed));
+    button.textContent = pressed ? "Show both" : "Full width";
+    button.setAttribute("aria-label", `${button.textContent}: Response ${button.dataset.side.toUpperCase()}`);
+  }
+  function focusSide(side) {
+    if (!pairBox) return;
+    const now = pairBox.dataset.focus === side ? "" : side;
+    if (now) pairBox.dataset.focus = now; else delete pairBox.dataset.focus;
+    for (const button of focusButtons) label(button, button.dataset.side === now);
+    for (const block of codeBlocks) markWrapped(block);
+  }
+  if (pairBox) {
+    for (const [index, section] of [...pairBox.querySelectorAll(":scope > .response")].entries()) {
+      const side = index === 0 ? "a" : "b";
+      section.dataset.side = side;
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "focus-toggle link";
+      button.dataset.side = side;
+      button.title = `Response ${side.toUpperCase()} at the full width of the pane (${side})`;
+      label(button, false);
+      button.addEventListener("click", () => focusSide(side));
+      focusButtons.push(button);
+      const heading = section.querySelector("h2");
+      if (heading) heading.append(" ", button);
+    }
+  }
+  // On a narrow screen the answers pane shows one part at a time (Prompt, A, B), picked by
+  // tabs; the question being answered picks its response. The CSS shows the tabs only
+  // where the pane is too short for all of them.
+  const partsPane = document.getElementById("answers-pane");
+  const parts = partsPane ? [...partsPane.querySelectorAll(".prompt-card[id], .response[id]")] : [];
+  const partTabs = [];
+  let tabList = null;
+  function showPart(part) {
+    parts.forEach((p, i) => {
+      p.classList.toggle("tab-shown", p === part);
+      partTabs[i].setAttribute("aria-selected", String(p === part));
+      partTabs[i].tabIndex = p === part ? 0 : -1;
+    });
+  }
+  const tabsInUse = () => tabList !== null && tabList.offsetParent !== null;
+  if (parts.length > 1) {
+    tabList = document.createElement("div");
+    tabList.className = "part-tabs";
+    tabList.setAttribute("role", "tablist");
+    tabList.setAttribute("aria-label", "Part of the task shown");
+    for (const part of parts) {
+      const tab = document.createElement("button");
+      tab.type = "button";
+      tab.setAttribute("role", "tab");
+      tab.id = `tab-${part.id}`;
+      tab.setAttribute("aria-controls", part.id);
+      tab.textContent = part.getAttribute("aria-label");
+      tab.addEventListener("click", () => showPart(part));
+      partTabs.push(tab);
+    }
+    // The arrow keys move between the tabs, as in any tab list.
+    tabList.addEventListener("keydown", (event) => {
+      const at = partTabs.indexOf(document.activeElement);
+      if (at < 0 || !["ArrowLeft", "ArrowRight"].includes(event.key)) return;
+      const next = partTabs[(at + (event.key === "ArrowRight" ? 1 : partTabs.length - 1)) % partTabs.length];
+      next.click();
+      next.focus();
+      event.preventDefault();
+    });
+    tabList.append(...partTabs);
+    partsPane.prepend(tabList);
+    showPart(parts[0]);
+  }
+
+  // The keys that work on any page with the task's answers (w, a, b), unless typing or
+  // on a page that takes a and b for itself (the review page's one-key decisions).
+  const ownKeys = document.getElementById("decision-form");
+  document.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) return;
+    if (target.closest && target.closest("textarea, select, input:not([type=radio]):not([type=checkbox]), [contenteditable]")) return;
+    // Where some blocks wrap (the ones too narrow, until the user chooses), w unwraps all.
+    if (event.key === "w" && codeBlocks.length) chooseWrap(!codeBlocks.some((b) => b.classList.contains("wrap")));
+    else if (!ownKeys && (event.key === "a" || event.key === "b") && pairBox) focusSide(event.key);
+    else return;
+    event.preventDefault();
+  });
 
   const form = document.getElementById("rating-form");
   const rulesEl = document.getElementById("form-rules");
@@ -478,6 +615,13 @@
     if (responses.length === 0) return;
     const side = /^([ab])\./.exec(question.dataset.question);
     const target = side ? responses[side[1] === "b" ? responses.length - 1 : 0] : responses[0];
+    // With tabs, the question's response is the one shown (a question of both keeps the
+    // part the rater chose).
+    if (tabsInUse()) {
+      if (side) showPart(target);
+      followed = target;
+      return;
+    }
     if (followed !== null && followed !== target) readAt[responses.indexOf(followed)] = answersPane.scrollTop;
     if (side ? !showing(target) : !responses.some(showing)) {
       const kept = readAt[responses.indexOf(target)];
@@ -539,6 +683,11 @@
     if (helpToggle) helpToggle.setAttribute("aria-expanded", String(!help.hidden));
   };
   if (helpToggle) helpToggle.addEventListener("click", toggleHelp);
+  // The guidelines open over the page (g); Esc closes them, wherever the focus is.
+  const guidelines = document.getElementById("guidelines");
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && guidelines && guidelines.open) guidelines.open = false;
+  });
 
   document.addEventListener("keydown", (event) => {
     if (readOnly) return;
@@ -574,6 +723,7 @@
     } else if (event.key === "s") openPanel("skip", "input[name=reason]:checked");
     else if (event.key === "o") openPanel("out-of-scope", "textarea");
     else if (event.key === "?" && help) toggleHelp();
+    else if (event.key === "g" && guidelines) guidelines.open = !guidelines.open;
     else if (/^Digit[0-9]$/.test(event.code) && question) {
       // 1-9 and 0 pick the first ten options; with Shift, the next ten (as their keys say).
       // A ladder's levels are picked by their own number, 0 first.

@@ -1,7 +1,8 @@
 // The lead's keys. On the review queue, j and k move between rows and Enter opens the
-// focused one (it is the row's link). On a rating, a accepts, x rejects and r returns:
-// it picks "return" and puts the cursor in the comment box, where Ctrl+Enter sends the
-// form. Keys typed into a field, or with a modifier, are left alone.
+// focused one (it is the row's link). On a rating, a accepts, x rejects (once confirmed:
+// a rejection cannot be taken back) and r returns: it picks "return" and puts the cursor
+// in the comment box, where Ctrl+Enter sends the form. Keys typed into a field, or with a
+// modifier, are left alone.
 (() => {
   "use strict";
 
@@ -31,8 +32,9 @@
     const choose = (value) => {
       form.querySelector(`input[name="decision"][value="${value}"]`).checked = true;
     };
+    const asking = () => document.getElementById("reject-confirm")?.open;
     document.addEventListener("keydown", (event) => {
-      if (modified(event) || typing(event.target)) return;
+      if (modified(event) || typing(event.target) || asking()) return;
       if (event.key === "a" || event.key === "x") {
         choose(event.key === "a" ? "accept" : "reject");
         form.requestSubmit();
@@ -50,6 +52,21 @@
         comment.blur();
       }
     });
+    // A rejection, by key or button, is sent only from its confirmation; Esc or Cancel
+    // leaves the form as it was.
+    const confirmBox = document.getElementById("reject-confirm");
+    const confirmed = document.getElementById("reject-yes");
+    if (confirmBox) {
+      form.addEventListener("submit", (event) => {
+        const rejecting = form.querySelector('input[name="decision"][value="reject"]').checked;
+        if (!rejecting || event.submitter === confirmed) return;
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        confirmBox.showModal();
+        confirmed.focus();
+      });
+      document.getElementById("reject-no").addEventListener("click", () => confirmBox.close());
+    }
     // Returning needs a comment: say so beside the box instead of sending the form
     // (the server refuses it too, with the same words).
     const hint = document.getElementById("comment-needed");

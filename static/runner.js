@@ -14,7 +14,7 @@
   "use strict";
 
   const LANGUAGES = {
-    python: "python", py: "python", python3: "python",
+    python: "python", py: "python", python3: "python", pycon: "python",
     javascript: "javascript", js: "javascript", node: "javascript", mjs: "javascript",
   };
   const NAMES = { python: "Python", javascript: "JavaScript" };
@@ -126,6 +126,10 @@
     return parts.join(" · ");
   }
 
+  // Whether Python code is an interactive session (`>>> ` examples with their output)
+  // rather than a script: its first line that is not blank starts with the prompt.
+  const isSession = (code) => /^\s*>>>( |$)/.test(code.split("\n").find((line) => line.trim() !== "") ?? "");
+
   /** The runner of one code block: its toolbar, scratch copy, output and attachments. */
   function makeBlock(response, side, index, code) {
     const label = response.getAttribute("aria-label") || `Response ${side.toUpperCase()}`;
@@ -174,7 +178,14 @@
         : `No runner for ${requested.length > 24 ? `${requested.slice(0, 24)}…` : requested}: verdict runs Python and JavaScript in your browser`);
       edit.hidden = true;
     } else {
-      run.setAttribute("aria-label", `Run ${NAMES[language]} code block ${index} of ${label}`);
+      // A Python session (its first line is a `>>>` prompt) runs as doctests: each
+      // example's output is checked against the one shown (the worker does the same test).
+      if (language === "python" && isSession(original)) {
+        run.textContent = "Run doctests";
+        run.setAttribute("aria-label", `Run doctests: code block ${index} of ${label}`);
+      } else {
+        run.setAttribute("aria-label", `Run ${NAMES[language]} code block ${index} of ${label}`);
+      }
       run.addEventListener("click", () => start(block));
     }
     edit.addEventListener("click", () => toggleEdit(block));

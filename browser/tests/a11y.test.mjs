@@ -54,6 +54,12 @@ for (const [screen, viewport] of [["laptop", { width: 1366, height: 900 }], ["ph
     await rater.keyboard.press("o");
     await rater.evaluate(() => { document.getElementById("skip").open = true; });
     await check(rater, "the rating form with its panels open and errors shown");
+    // One response at full width, code unwrapped, and on a phone the prompt's tab.
+    await rater.keyboard.press("Escape");
+    await rater.evaluate(() => document.querySelector('.focus-toggle[data-side="b"]').click());
+    await rater.evaluate(() => document.querySelector(".wrap-toggle").click());
+    if (screen === "phone") await rater.evaluate(() => document.getElementById("tab-part-prompt").click());
+    await check(rater, "the rating form with a response at full width and code unwrapped");
     await rater.goto(`${env.server.base}/ratings`);
     await check(rater, "the rater's ratings");
   });
@@ -83,6 +89,14 @@ for (const [screen, viewport] of [["laptop", { width: 1366, height: 900 }], ["ph
     await review.waitFor();
     await Promise.all([lead.waitForNavigation(), review.click()]);
     await check(lead, "a rating under review");
+    await lead.keyboard.press("x");
+    await lead.locator("#reject-confirm").waitFor({ state: "visible" });
+    await check(lead, "a rating under review, asking before a rejection");
+    await lead.keyboard.press("Escape");
+    // Accepted: the next page says so.
+    await Promise.all([lead.waitForNavigation(), lead.keyboard.press("a")]);
+    await lead.locator("#flash").waitFor();
+    await check(lead, "the page after a decision, with its notice");
     await lead.goto(home);
     await Promise.all([lead.waitForNavigation(), lead.locator('a[href^="/batches/"]', { hasText: "Demo: coding answers" }).click()]);
     await check(lead, "the batch's dashboard");

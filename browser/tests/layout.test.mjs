@@ -1,6 +1,6 @@
 // The form beside the answers, on a laptop screen and on a phone: the responses stay in
 // sight while a question is answered, the current question never sits under the sticky
-// bar of buttons, code blocks keep their Copy button inside their box, and every option
+// bar of buttons, code blocks keep Copy and Wrap above their text, and every option
 // of every question has a key. Runs on `verdict demo`, whose batches use the three
 // built-in rubrics.
 import assert from "node:assert/strict";
@@ -44,14 +44,18 @@ function geometry(page) {
     const current = document.querySelector(".question.current");
     // How much of each response shows on the screen, inside the pane that scrolls it.
     const answers = document.getElementById("answers-pane").getBoundingClientRect();
-    const shown = [...document.querySelectorAll(".response")].map((el) => {
+    const area = (el) => {
       const r = el.getBoundingClientRect();
       const top = Math.max(r.top, answers.top, 0);
       const bottom = Math.min(r.bottom, answers.bottom, window.innerHeight);
       const left = Math.max(r.left, answers.left, 0);
       const right = Math.min(r.right, answers.right, window.innerWidth);
       return Math.max(0, bottom - top) * Math.max(0, right - left);
-    });
+    };
+    const shown = [...document.querySelectorAll(".response")].map(area);
+    // The response the current question is about (a.… is A's, b.… is B's).
+    const side = /^([ab])\./.exec(current.dataset.question);
+    const judged = side ? document.querySelector(`.response[data-side="${side[1]}"]`) : null;
     // The part of a question that is answered: its legend down to its options or box.
     const answer = current.querySelector("[role=radiogroup], [role=group], textarea");
     const legend = current.querySelector(":scope > legend");
@@ -63,6 +67,7 @@ function geometry(page) {
       bar: box(document.querySelector("#rating-form .actions")),
       viewport: { width: window.innerWidth, height: window.innerHeight },
       responseArea: Math.max(...shown),
+      judgedArea: judged ? area(judged) : null,
       pageScrolls: document.documentElement.scrollHeight > window.innerHeight + 1,
     };
   });
@@ -80,8 +85,51 @@ function assertInView(g, when) {
   assert.ok(question.bottom <= bar.top + 1, `${when}: ${g.name} (bottom ${question.bottom}) is under the sticky bar (top ${bar.top})`);
   // At least a block of a response shows beside (or above) the form.
   assert.ok(g.responseArea >= 150 * 150, `${when}: no response in view beside ${g.name} (${g.responseArea} px²)`);
+  // A question about one response has that response in view.
+  if (g.judgedArea !== null) assert.ok(g.judgedArea >= 150 * 150, `${when}: the response ${g.name} judges is not in view (${g.judgedArea} px²)`);
   assert.equal(g.pageScrolls, false, `${when}: the page itself scrolls; only the panes should`);
 }
+
+test("phone: tabs show the prompt, A or B above the form, the question's own response first", async () => {
+  const page = await onForm(SCREENS[1], "rater1", "Demo: coding answers");
+  const state = () =>
+    page.evaluate(() => {
+      const pane = document.getElementById("answers-pane").getBoundingClientRect();
+      const visible = (el) => el.checkVisibility() && el.getBoundingClientRect().bottom > pane.top && el.getBoundingClientRect().top < pane.bottom;
+      return {
+        tabs: [...document.querySelectorAll("#answers-pane [role=tab]")].map((t) => `${t.textContent}${t.getAttribute("aria-selected") === "true" ? "*" : ""}`),
+        shown: [...document.querySelectorAll("#part-prompt, .response")].filter(visible).map((el) => el.getAttribute("aria-label")),
+        paneShare: pane.height / window.innerHeight,
+        question: document.querySelector(".question.current").dataset.question,
+        bar: (() => {
+          const summary = document.querySelector(".out-of-scope > summary");
+          const box = summary.getBoundingClientRect();
+          return { oneLine: box.height < 1.9 * parseFloat(getComputedStyle(summary).fontSize), inside: box.right <= window.innerWidth };
+        })(),
+      };
+    });
+  let now = await state();
+  assert.deepEqual(now.tabs, ["Prompt", "Response A*", "Response B"], "the first question is A's");
+  assert.deepEqual(now.shown, ["Response A"]);
+  assert.ok(now.paneShare >= 0.35, `the answers get a real share of the screen (${now.paneShare.toFixed(2)})`);
+  assert.deepEqual(now.bar, { oneLine: true, inside: true }, "Out of scope? stays on one line in the bar, on the screen");
+  // A question about B shows B; one about both keeps what is shown.
+  await page.keyboard.press("j");
+  now = await state();
+  assert.equal(now.question, "b.executability");
+  assert.deepEqual(now.shown, ["Response B"]);
+  // The prompt is one tap away, and the form stays where it was.
+  await page.locator("#tab-part-prompt").click();
+  now = await state();
+  assert.deepEqual(now.shown, ["Prompt"]);
+  assert.equal(now.question, "b.executability");
+  assertInView(await geometry(page).then((g) => ({ ...g, responseArea: 150 * 150, judgedArea: null })), "with the prompt shown");
+  // The arrow keys move along the tabs.
+  await page.locator("#tab-part-prompt").focus();
+  await page.keyboard.press("ArrowRight");
+  assert.deepEqual((await state()).shown, ["Response A"]);
+  assert.deepEqual(await page.problems(), []);
+});
 
 for (const screen of SCREENS) {
   test(`${screen.name}: the responses and the current question stay in view, clear of the sticky bar`, async () => {
@@ -113,40 +161,43 @@ for (const screen of SCREENS) {
     assert.deepEqual(await page.problems(), []);
   });
 
-  test(`${screen.name}: Copy buttons stay inside their code block's box; Ctrl+Enter in the out-of-scope box marks it`, async () => {
+  test(`${screen.name}: Copy and Wrap sit above each code block, never over its text; Ctrl+Enter in the out-of-scope box marks it`, async () => {
     const page = await onForm(screen, "rater2", "Demo: coding answers");
     const boxes = page.locator(".rendered .code-box");
     const count = await boxes.count();
     assert.ok(count >= 3, `the demo task has code blocks (${count})`);
     for (let i = 0; i < count; i++) {
       const box = boxes.nth(i);
+      // On a phone each part of the task is behind its tab.
+      if (!(await box.isVisible())) await page.locator(`#tab-${await box.evaluate((el) => el.closest("[id^=part-]").id)}`).click();
       await box.scrollIntoViewIfNeeded();
-      const inside = await box.evaluate((el) => {
-        const code = el.querySelector(".code");
-        const copy = el.querySelector(":scope > button.copy");
-        const check = () => {
-          const b = copy.getBoundingClientRect();
+      const placed = await box.evaluate((el) => {
+        const code = el.querySelector(":scope > .code");
+        const buttons = [...el.querySelectorAll(":scope > .code-tools > button")];
+        const check = () => buttons.every((button) => {
+          const b = button.getBoundingClientRect();
           const c = code.getBoundingClientRect();
-          return b.left >= c.left && b.right <= c.right && b.top >= c.top && b.bottom <= c.bottom &&
-            copy.scrollWidth <= copy.clientWidth + 1 && b.height < 40;
-        };
+          return b.bottom <= c.top && b.left >= c.left && b.right <= c.right &&
+            button.scrollWidth <= button.clientWidth + 1 && b.height < 40;
+        });
         const before = check();
         code.scrollLeft = code.scrollWidth;
         const after = check();
         code.scrollLeft = 0;
-        return { before, after, focusable: code.tabIndex === 0, text: copy.textContent };
+        return { before, after, focusable: code.tabIndex === 0, text: buttons.map((b) => b.textContent) };
       });
-      assert.deepEqual(inside, { before: true, after: true, focusable: true, text: "Copy" }, `code block ${i + 1}`);
+      assert.deepEqual(placed, { before: true, after: true, focusable: true, text: ["Wrap lines", "Copy"] }, `code block ${i + 1}`);
     }
-    // The arrow keys scroll a focused block sideways.
+    // With wrapping off, the arrow keys scroll a focused block sideways.
+    if (await page.locator(".rendered .code.wrap").count()) await page.keyboard.press("w");
+    assert.equal(await page.locator(".rendered .code.wrap").count(), 0, "wrapping is off in every block");
     const wide = await page.evaluateHandle(() =>
-      [...document.querySelectorAll(".rendered .code")].find((c) => c.scrollWidth > c.clientWidth + 20));
-    if (await wide.evaluate((el) => el !== undefined)) {
-      await wide.evaluate((el) => el.focus());
-      for (let i = 0; i < 5; i++) await page.keyboard.press("ArrowRight");
-      // Keyboard scrolling is animated: wait for it to move.
-      await page.waitForFunction((el) => el.scrollLeft > 0, wide, { timeout: 5000 });
-    }
+      [...document.querySelectorAll(".rendered .code")].find((c) => c.checkVisibility() && c.scrollWidth > c.clientWidth + 20));
+    assert.ok(await wide.evaluate((el) => el !== undefined), "some block is wider than its pane");
+    await wide.evaluate((el) => el.focus());
+    for (let i = 0; i < 5; i++) await page.keyboard.press("ArrowRight");
+    // Keyboard scrolling is animated: wait for it to move.
+    await page.waitForFunction((el) => el.scrollLeft > 0, wide, { timeout: 5000 });
     // Ctrl+Enter in the out-of-scope box marks the task out of scope (not a submit of
     // the unfinished rating), and the next task opens.
     const task = page.url();

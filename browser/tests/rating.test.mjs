@@ -42,6 +42,11 @@ test("a rater fills and submits the whole form by keyboard", async () => {
   await page.keyboard.up("Control");
   await page.waitForSelector("#rating-form");
   assert.notEqual(page.url(), first, "straight to the next task");
+  // The next task's page says what became of the last, once, with the way back to it.
+  assert.match(await page.textContent("#flash"), /^Task \d+ submitted\. See or revise it$/);
+  assert.match(await page.getAttribute("#flash a", "href"), /^\/ratings\/[0-9a-f-]{36}$/);
+  await page.reload();
+  assert.equal(await page.locator("#flash").count(), 0, "shown once");
   await page.goto(`${env.server.base}/ratings`);
   const rows = await page.locator("tbody tr").allTextContents();
   assert.equal(rows.length, 1);
@@ -88,6 +93,8 @@ test("skipping asks for a reason and moves on", async () => {
   await page.fill('#skip-form textarea[name="note"]', "Needs a GPU to run.");
   await Promise.all([page.waitForNavigation(), page.click("#skip-submit")]);
   assert.notEqual(page.url(), url);
+  assert.match(await page.textContent("#flash"), /^Task \d+ skipped: it goes to another rater\.$/);
+  assert.equal(await page.locator("#flash a").count(), 0, "a skip has nothing to revise");
   await page.goto(`${env.server.base}/ratings`);
   assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /skipped\s+submitted/);
 });
@@ -104,6 +111,11 @@ test("out of scope needs an explanation, then moves on", async () => {
   await page.fill("#oos-explanation", "The prompt asks for travel advice, not code.");
   await Promise.all([page.waitForNavigation(), page.click("#oos-submit")]);
   assert.notEqual(page.url(), url);
+  assert.match(await page.textContent("#flash"), /^Task \d+ marked out of scope\. Undo: rate it after all$/);
+  // Undo leads to the rating, where it can be turned into a full one.
+  await Promise.all([page.waitForNavigation(), page.click("#flash a")]);
+  assert.match(new URL(page.url()).pathname, /^\/ratings\/[0-9a-f-]{36}$/);
+  assert.equal(await page.locator('input[name="outcome"][value="rated"]').count(), 1);
   await page.goto(`${env.server.base}/ratings`);
   assert.match((await page.locator("tbody tr").allTextContents()).join("\n"), /out of scope\s+submitted/);
 });
@@ -146,18 +158,21 @@ test("every option has a key: 0 is the tenth, Shift and a digit the ones after",
   assert.deepEqual(await page.problems(), []);
 });
 
-test("Copy buttons stay inside their code block's box, and the keyboard scrolls a block", async () => {
+test("Copy and Wrap stay in their strip above each block, and the keyboard scrolls a block", async () => {
   const page = await onNextTask("rater2");
   for (const [width, height] of [[1366, 900], [390, 844]]) {
     await page.setViewportSize({ width, height });
     const boxes = await page.evaluate(() =>
       [...document.querySelectorAll(".rendered .code-box")].map((box) => {
         const outer = box.getBoundingClientRect();
-        const button = box.querySelector(":scope > button.copy").getBoundingClientRect();
         const code = box.querySelector(":scope > .code");
+        const buttons = [...box.querySelectorAll(":scope > .code-tools > button")];
         return {
-          inside: button.left >= outer.left && button.right <= outer.right && button.top >= outer.top && button.bottom <= outer.bottom,
-          oneLine: button.height < 2.2 * parseFloat(getComputedStyle(box.querySelector("button.copy")).fontSize),
+          inside: buttons.every((b) => {
+            const r = b.getBoundingClientRect();
+            return r.left >= outer.left && r.right <= outer.right && r.top >= outer.top && r.bottom <= code.getBoundingClientRect().top;
+          }),
+          oneLine: buttons.every((b) => b.getBoundingClientRect().height < 2.2 * parseFloat(getComputedStyle(b).fontSize)),
           focusable: code.tabIndex === 0,
         };
       }),
@@ -165,7 +180,8 @@ test("Copy buttons stay inside their code block's box, and the keyboard scrolls 
     assert.ok(boxes.length > 0, "the demo task has code");
     for (const box of boxes) assert.deepEqual(box, { inside: true, oneLine: true, focusable: true }, `at ${width}px`);
   }
-  // At the narrow width some block is wider than its box: the arrow keys scroll it.
+  // With wrapping off, some block is wider than a phone: the arrow keys scroll it.
+  if (await page.locator(".rendered .code.wrap").count()) await press(page, "w");
   const wide = page.locator(".rendered .code").filter({ has: page.locator(".src") });
   const index = await wide.evaluateAll((blocks) => blocks.findIndex((b) => b.scrollWidth > b.clientWidth));
   assert.ok(index >= 0, "the task's code is wider than a phone");
@@ -174,6 +190,100 @@ test("Copy buttons stay inside their code block's box, and the keyboard scrolls 
   await press(page, "ArrowRight", "ArrowRight", "ArrowRight");
   // Keyboard scrolling is animated: wait for it to move.
   await page.waitForFunction((b) => b.scrollLeft > 0, await block.elementHandle(), { timeout: 5000 });
+  assert.deepEqual(await page.problems(), []);
+});
+
+/** Each code block of the page: whether it wraps, scrolls sideways, and its lines. */
+const codeBlocks = (page) =>
+  page.evaluate(() =>
+    [...document.querySelectorAll(".rendered .code")].map((code) => ({
+      wrap: code.classList.contains("wrap"),
+      pressed: code.closest(".code-box").querySelector(".wrap-toggle").getAttribute("aria-pressed"),
+      scrolls: code.scrollWidth > code.clientWidth + 1,
+      lines: code.querySelectorAll(".line").length,
+      sourceLines: code.querySelector(".src code").textContent.split("\n").length,
+      wrapped: code.querySelectorAll(".line.wrapped").length,
+      // Each line's number sits on the line's first row, at the block's left edge.
+      numbered: [...code.querySelectorAll(".line")].every((line) => {
+        const number = getComputedStyle(line, "::before");
+        return number.content === "counter(line)" && number.display === "inline-block";
+      }),
+    })));
+
+test("at 1366x900 long code lines wrap under their numbers, w scrolls them instead, and the choice is remembered", async () => {
+  const page = await watchedPage(env.browser);
+  await page.setViewportSize({ width: 1366, height: 900 });
+  await login(page, env.server.base, "rater2", env.server.passwords.rater2);
+  await Promise.all([page.waitForNavigation(), page.click('form[action$="/next"] button')]);
+  await page.waitForSelector("#rating-form");
+  // Never chosen: the blocks too narrow for their code wrap, and none scrolls sideways.
+  let blocks = await codeBlocks(page);
+  assert.ok(blocks.some((b) => b.wrap), "some block of the demo task needs wrapping at this width");
+  for (const b of blocks) {
+    assert.equal(b.scrolls, false, "no sideways scrolling");
+    assert.equal(b.lines, b.sourceLines, "one numbered line per line of code");
+    assert.equal(b.numbered, true);
+    assert.equal(b.pressed, String(b.wrap));
+  }
+  assert.ok(blocks.some((b) => b.wrapped > 0), "the lines that wrap are marked");
+  // The mark of a wrapped line is on its second row, in the gutter.
+  const mark = await page.evaluate(() => {
+    const line = document.querySelector(".rendered .code .line.wrapped");
+    const after = getComputedStyle(line, "::after");
+    return { content: after.content, top: parseFloat(after.top), row: parseFloat(getComputedStyle(line).lineHeight) };
+  });
+  assert.equal(mark.content, '"\u21aa"');
+  assert.ok(Math.abs(mark.top - mark.row) < 1, `on the second row (${mark.top} vs ${mark.row})`);
+  // w: every block scrolls instead; the same again after a reload, and w turns it back.
+  await press(page, "w");
+  blocks = await codeBlocks(page);
+  assert.ok(blocks.every((b) => !b.wrap && b.pressed === "false" && b.wrapped === 0));
+  assert.ok(blocks.some((b) => b.scrolls), "unwrapped, some line is wider than its pane");
+  await page.reload();
+  await page.waitForSelector("#rating-form");
+  assert.ok((await codeBlocks(page)).every((b) => !b.wrap), "remembered");
+  await page.locator(".rendered .wrap-toggle").first().click();
+  blocks = await codeBlocks(page);
+  assert.ok(blocks.every((b) => b.wrap && !b.scrolls), "the button wraps every block");
+  // Copying takes the code only: no line numbers, no marks, no button labels.
+  const copied = await page.evaluate(() => {
+    const code = document.querySelector(".rendered .code");
+    const selection = getSelection();
+    selection.selectAllChildren(code);
+    const text = selection.toString();
+    selection.removeAllRanges();
+    return { text, source: code.querySelector(".src code").textContent };
+  });
+  assert.equal(copied.text.trim(), copied.source.trim());
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("a and b give one response the full width of the pane, and the same key brings both back", async () => {
+  const page = await onNextTask("rater2");
+  await page.setViewportSize({ width: 1366, height: 900 });
+  const widths = () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll(".responses > .response")].map((r) => (r.checkVisibility() ? Math.round(r.getBoundingClientRect().width) : 0)));
+  const [a, b] = await widths();
+  assert.ok(a > 0 && b > 0 && Math.abs(a - b) < 4, `side by side (${a}, ${b})`);
+  await press(page, "a");
+  const [focusedA, hiddenB] = await widths();
+  assert.ok(focusedA > 1.8 * a, `A takes the pane (${focusedA} against ${a})`);
+  assert.equal(hiddenB, 0, "B is out of the way");
+  assert.equal(await page.locator('.focus-toggle[data-side="a"]').getAttribute("aria-pressed"), "true");
+  await press(page, "b");
+  const [hiddenA, focusedB] = await widths();
+  assert.ok(hiddenA === 0 && focusedB > 1.8 * b, "b switches to B");
+  await press(page, "b");
+  assert.deepEqual((await widths()).map((w) => w > 0), [true, true], "the same key shows both");
+  await page.locator('.focus-toggle[data-side="a"]').click();
+  assert.equal((await widths())[1], 0, "the button does the same");
+  await page.locator('.focus-toggle[data-side="a"]').click();
+  // Typing a or b in a text box is text, not a focus change.
+  await press(page, "e");
+  await page.keyboard.type("ab");
+  assert.deepEqual((await widths()).map((w) => w > 0), [true, true]);
+  assert.equal(await page.evaluate(() => document.activeElement.value), "ab");
   assert.deepEqual(await page.problems(), []);
 });
 
@@ -367,5 +477,40 @@ test("the first Tab offers a way past the menu and the code blocks, straight to 
   assert.equal(await page.locator(".skip-link").isVisible(), true, "seen when it has focus");
   await page.keyboard.press("Enter");
   assert.equal(await page.evaluate(() => document.activeElement.name), "a.executability", "the first question");
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("the guidelines open over the page with g, and each option's definition shows on hover and focus", async () => {
+  const page = await onNextTask("rater2");
+  await page.setViewportSize({ width: 1366, height: 900 });
+  const where = () => page.evaluate(() => {
+    const q = document.querySelector(".question.current").getBoundingClientRect();
+    return { top: Math.round(q.top), left: Math.round(q.left) };
+  });
+  const before = await where();
+  await press(page, "g");
+  const text = page.locator("#guidelines .guidelines-text");
+  assert.equal(await text.isVisible(), true, "g opens them");
+  assert.ok((await text.textContent()).length > 200, "the rubric's whole guidelines");
+  assert.deepEqual(await where(), before, "the form does not move");
+  const box = await text.boundingBox();
+  assert.ok(box.y + box.height <= 900 && box.x + box.width <= 1366, "on the screen");
+  await press(page, "Escape");
+  assert.equal(await text.isVisible(), false, "Esc closes them");
+  await press(page, "g", "g");
+  assert.equal(await text.isVisible(), false, "g again closes them too");
+  // An option's definition: not shown until pointed at, then beside it, as the rubric words it.
+  const option = page.locator('input[name="a.correctness"][value="minor_issues"]');
+  const definition = page.locator(`[id="${await option.getAttribute("aria-describedby")}"]`);
+  assert.equal(await definition.isVisible(), false);
+  await page.locator('label.option:has(input[name="a.correctness"][value="minor_issues"])').hover();
+  assert.equal(await definition.isVisible(), true, "on hover");
+  const rubric = await page.evaluate(async () => (await (await fetch("/api/v1/rubrics/blackhat")).json()));
+  const words = rubric.questions.find((q) => q.key === "correctness").answer.options.find((o) => o.value === "minor_issues").definition;
+  assert.equal((await definition.textContent()).replace(/\s+/g, " ").trim().slice(0, 40), words.replace(/`/g, "").replace(/\s+/g, " ").slice(0, 40));
+  await page.mouse.move(0, 0);
+  assert.equal(await definition.isVisible(), false);
+  await option.focus();
+  assert.equal(await definition.isVisible(), true, "on focus, and named as the option's description");
   assert.deepEqual(await page.problems(), []);
 });

@@ -121,9 +121,12 @@ test(`${screen}: a lead filters the queue and works it with the keyboard alone`,
   assert.match(visited[0], /^\/review\/[0-9a-f-]{36}$/);
   assert.match(await lead.textContent(".shortcuts"), /accept/);
 
-  // a accepts and lands on the next rating of the same filtered queue.
+  // a accepts and lands on the next rating of the same filtered queue, which says what
+  // was done, once.
   await Promise.all([lead.waitForNavigation(), lead.keyboard.press("a")]);
   let at = new URL(lead.url());
+  assert.match(await lead.textContent("#flash"), new RegExp(`^Accepted ${rater}'s rating of task \\S+\\. Open it$`));
+  assert.equal(new URL(await lead.getAttribute("#flash a", "href"), env.server.base).pathname, visited[0]);
   assert.match(at.pathname, /^\/review\/[0-9a-f-]{36}$/);
   assert.equal(at.searchParams.get("rater"), rater, "the filters travel along");
   assert.ok(!visited.includes(at.pathname));
@@ -143,12 +146,25 @@ test(`${screen}: a lead filters the queue and works it with the keyboard alone`,
   assert.ok(!visited.includes(at.pathname));
   visited.push(at.pathname);
 
-  // x rejects the last one; the filtered queue is then empty and says so.
-  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("x")]);
+  // x asks before it rejects: Esc leaves the rating as it was, x and Enter reject it.
+  await lead.keyboard.press("x");
+  const asked = lead.locator("#reject-confirm");
+  assert.equal(await asked.isVisible(), true, "a rejection is confirmed first");
+  assert.equal(await lead.evaluate(() => document.activeElement.id), "reject-yes");
+  await lead.keyboard.press("a"); // no other decision while it asks
+  await lead.keyboard.press("Escape");
+  assert.equal(await asked.isVisible(), false);
+  assert.equal(new URL(lead.url()).pathname, visited[2], "nothing was sent");
+  await lead.keyboard.press("x");
+  // The filtered queue is then empty and says so.
+  await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Enter")]);
   at = new URL(lead.url());
   assert.equal(at.pathname, "/review");
   assert.equal(at.searchParams.get("rater"), rater);
   assert.match(await lead.textContent("main"), /Queue empty/);
+  assert.match(await lead.textContent("#flash"), /^Rejected .*: the task goes to another rater\. Open it$/);
+  await lead.reload();
+  assert.equal(await lead.locator("#flash").count(), 0, "shown once");
 
   const statuses = await lead.evaluate(async (ids) => Promise.all(ids.map(async (path) => {
     const id = path.split("/").pop();

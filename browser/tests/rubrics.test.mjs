@@ -37,7 +37,7 @@ const focused = (page) => page.evaluate(() => document.activeElement.name ?? nul
 const responseText = (page, side) =>
   page.locator(`section[aria-label="Response ${side}"] .rendered`).evaluate((rendered) => {
     const copy = rendered.cloneNode(true);
-    for (const added of copy.querySelectorAll(".runner, .runner-tally, button.copy")) added.remove();
+    for (const added of copy.querySelectorAll(".runner, .runner-tally, .code-tools")) added.remove();
     document.body.append(copy);
     const text = copy.innerText;
     copy.remove();

@@ -57,6 +57,9 @@ const PYTHON_STDLIB = [
   "counts = collections.Counter(re.findall(r\"\\w+\", \"a b a\"))",
   "print(json.dumps({\"counts\": counts, \"point\": dataclasses.asdict(Point(1, 2)), \"sqrt\": math.isqrt(17)}, sort_keys=True))",
 ].join("\n");
+// Interactive sessions: run as doctests, each example's output checked.
+const DOCTEST_PASSING = ">>> 1 + 1\n2\n>>> sorted({3, 1, 2})\n[1, 2, 3]\n>>> print('no output expected')\nno output expected";
+const DOCTEST_FAILING = ">>> def double(n):\n...     return n * 3\n>>> double(2)\n4";
 const JS_LOG = 'console.log("sum", [1, 2, 3].reduce((a, b) => a + b, 0), { ok: true });\nconsole.error("a warning");';
 const JS_LOOP = "while (true) {}";
 
@@ -121,7 +124,7 @@ for (const [what, attempt] of Object.entries(attempts)) {
 
 const fence = (language, code) => `\`\`\`${language}\n${code}\n\`\`\``;
 
-/** The task: Python blocks in A, JavaScript and a language without a runner in B. */
+/** The task: Python blocks (two of them sessions, run as doctests) in A, JavaScript and a language without a runner in B. */
 function task(base, id) {
   return {
     external_id: id,
@@ -131,6 +134,8 @@ function task(base, id) {
       `A loop:\n\n${fence("py", PYTHON_LOOP)}`,
       `The network:\n\n${fence("python3", pythonNetwork(base))}`,
       `The standard library:\n\n${fence("python", PYTHON_STDLIB)}`,
+      `A session:\n\n${fence("pycon", DOCTEST_PASSING)}`,
+      `A session with a wrong answer:\n\n${fence("python", DOCTEST_FAILING)}`,
     ].join("\n\n"),
     response_b: [
       `Output:\n\n${fence("js", JS_LOG)}`,
@@ -212,7 +217,7 @@ test("the page fetches nothing of the runner until Run is pressed; a language wi
   assert.deepEqual(page.requests.filter((url) => url.includes("/runner/")), [], "no worker, no Pyodide on load");
   // Blocks of the responses have a runner, the prompt's do not.
   assert.equal(await page.locator(".prompt-card .runner").count(), 0);
-  assert.equal(await page.locator(".response .runner").count(), 8);
+  assert.equal(await page.locator(".response .runner").count(), 10);
   const rust = runner(page, "b", 4).locator(".runner-run");
   assert.equal(await rust.textContent(), "No runner for rust: verdict runs Python and JavaScript in your browser");
   assert.equal(await rust.getAttribute("aria-disabled"), "true");
@@ -457,6 +462,26 @@ test("attachments keep to the server's caps: output cut with a marker, long code
   // Removing one makes room, and the draft keeps what is left.
   await block.locator(".runner-remove").first().click();
   assert.equal((await evidence(page)).attachments.length, 7);
+  assert.deepEqual(await page.problems(), []);
+});
+
+test("a Python session runs as doctests: each example's output is checked, and the button says so", async () => {
+  const { page } = state; // on the form of the second task
+  assert.equal(await runner(page, "a", 1).locator(".runner-run").textContent(), "Run", "a script is run as one");
+  const button = runner(page, "a", 5).locator(".runner-run");
+  assert.equal(await button.textContent(), "Run doctests");
+  assert.equal(await button.getAttribute("aria-label"), "Run doctests: code block 5 of Response A");
+  const passing = await run(page, "a", 5);
+  assert.equal(passing.status, "passed", passing.stdout + passing.stderr);
+  assert.equal(passing.stdout, "doctest: 3 of 3 examples passed\n");
+  const failing = await run(page, "a", 6);
+  assert.equal(failing.status, "failed");
+  assert.match(failing.words, /^Failed · exit code 1/);
+  assert.match(failing.stdout, /Failed example:\n {4}double\(2\)\nExpected:\n {4}4\nGot:\n {4}6\n/);
+  assert.match(failing.stdout, /doctest: 1 of 2 examples passed\n$/, "the definition passes, the call does not");
+  assert.equal(failing.stderr, "");
+  // As a script the same text would be a syntax error: it is not run as one.
+  assert.doesNotMatch(failing.stdout + failing.stderr, /SyntaxError/);
   assert.deepEqual(await page.problems(), []);
 });
 

@@ -146,13 +146,14 @@ function liveMarkup() {
     if (!own) found.push(`<script> ${s.src || s.textContent.slice(0, 60)}`);
   }
   const unwelcome = "script, style, link, img, svg, math, form, button, textarea, select, video, audio, source, picture, template, noscript, dialog, details, marquee, xmp, plaintext, listing, isindex, [style], [id], [name], [form], [autofocus], [tabindex], [contenteditable]";
-  // form.js puts a copy button beside each code block, and makes the block focusable so
-  // the arrow keys scroll it. runner.js puts the code runner's controls and output under
+  // form.js puts a strip of buttons (Wrap lines, Copy) above each code block, and makes
+  // the block focusable so the arrow keys scroll it. runner.js puts the code runner's controls and output under
   // each block of a response (a `.runner` after the block's box; the sanitiser lets no
   // content class "runner" through), with attributes of its own only.
   const runnerAttributes = ["type", "class", "hidden", "tabindex", "spellcheck", "rows", "autocomplete", "role"];
   const ours = (el) =>
-    (el.matches(".code-box > button.copy:first-child") && el.attributes.length === 2 && el.getAttribute("type") === "button") ||
+    (el.matches(".code-box > .code-tools:first-child > :is(button.copy, button.wrap-toggle)") && el.getAttribute("type") === "button" &&
+      [...el.attributes].every((a) => ["type", "class", "title", "aria-pressed"].includes(a.name))) ||
     (el.matches(".code-box > .code") && el.getAttribute("tabindex") === "0" &&
       [...el.attributes].every((a) => ["class", "data-lang", "tabindex"].includes(a.name))) ||
     (el.closest(".code-box + .runner") !== null &&

@@ -8,6 +8,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tower_sessions::Session;
 use uuid::Uuid;
 
 use crate::auth::PageUser;
@@ -16,9 +17,11 @@ use crate::error::{AppError, AppResult, FieldErrors, WarningView};
 use crate::services::ServiceError;
 use crate::services::assignment::{self as work, Owned, ShownDraft};
 use crate::state::AppState;
+use crate::web::notice::{self, Notice};
 use crate::web::{ApiPath, Layout, render};
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::Outcome;
+use verdict_core::rating::Rating;
 use verdict_core::render;
 use verdict_core::rubric::{self, Answers, Classification, Rubric, Side};
 use verdict_core::submission::RatingRequest;
@@ -51,6 +54,7 @@ async fn waiting(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(batch_id): ApiPath<Uuid>,
+    session: Session,
 ) -> AppResult<Response> {
     if !crate::access::can_rate(state.store(), batch_id, &page_user.user).await? {
         return Err(AppError::NotFound);
@@ -60,6 +64,10 @@ async fn waiting(
         .open_assignment(batch_id, page_user.user.id)
         .await?
     {
+        // The notice this page took is for the page it sends the rater on to.
+        if let Some(waiting) = page_user.layout.notice {
+            notice::set(&session, waiting).await?;
+        }
         return Ok(Redirect::to(&format!("/assignments/{}", open.id)).into_response());
     }
     let batch = state
@@ -107,6 +115,9 @@ pub struct OptionView {
     pub checked: bool,
     /// The key that picks it (`1`, `0`, `⇧1`).
     pub key: String,
+    /// When to pick it, as the rubric defines it (sanitised inline HTML; empty when it
+    /// has no definition): shown beside the option on hover and focus.
+    pub definition: String,
 }
 
 /// One question with its explanation box (if it has one), for one response or for the
@@ -153,6 +164,20 @@ fn form_value(value: &Value) -> String {
     }
 }
 
+/// Markdown of one paragraph as sanitised HTML to sit inside a line (its `<p>` taken
+/// off; more paragraphs keep theirs).
+fn inline_html(markdown: &str) -> String {
+    let html = render::markdown(markdown);
+    let trimmed = html.trim();
+    match trimmed
+        .strip_prefix("<p>")
+        .and_then(|rest| rest.strip_suffix("</p>"))
+    {
+        Some(inner) if !inner.contains("<p>") => inner.to_owned(),
+        _ => trimmed.to_owned(),
+    }
+}
+
 fn question(
     question: &rubric::Question,
     prefix: &str,
@@ -161,6 +186,12 @@ fn question(
 ) -> QuestionView {
     let name = format!("{prefix}{}", question.key);
     let current = given.get(&question.key).filter(|v| !v.is_null());
+    let definitions: Vec<&str> = match &question.answer {
+        rubric::Answer::Choice { options } | rubric::Answer::MultiChoice { options } => {
+            options.iter().map(|o| o.definition.as_str()).collect()
+        }
+        _ => Vec::new(),
+    };
     let options = question
         .options()
         .into_iter()
@@ -173,6 +204,9 @@ fn question(
             value: form_value(&value),
             label: label.to_owned(),
             key: rubric::option_key(i + 1),
+            definition: definitions
+                .get(i)
+                .map_or_else(String::new, |d| inline_html(d)),
         })
         .collect();
     let text = question
@@ -773,12 +807,61 @@ async fn to_next(state: &AppState, owned: &Owned, user: &User) -> AppResult<Resp
     }
 }
 
+/// After a finished task: a notice of what was done for the next page, and on to the
+/// rater's next task. The work is saved by then: a notice that cannot be kept is logged,
+/// not the answer to this request.
+async fn finished_to_next(
+    state: &AppState,
+    owned: &Owned,
+    user: &User,
+    session: &Session,
+    rating: &Rating,
+) -> AppResult<Response> {
+    match finished_notice(state, owned, rating).await {
+        Ok(said) => {
+            if let Err(err) = notice::set(session, said).await {
+                tracing::warn!(%err, "could not keep the notice of a finished task");
+            }
+        }
+        Err(err) => tracing::warn!(%err, "could not word the notice of a finished task"),
+    }
+    to_next(state, owned, user).await
+}
+
+/// What the rater's next page says of the task they finished, named as their form named
+/// it, with the way back to it where the rating can still be changed.
+async fn finished_notice(state: &AppState, owned: &Owned, rating: &Rating) -> AppResult<Notice> {
+    let task = state
+        .store()
+        .task(owned.assignment.task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let number = state.store().task_number(owned.assignment.id).await?;
+    let name = crate::access::task_name(owned.sees_external_ids, &task.external_id, number);
+    let heading = crate::access::task_heading(&name);
+    let mut letters = heading.chars();
+    let heading: String = letters
+        .next()
+        .map(|first| first.to_uppercase().chain(letters).collect())
+        .unwrap_or_default();
+    let rating_page = format!("/ratings/{}", rating.id);
+    Ok(match rating.outcome {
+        Outcome::Rated => {
+            Notice::new(format!("{heading} submitted.")).link(rating_page, "See or revise it")
+        }
+        Outcome::OutOfScope => Notice::new(format!("{heading} marked out of scope."))
+            .link(rating_page, "Undo: rate it after all"),
+        Outcome::Skipped => Notice::new(format!("{heading} skipped: it goes to another rater.")),
+    })
+}
+
 /// `POST /assignments/{id}/submit`: on success to the next task; otherwise the form
 /// again, with every broken rule beside its field.
 async fn submit(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    session: Session,
     CsrfForm(pairs): CsrfForm<FormPairs>,
 ) -> AppResult<Response> {
     let owned = match open_owned(&state, id, &page_user.user).await? {
@@ -787,7 +870,7 @@ async fn submit(
     };
     let input = request_of(&owned, &pairs);
     match work::submit(state.store(), &owned, &page_user.user, &input).await {
-        Ok(_) => to_next(&state, &owned, &page_user.user).await,
+        Ok(rating) => finished_to_next(&state, &owned, &page_user.user, &session, &rating).await,
         Err(ServiceError::Invalid(fields)) => {
             shown_again(&state, &owned, page_user.layout, &input, fields, Vec::new()).await
         }
@@ -936,6 +1019,7 @@ async fn skip(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    session: Session,
     CsrfForm(form): CsrfForm<SkipForm>,
 ) -> AppResult<Response> {
     let owned = match open_owned(&state, id, &page_user.user).await? {
@@ -962,7 +1046,7 @@ async fn skip(
     )
     .await;
     match skipped {
-        Ok(_) => to_next(&state, &owned, &page_user.user).await,
+        Ok(rating) => finished_to_next(&state, &owned, &page_user.user, &session, &rating).await,
         // The form again, its skip panel open with what was refused and the note typed.
         Err(ServiceError::Invalid(fields)) => {
             match draft_page(&state, id, &page_user.user, page_user.layout).await? {
@@ -990,6 +1074,7 @@ async fn out_of_scope(
     page_user: PageUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
+    session: Session,
     CsrfForm(pairs): CsrfForm<FormPairs>,
 ) -> AppResult<Response> {
     let owned = match open_owned(&state, id, &page_user.user).await? {
@@ -1000,7 +1085,7 @@ async fn out_of_scope(
     let input = request_of(&owned, &pairs);
     let refused = as_typed(&input);
     match work::out_of_scope(state.store(), &owned, &page_user.user, &explanation, input).await {
-        Ok(_) => to_next(&state, &owned, &page_user.user).await,
+        Ok(rating) => finished_to_next(&state, &owned, &page_user.user, &session, &rating).await,
         Err(ServiceError::Invalid(fields)) if fields.contains_key("explanation") => {
             let (shown, time) = refused;
             let why = scope_refusal(&fields["explanation"]);

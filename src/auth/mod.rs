@@ -13,7 +13,7 @@ use tower_sessions::Session;
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
-use crate::web::{Layout, session_of};
+use crate::web::{Layout, notice, session_of};
 use verdict_core::user::User;
 
 pub mod csrf;
@@ -191,12 +191,20 @@ impl FromRequestParts<AppState> for PageUser {
         let session = session_of(parts)?;
         let csrf_token = csrf::token(&session).await?;
         let returned = state.store().returned_for(user.id).await?;
+        // A page shown takes the notice waiting for it; an action sent (a POST) leaves it
+        // for the page that follows.
+        let notice = if parts.method == Method::GET {
+            notice::take(&session).await?
+        } else {
+            None
+        };
         Ok(Self {
             user: user.clone(),
             layout: Layout {
                 user: Some(user),
                 csrf_token,
                 returned,
+                notice,
             },
         })
     }

@@ -23,13 +23,39 @@ function writer(stream) {
 
 // Runs one block as `python main.py` would: a fresh `__main__` namespace each time, the
 // traceback of an uncaught exception without this driver's own frame, `sys.exit(n)` as
-// the exit status. The source is put in linecache so the traceback shows its lines.
+// the exit status. The source is put in linecache so the traceback shows its lines. A
+// block that is an interactive session (its first line that is not blank starts with the
+// `>>>` prompt, as static/runner.js also tests) is run as `python -m doctest` runs one:
+// each example, its output compared with the output shown, each failure reported, and
+// the exit status 1 if any failed.
 const DRIVER = `
-import linecache, sys, traceback
+import doctest, linecache, sys, traceback
+
+def is_session(source):
+    first = next((line for line in source.splitlines() if line.strip()), "")
+    stripped = first.lstrip()
+    return stripped == ">>>" or stripped.startswith(">>> ")
+
+def run_session(source):
+    test = doctest.DocTestParser().get_doctest(source, {"__name__": "__main__"}, "main.py", "main.py", 0)
+    runner = doctest.DocTestRunner(verbose=False)
+    failed, attempted = runner.run(test, out=sys.stdout.write)
+    word = "example" if attempted == 1 else "examples"
+    print(f"doctest: {attempted - failed} of {attempted} {word} passed")
+    return 1 if failed else 0
 
 def run(source):
     # A previous block may have replaced them; each block starts with the real ones.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if is_session(source):
+        try:
+            return run_session(source)
+        except BaseException as error:
+            traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+            return 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
     linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
     scope = {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "main.py"}
     try:

@@ -20,6 +20,7 @@ use verdict_core::user::User;
 pub mod assets;
 pub mod client;
 pub mod headers;
+pub mod notice;
 pub mod openapi;
 pub mod paging;
 pub mod shape;
@@ -30,6 +31,8 @@ pub struct Layout {
     pub csrf_token: String,
     /// How many of the user's ratings a lead returned for revision (shown in the menu).
     pub returned: i64,
+    /// What the user's last action did, shown once at the top of this page.
+    pub notice: Option<notice::Notice>,
 }
 
 impl Layout {
@@ -39,6 +42,7 @@ impl Layout {
             user: None,
             csrf_token,
             returned: 0,
+            notice: None,
         }
     }
 }

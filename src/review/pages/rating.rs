@@ -5,6 +5,7 @@ use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde_json::Value;
+use tower_sessions::Session;
 use uuid::Uuid;
 
 use crate::auth::PageUser;
@@ -17,9 +18,10 @@ use crate::services::rating::Access;
 use crate::services::review::{ReviewRequest, decide};
 use crate::services::task;
 use crate::state::AppState;
+use crate::web::notice::{self, Notice};
 use crate::web::{ApiPath, Layout, render};
 use verdict_core::evidence::Evidence;
-use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::lifecycle::{Decision, Outcome, Status};
 use verdict_core::rubric::{Side, Subject};
 
 /// One entry of a rating's history, with what it changed.
@@ -419,6 +421,37 @@ fn decision_of(pairs: Vec<(String, String)>) -> AppResult<ReviewRequest> {
     Ok(decision)
 }
 
+/// What the lead's next page says of the decision just recorded, with the way back to
+/// the rating.
+async fn decided_notice(
+    state: &AppState,
+    access: &Access,
+    decision: &str,
+    carry: &str,
+) -> AppResult<Notice> {
+    let task = state
+        .store()
+        .task(access.rating.task_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let rater = state
+        .store()
+        .user_by_id(access.rating.rater_id)
+        .await?
+        .map(|u| u.username)
+        .unwrap_or_default();
+    let whose = format!("{rater}'s rating of task {}", task.external_id);
+    let text = match decision.parse::<Decision>() {
+        Ok(Decision::Accept) => format!("Accepted {whose}."),
+        Ok(Decision::Return) => format!("Returned {whose}, with your comment."),
+        Ok(Decision::Reject) => format!("Rejected {whose}: the task goes to another rater."),
+        // Recorded, so one of those; said plainly all the same.
+        Err(_) => format!("Recorded your decision on {whose}."),
+    };
+    let back = href(&format!("/review/{}", access.rating.id), carry, &[]);
+    Ok(Notice::new(text).link(back, "Open it"))
+}
+
 /// Records a decision, then goes on to the next rating waiting under the queue's
 /// filters the form carries in its address (or back to the queue when none is left).
 pub(super) async fn post_decision(
@@ -427,6 +460,7 @@ pub(super) async fn post_decision(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     RawQuery(raw): RawQuery,
+    session: Session,
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
     let (view, query) = review_query(raw.as_deref())?;
@@ -437,6 +471,14 @@ pub(super) async fn post_decision(
     let decided = decide(state.store(), &access, &lead, &decision).await;
     match decided.map_err(AppError::from) {
         Ok(_) => {
+            // The decision is recorded: a notice that cannot be worded or kept is logged.
+            let said = decided_notice(&state, &access, &decision.decision, &carry).await;
+            if let Err(err) = match said {
+                Ok(said) => notice::set(&session, said).await,
+                Err(err) => Err(err),
+            } {
+                tracing::warn!(%err, "could not keep the notice of a decision");
+            }
             let next =
                 review::next_after(&state, &lead, &filters, id, access.rating.submitted_at).await?;
             let to = match next {

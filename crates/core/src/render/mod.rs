@@ -19,7 +19,7 @@ const CLASS_PREFIX: &str = "hl-";
 static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
 
 /// Classes our own markup uses, allowed through the sanitiser beside `hl-*`.
-const OWN_CLASSES: [&str; 6] = ["code", "gutter", "src", "message", "role", "conversation"];
+const OWN_CLASSES: [&str; 6] = ["code", "line", "src", "message", "role", "conversation"];
 
 static SANITISER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut builder = ammonia::Builder::default();
@@ -132,17 +132,58 @@ pub fn prompt(prompt: &Value) -> String {
     }
 }
 
-/// A code block: line numbers in a gutter beside the (highlighted) source.
+/// A code block: the (highlighted) source, one `span.line` per line. The page numbers the
+/// lines with a CSS counter, so the numbers stay beside their lines when long lines wrap,
+/// and are never part of the text a rater copies or runs.
 fn code_block(lang: &str, source: &str) -> String {
     let source = source.strip_suffix('\n').unwrap_or(source);
-    let lines = source.lines().count().max(1);
-    let gutter: String = (1..=lines).map(|n| format!("{n}\n")).collect();
     let body = highlight(lang, source).unwrap_or_else(|| escape(source));
     let lang_attr = escape(lang);
     format!(
-        "<div class=\"code\" data-lang=\"{lang_attr}\"><pre class=\"gutter\">{gutter}</pre>\
-         <pre class=\"src\"><code>{body}</code></pre></div>"
+        "<div class=\"code\" data-lang=\"{lang_attr}\"><pre class=\"src\"><code>{}</code></pre></div>",
+        split_lines(&body)
     )
+}
+
+/// Highlighted HTML (only `<span class=..>`, `</span>` and escaped text) cut into one
+/// `<span class="line">` per line. A highlighting span open across a line break (a
+/// comment or string of several lines) is closed at the end of the line and opened again
+/// on the next, so each line's markup stands alone. The line break stays in the text,
+/// after the line's own spans, so the block's text is the source as it was.
+fn split_lines(html: &str) -> String {
+    const LINE: &str = "<span class=\"line\">";
+    let mut out = String::with_capacity(html.len() + html.len() / 4 + LINE.len());
+    let mut open: Vec<&str> = Vec::new();
+    out.push_str(LINE);
+    let mut rest = html;
+    while !rest.is_empty() {
+        if rest.starts_with("</span>") {
+            open.pop();
+            out.push_str("</span>");
+            rest = &rest["</span>".len()..];
+        } else if rest.starts_with("<span") {
+            let end = rest.find('>').map_or(rest.len(), |i| i + 1);
+            open.push(&rest[..end]);
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+        } else if let Some(after) = rest.strip_prefix('\n') {
+            for _ in &open {
+                out.push_str("</span>");
+            }
+            out.push_str("\n</span>");
+            out.push_str(LINE);
+            for tag in &open {
+                out.push_str(tag);
+            }
+            rest = after;
+        } else {
+            let end = rest.find(['<', '\n']).unwrap_or(rest.len());
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+        }
+    }
+    out.push_str("</span>");
+    out
 }
 
 fn highlight(lang: &str, source: &str) -> Option<String> {
@@ -196,10 +237,7 @@ mod tests {
     fn code_is_highlighted_with_classes_and_numbered() {
         let html = markdown("```rust\nfn main() {\n    let x = 1;\n}\n```\n");
         assert!(html.contains("class=\"code\""), "{html}");
-        assert!(
-            html.contains("<pre class=\"gutter\">1\n2\n3\n</pre>"),
-            "{html}"
-        );
+        assert_eq!(html.matches("<span class=\"line\">").count(), 3, "{html}");
         assert!(
             html.contains("hl-keyword") || html.contains("hl-storage"),
             "{html}"
@@ -208,6 +246,48 @@ mod tests {
             !html.contains("style="),
             "no inline styles (the CSP refuses them)"
         );
+    }
+
+    #[test]
+    fn each_line_stands_alone_and_the_text_is_the_source() {
+        let source = "/* a comment\n   of three\n   lines */\nlet s = \"<b>\";\n\nx";
+        let html = markdown(&format!("```js\n{source}\n```\n"));
+        let code = &html[html.find("<code>").unwrap() + 6..html.find("</code>").unwrap()];
+        let lines: Vec<&str> = code.split("<span class=\"line\">").skip(1).collect();
+        assert_eq!(lines.len(), 6, "{html}");
+        for line in &lines {
+            // Each line closes what it opens, its own span included.
+            assert_eq!(
+                line.matches("<span").count() + 1,
+                line.matches("</span>").count(),
+                "{line}"
+            );
+        }
+        assert!(
+            lines[1].contains("hl-comment"),
+            "the comment's second line is still one: {html}"
+        );
+        let text = tags_removed(code)
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&");
+        assert_eq!(text, source);
+    }
+
+    /// `html` with its tags left out (entities kept).
+    fn tags_removed(html: &str) -> String {
+        let mut text = String::new();
+        let mut inside = false;
+        for c in html.chars() {
+            match c {
+                '<' => inside = true,
+                '>' => inside = false,
+                c if !inside => text.push(c),
+                _ => {}
+            }
+        }
+        text
     }
 
     #[test]
