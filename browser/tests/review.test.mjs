@@ -119,7 +119,7 @@ test(`${screen}: a lead filters the queue and works it with the keyboard alone`,
   await Promise.all([lead.waitForNavigation(), lead.keyboard.press("Enter")]);
   const visited = [new URL(lead.url()).pathname];
   assert.match(visited[0], /^\/review\/[0-9a-f-]{36}$/);
-  assert.match(await lead.textContent(".shortcuts"), /accept/);
+  assert.match(await lead.textContent(".keys-help"), /accept/);
 
   // a accepts and lands on the next rating of the same filtered queue, which says what
   // was done, once.
@@ -176,3 +176,106 @@ test(`${screen}: a lead filters the queue and works it with the keyboard alone`,
   assert.deepEqual(await lead.problems(), []);
 });
 }
+
+test("the review page is built like the form: responses beside the rating, a comment box by each answer, the decision in sight, Ctrl+Enter from any box", async () => {
+  const [id] = await submitThroughApi("rater1", 1, 3);
+  const lead = await signedIn("lead", { width: 1366, height: 900 });
+  await lead.goto(`${env.server.base}/review/${id}`);
+  const seen = await lead.evaluate(() => {
+    const inView = (el) => {
+      const r = el.getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth && r.height > 0;
+    };
+    const responses = document.querySelector("#answers-pane .responses").getBoundingClientRect();
+    const table = document.getElementById("rating-answers").getBoundingClientRect();
+    return {
+      // The responses are on the left and start on the first screen; the rating is on the right.
+      responsesFirst: responses.top < window.innerHeight * 0.6,
+      side: responses.right <= table.left,
+      decision: inView(document.querySelector("#decision-form button[type=submit]")) && inView(document.querySelector('input[name="decision"][value="reject"]')),
+      pageScrolls: document.documentElement.scrollHeight > window.innerHeight + 1,
+    };
+  });
+  assert.deepEqual(seen, { responsesFirst: true, side: true, decision: true, pageScrolls: false });
+  // Each answer's comment boxes sit in its row, A's before B's as the table reads.
+  const rows = await lead.evaluate(() =>
+    [...document.querySelectorAll("#rating-answers tbody tr")].map((tr) => [
+      tr.querySelector("th").textContent.trim(),
+      [...tr.querySelectorAll("textarea")].map((t) => t.name),
+    ]));
+  const correctness = rows.find(([label]) => /^A · Correctness$|^Correctness \(A\)$|A.*Correctness/.test(label));
+  assert.ok(correctness, JSON.stringify(rows));
+  assert.deepEqual(correctness[1].map((n) => n.replace(/^field_comment\.[ab]\./, "")), ["correctness", "correctness_explanation"]);
+  const order = rows.filter(([, names]) => names.length).map(([label]) => label);
+  assert.ok(order.findIndex((l) => /A/.test(l)) <= order.findIndex((l) => /B ·|\(B\)/.test(l)), order.join(" | "));
+  // A comment by an answer, then Ctrl+Enter from that box: accepted, the comment kept.
+  const box = lead.locator(`#rating-answers textarea[name="${correctness[1][0]}"]`);
+  await box.fill("Say which input fails.");
+  await Promise.all([lead.waitForNavigation(), box.press("Control+Enter")]);
+  const stored = await lead.evaluate(async (rating) => (await (await fetch(`/api/v1/ratings/${rating}`)).json()), id);
+  assert.equal(stored.status, "accepted");
+  assert.deepEqual(Object.values(stored.review_fields ?? stored.review?.fields ?? {}), ["Say which input fails."], JSON.stringify(stored));
+  assert.deepEqual(await lead.problems(), []);
+});
+
+test("the queue filters by the form's labelled answers, and ticked ratings are returned or rejected together", async () => {
+  await submitThroughApi("rater2", 2, 5);
+  const lead = await signedIn("lead", { width: 1366, height: 900 });
+  await lead.goto(`${env.server.base}/review`);
+  await lead.selectOption('select[name="batch"]', { label: "Demo: coding answers" });
+  await Promise.all([lead.waitForNavigation(), lead.click('.queue-filters button[type="submit"]')]);
+  // The answer filter lists the picked question's answers, as the form words them.
+  const answer = lead.locator("#answer-filter");
+  await lead.selectOption('select[name="question"]', "a.correctness");
+  const offered = await answer.evaluate((select) =>
+    [...select.querySelectorAll("optgroup:not([disabled]) option")].map((o) => o.textContent));
+  assert.deepEqual(offered.slice(0, 3), ["No issues", "Minor issue(s)", "Major issue(s)"]);
+  // The one "No issues" on offer is the picked question's (the others are hidden).
+  await answer.evaluate((select) => {
+    [...select.querySelectorAll("optgroup:not([disabled]) option")].find((o) => o.textContent === "No issues").selected = true;
+  });
+  await lead.fill('input[name="rater"]', "rater2");
+  await Promise.all([lead.waitForNavigation(), lead.click('.queue-filters button[type="submit"]')]);
+  const url = new URL(lead.url());
+  assert.equal(url.searchParams.get("answer"), "no_issues", "the stored value goes in the address");
+  assert.equal(await lead.locator("#answer-filter option:checked").textContent(), "No issues", "and the label shows");
+  // (The batch shows A and B in a random order, so only some of rater2's ratings store
+  // "no issues" under A.) Then every waiting rating of rater2's in the batch, to tick.
+  const api = await lead.evaluate(async (query) => (await (await fetch(`/api/v1/review?${query}`)).json()).total, url.searchParams.toString());
+  assert.equal(await lead.locator(".review-queue tbody tr").count(), api, "the rows the API gives for the stored value");
+  url.searchParams.delete("question");
+  url.searchParams.delete("answer");
+  await lead.goto(url.toString());
+  const shown = await lead.locator(".review-queue tbody tr").count();
+  assert.ok(shown >= 2, `rater2's waiting ratings (${shown})`);
+  // j and x tick the first two by keyboard.
+  await lead.keyboard.press("j");
+  await lead.keyboard.press("x");
+  await lead.keyboard.press("j");
+  await lead.keyboard.press("x");
+  assert.equal(await lead.textContent("#bulk-count"), "2 ticked: decide them together.");
+  const ticked = await lead.$$eval(".review-queue .tick:checked", (ticks) => ticks.map((t) => t.value.split(":")[0]));
+  // Returning needs a comment: without one, nothing changes and the queue says why.
+  await Promise.all([lead.waitForNavigation(), lead.click('button[name="decision"][value="return"]')]);
+  assert.match(await lead.textContent("#flash"), /^Nothing was changed: the comment is required to return ratings/);
+  await lead.keyboard.press("j");
+  await lead.keyboard.press("x");
+  await lead.keyboard.press("j");
+  await lead.keyboard.press("x");
+  await lead.fill('#bulk-form textarea[name="comment"]', "Explain the B side too.");
+  await Promise.all([lead.waitForNavigation(), lead.click('button[name="decision"][value="return"]')]);
+  assert.equal(await lead.textContent("#flash"), "Returned 2 ratings to their raters, with your comment.");
+  assert.equal(new URL(lead.url()).searchParams.get("rater"), "rater2", "back under the same filters");
+  const statuses = await lead.evaluate(async (ids) => Promise.all(ids.map(async (id) =>
+    (await (await fetch(`/api/v1/ratings/${id}`)).json()).status)), ticked);
+  assert.deepEqual(statuses, ["returned", "returned"]);
+  // Rejecting ticked ratings asks first; Cancel leaves them.
+  if (await lead.locator(".review-queue .tick").count()) {
+    await lead.locator("#tick-all").check();
+    await lead.click("#bulk-reject");
+    assert.equal(await lead.locator("#bulk-reject-confirm").isVisible(), true);
+    await lead.click("#bulk-reject-no");
+    assert.equal(await lead.locator("#bulk-reject-confirm").isVisible(), false);
+  }
+  assert.deepEqual(await lead.problems(), []);
+});

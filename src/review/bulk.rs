@@ -1,5 +1,7 @@
-//! Bulk accept: every waiting rating the queue's filters keep, each accepted as a normal
-//! review, skipping (and reporting) those that changed since the lead saw them.
+//! Bulk decisions: every waiting rating the queue's filters keep (or those the lead
+//! picked of them), each decided as a normal review, skipping (and reporting) those that
+//! changed since the lead saw them. Accepting all is the API's; the queue page also
+//! returns (one comment for all) and rejects the ratings a lead ticks.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -74,6 +76,34 @@ pub async fn accept_all(
     text: FilterText<'_>,
     seen: Option<&[Seen]>,
 ) -> AppResult<BulkAccepted> {
+    let (accepted_ids, skipped) =
+        decide_all(state, lead, text, seen, lifecycle::Decision::Accept, None).await?;
+    Ok(BulkAccepted {
+        accepted: accepted_ids.len(),
+        accepted_ids,
+        skipped,
+    })
+}
+
+/// Decides every waiting rating `filters` keep (or those of `seen` among them) the same
+/// way, each as a normal review with its history and audit entry; a return needs the
+/// `comment` every rater gets. Returns the ratings decided and those left alone (changed
+/// meanwhile, no longer waiting), never overwritten.
+pub async fn decide_all(
+    state: &AppState,
+    lead: &User,
+    text: FilterText<'_>,
+    seen: Option<&[Seen]>,
+    decision: lifecycle::Decision,
+    comment: Option<String>,
+) -> AppResult<(Vec<Uuid>, Vec<SkippedRating>)> {
+    let comment = comment.filter(|c| !c.trim().is_empty());
+    if decision == lifecycle::Decision::Return && comment.is_none() {
+        return Err(AppError::field(
+            "comment",
+            "is required to return ratings: tell the raters what to change",
+        ));
+    }
     if let Some(at) = seen.and_then(|seen| seen.iter().position(|s| s.version < 1)) {
         return Err(AppError::field(
             &format!("seen[{at}].version"),
@@ -118,11 +148,11 @@ pub async fn accept_all(
             chosen
         }
     };
-    let mut accepted_ids = Vec::new();
+    let mut decided = Vec::new();
     for (id, version) in chosen {
         let decision = ReviewRequest {
-            decision: lifecycle::Decision::Accept.to_string(),
-            comment: None,
+            decision: decision.to_string(),
+            comment: comment.clone(),
             field_comments: Default::default(),
             version,
         };
@@ -134,7 +164,7 @@ pub async fn accept_all(
             Err(err) => Err(err),
         };
         match outcome {
-            Ok(()) => accepted_ids.push(id),
+            Ok(()) => decided.push(id),
             Err(err @ (AppError::Conflict(_) | AppError::NotFound | AppError::Forbidden)) => {
                 skipped.push(SkippedRating {
                     rating_id: id,
@@ -144,9 +174,5 @@ pub async fn accept_all(
             Err(other) => return Err(other),
         }
     }
-    Ok(BulkAccepted {
-        accepted: accepted_ids.len(),
-        accepted_ids,
-        skipped,
-    })
+    Ok((decided, skipped))
 }

@@ -25,7 +25,7 @@ pub mod pages;
 mod queue;
 pub mod table;
 
-pub use bulk::{BulkAccept, BulkAccepted, Seen, SkippedRating, accept_all};
+pub use bulk::{BulkAccept, BulkAccepted, Seen, SkippedRating, accept_all, decide_all};
 pub use queue::{
     FilterText, Filters, FoundPage, QueueItem, QueueQuery, filters, matching, next_after, queue,
     value_text,

@@ -65,6 +65,9 @@ const LONG_EXPLANATION: usize = 280;
 
 /// One question across several answer sets (the two responses, or several raters).
 pub struct Row {
+    /// The answer's path as the rubric names it (`a.correctness`); none for the row of
+    /// classifications.
+    pub path: Option<String>,
     pub label: String,
     pub cells: Vec<Cell>,
     /// Whether any cell of the row differs from the others.
@@ -166,6 +169,7 @@ pub fn rows(
         .slots()
         .iter()
         .map(|slot| Row {
+            path: Some(slot.path()),
             label: row_label(slot),
             cells: columns.iter().map(|c| column_cell(slot, c, pair)).collect(),
             differs: false,
@@ -178,6 +182,7 @@ pub fn rows(
         .collect();
     if classified.iter().any(Option::is_some) {
         rows.push(Row {
+            path: None,
             label: "Classifications".into(),
             cells: classified
                 .into_iter()

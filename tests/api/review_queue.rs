@@ -907,3 +907,99 @@ async fn a_swapped_rating_reads_in_the_tasks_order_and_as_the_rater_saw_it_on_as
     assert!(!swapped_task.is_empty());
 }
 db_test!(a_swapped_rating_reads_in_the_tasks_order_and_as_the_rater_saw_it_on_asking: TestApp);
+
+async fn ticked_ratings_are_decided_together_and_a_return_needs_its_comment(app: &TestApp) {
+    let s = scene(app).await;
+    let browser = s.lead.browser_for(app).await;
+    let page = browser
+        .get(app.url("/review?rater=r1"))
+        .go()
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("id=\"bulk-form\""), "{page}");
+    let csrf = csrf_token(&page);
+    let post = async |fields: &[(&str, &str)]| {
+        let mut form = vec![("csrf_token", csrf.as_str())];
+        form.extend_from_slice(fields);
+        let posted = browser
+            .post(app.url("/review/selected?rater=r1"))
+            .form(&form)
+            .go()
+            .await;
+        assert_eq!(posted.status(), StatusCode::SEE_OTHER);
+        let to = posted.headers()["location"].to_str().unwrap().to_owned();
+        assert_eq!(to, "/review?rater=r1", "back under the same filters");
+        page_text(app, &browser, &to).await
+    };
+    let (t1, t2) = (format!("{}:1", s.r1_t1), format!("{}:1", s.r1_t2));
+    // A return without its comment changes nothing, and says so.
+    let said = post(&[("decision", "return"), ("seen", &t1), ("seen", &t2)]).await;
+    assert!(
+        said.contains("Nothing was changed: the comment is required to return ratings"),
+        "{said}"
+    );
+    assert_eq!(ids(&queue(app, &s.lead, "?rater=r1").await).len(), 3);
+    // Returned together, each with the comment, as a normal review.
+    let said = post(&[
+        ("decision", "return"),
+        ("comment", "Explain the score."),
+        ("seen", &t1),
+        ("seen", &t2),
+    ])
+    .await;
+    assert!(
+        said.contains("Returned 2 ratings to their raters, with your comment."),
+        "{said}"
+    );
+    for id in [&s.r1_t1, &s.r1_t2] {
+        let rating = json_with(
+            s.lead
+                .api
+                .get(app.url(&format!("/api/v1/ratings/{id}")))
+                .go()
+                .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(rating["status"], "returned");
+        assert_eq!(rating["review_comment"], "Explain the score.", "{rating}");
+    }
+    // A version the lead did not see, and one no longer waiting, are left alone.
+    let said = post(&[
+        ("decision", "reject"),
+        ("seen", &format!("{}:7", s.r1_second)),
+    ])
+    .await;
+    assert!(
+        said.contains("Rejected 0 ratings: their tasks go to other raters. 1 was left alone: changed since you saw it (version 7 is now 1)."),
+        "{said}"
+    );
+    let said = post(&[("decision", "accept"), ("seen", &t1)]).await;
+    assert!(
+        said.contains("Accepted 0 ratings. 1 was left alone: no longer waits"),
+        "{said}"
+    );
+    // An unknown decision is refused by its name; nothing ticked changes nothing.
+    let said = post(&[
+        ("decision", "maybe"),
+        ("seen", &format!("{}:1", s.r1_second)),
+    ])
+    .await;
+    assert!(
+        said.contains(
+            "Nothing was changed: unknown decision &quot;maybe&quot;: use accept, return or reject."
+        ) || said.contains(
+            "Nothing was changed: unknown decision &#34;maybe&#34;: use accept, return or reject."
+        ),
+        "{said}"
+    );
+    let said = post(&[("decision", "accept")]).await;
+    assert!(said.contains("Tick the ratings to decide first"), "{said}");
+    assert_eq!(
+        ids(&queue(app, &s.lead, "?rater=r1").await),
+        vec![s.r1_second.clone()]
+    );
+}
+db_test!(ticked_ratings_are_decided_together_and_a_return_needs_its_comment: TestApp);

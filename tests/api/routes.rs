@@ -114,6 +114,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     // of the lead's batches, so the lead's call accepts them and the admin's finds none.
     ("GET", "/review/accept", [303, 403, 403, 200, 200, 303]),
     ("POST", "/review/accept", [303, 403, 403, 200, 200, 303]),
+    // No decision in the form: nothing decided, and back to the queue that says so.
+    ("POST", "/review/selected", [303, 403, 403, 303, 303, 303]),
     ("POST", "/api/v1/review/accept", [401, 403, 403, 200, 200, 401]),
     // Admins only.
     ("GET", "/admin/users", [303, 403, 403, 403, 200, 303]),

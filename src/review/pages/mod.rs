@@ -19,6 +19,10 @@ pub fn router() -> Router<AppState> {
             "/review/accept",
             get(queue::confirm_accept).post(queue::post_accept),
         )
+        .route(
+            "/review/selected",
+            axum::routing::post(queue::post_selected),
+        )
         .route("/review/{id}", get(rating::one).post(rating::post_decision))
         .route("/batches/{id}/tasks/{external_id}", get(task::task))
         .route(

@@ -16,9 +16,10 @@ use crate::review::table::row_label;
 use crate::review::{self, BulkAccepted, FilterText, QueueItem, QueueQuery, Seen};
 use crate::state::AppState;
 use crate::store::page::ListKind;
+use crate::web::notice::{self, Notice};
 use crate::web::paging::PageLinks;
 use crate::web::{ApiQuery, Layout, render};
-use verdict_core::lifecycle::{Outcome, Status};
+use verdict_core::lifecycle::{Decision, Outcome, Status};
 use verdict_core::rubric::Slot;
 
 /// An option of a `<select>`: value, label, whether it is the one picked.
@@ -34,6 +35,9 @@ struct QueuePage {
     statuses: Vec<Pick>,
     /// The questions of the picked batch's rubric, when one is picked.
     questions: Vec<Pick>,
+    /// Each of those questions' answers as the form labels them, grouped by question
+    /// (its path and label), when a batch is picked: the answer filter's choices.
+    answers: Vec<(String, String, Vec<Pick>)>,
     rater: String,
     question: String,
     answer: String,
@@ -80,6 +84,7 @@ pub(super) async fn queue(
     let batch_text = trimmed(text.batch);
     let visible = state.store().visible_batches(lead.id, lead.role).await?;
     let mut questions = Vec::new();
+    let mut answers = Vec::new();
     let picked_warning = trimmed(text.warning);
     let mut warnings = vec![
         (
@@ -99,6 +104,27 @@ pub(super) async fn queue(
     {
         let rubric = state.store().batch_rubric(&summary.batch).await?;
         let picked = trimmed(text.question);
+        let picked_answer = trimmed(text.answer);
+        answers = rubric
+            .slots()
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Asked { question, .. } if !question.options().is_empty() => {
+                    let path = s.path();
+                    let options = question
+                        .options()
+                        .into_iter()
+                        .map(|(value, label)| {
+                            let value = verdict_core::rubric::plain(&value);
+                            let chosen = path == picked && value == picked_answer;
+                            (value, label.to_owned(), chosen)
+                        })
+                        .collect();
+                    Some((path, row_label(s), options))
+                }
+                _ => None,
+            })
+            .collect();
         questions = rubric
             .slots()
             .iter()
@@ -187,6 +213,7 @@ pub(super) async fn queue(
         outcomes,
         statuses,
         questions,
+        answers,
         rater: trimmed(text.rater),
         question: trimmed(text.question),
         answer: trimmed(text.answer),
@@ -217,6 +244,7 @@ fn empty_queue(layout: Layout) -> QueuePage {
         outcomes: vec![],
         statuses: vec![],
         questions: vec![],
+        answers: vec![],
         rater: String::new(),
         question: String::new(),
         answer: String::new(),
@@ -350,4 +378,110 @@ pub(super) async fn post_accept(
         done: Some(done),
     })?
     .into_response())
+}
+
+/// The queue's form for the ratings a lead ticked: the decision, the comment a return
+/// sends every rater, each ticked rating as `rating_id:version`, and the queue's filters.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct SelectedForm {
+    #[serde(flatten)]
+    filters: AcceptForm,
+    #[serde(default)]
+    decision: String,
+    comment: Option<String>,
+}
+
+/// `POST /review/selected`: decides the ticked ratings the same way, each as a normal
+/// review (one that changed since the queue was shown is left alone), then back to the
+/// queue under the same filters, whose page says what was done.
+pub(super) async fn post_selected(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    session: tower_sessions::Session,
+    CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
+) -> AppResult<Response> {
+    // The ticked ratings come as repeated `seen` fields, the decision and comment beside
+    // them; the queue's filters ride in the form's address.
+    let mut seen_text = Vec::new();
+    let mut rest: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|err| {
+            AppError::BadRequest(format!("the address's filters cannot be read: {err}"))
+        })?;
+    for (key, value) in pairs {
+        if key == "seen" {
+            seen_text.push(value);
+        } else if key != "csrf_token" {
+            rest.push((key, value));
+        }
+    }
+    let encoded = serde_urlencoded::to_string(&rest).map_err(AppError::internal)?;
+    let form: SelectedForm = serde_urlencoded::from_str(&encoded).map_err(|err| {
+        AppError::BadRequest(format!("the form is not one of the queue's: {err}"))
+    })?;
+    let seen = parse_seen(&seen_text.join(","))?;
+    let filters = review::filters(&state, &lead, form.filters.filter_text()).await?;
+    let back = match filters.query_string() {
+        carry if carry.is_empty() => "/review".to_owned(),
+        carry => format!("/review?{carry}"),
+    };
+    let said = match (form.decision.parse::<Decision>(), seen.is_empty()) {
+        (Err(unknown), _) => Notice::new(format!("Nothing was changed: {unknown}.")),
+        (Ok(_), true) => Notice::new("Tick the ratings to decide first: nothing was changed."),
+        (Ok(decision), false) => match review::decide_all(
+            &state,
+            &lead,
+            form.filters.filter_text(),
+            Some(&seen),
+            decision,
+            form.comment,
+        )
+        .await
+        {
+            Ok((decided, skipped)) => {
+                Notice::new(selected_words(decision, decided.len(), &skipped))
+            }
+            Err(AppError::Validation { fields, .. }) => Notice::new(format!(
+                "Nothing was changed: {}.",
+                fields
+                    .iter()
+                    .map(|(field, why)| format!("the {field} {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Err(other) => return Err(other),
+        },
+    };
+    notice::set(&session, said).await?;
+    Ok(axum::response::Redirect::to(&back).into_response())
+}
+
+/// What the queue says after deciding ticked ratings: how many, and any left alone.
+fn selected_words(decision: Decision, decided: usize, skipped: &[review::SkippedRating]) -> String {
+    let ratings = |n: usize| {
+        if n == 1 {
+            "1 rating".to_owned()
+        } else {
+            format!("{n} ratings")
+        }
+    };
+    let done = match decision {
+        Decision::Accept => format!("Accepted {}.", ratings(decided)),
+        Decision::Return => format!(
+            "Returned {} to their raters, with your comment.",
+            ratings(decided)
+        ),
+        Decision::Reject => format!(
+            "Rejected {}: their tasks go to other raters.",
+            ratings(decided)
+        ),
+    };
+    match skipped {
+        [] => done,
+        [one] => format!("{done} 1 was left alone: {}.", one.reason),
+        more => format!(
+            "{done} {} were left alone (changed since you saw them, or no longer waiting).",
+            more.len()
+        ),
+    }
 }

@@ -177,14 +177,64 @@ struct ReviewPage {
     code_runs: Vec<(String, String)>,
     attachments: Vec<AttachmentView>,
     /// The answers a lead may comment on, in the orientation of `view`, with the last
-    /// review's comment on each.
-    comment_fields: Vec<CommentField>,
+    /// review's comment on each, beside the row of the answer they are on.
+    row_comments: Vec<Vec<CommentField>>,
+    /// Those of answers with no row (none was given), after the table.
+    other_comments: Vec<CommentField>,
 }
 
 impl ReviewPage {
-    fn has_field_comments(&self) -> bool {
-        self.comment_fields.iter().any(|f| !f.comment.is_empty())
+    fn has_other_comments(&self) -> bool {
+        self.other_comments.iter().any(|f| !f.comment.is_empty())
     }
+
+    /// The comment boxes of row `i` (none past the rows).
+    fn comments_of(&self, i: &usize) -> &[CommentField] {
+        self.row_comments.get(*i).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The comment boxes of each row of `rows`: on its answer and on that answer's
+/// explanation (the classifications' row takes those of the classifications). A row of a
+/// rating shown turned reads the other response's answers, whose comments it takes. The
+/// boxes of answers without a row come last.
+fn comments_by_row(
+    rows: &[Row],
+    mut fields: Vec<CommentField>,
+    turned: bool,
+) -> (Vec<Vec<CommentField>>, Vec<CommentField>) {
+    let canonical = |path: &str| -> String {
+        match (turned, path.split_once('.')) {
+            (true, Some(("a", rest))) => format!("b.{rest}"),
+            (true, Some(("b", rest))) => format!("a.{rest}"),
+            _ => path.to_owned(),
+        }
+    };
+    let by_row = rows
+        .iter()
+        .map(|row| {
+            let names: Vec<String> = match &row.path {
+                Some(path) => {
+                    let path = canonical(path);
+                    vec![
+                        format!("field_comment.{path}"),
+                        format!("field_comment.{path}_explanation"),
+                    ]
+                }
+                None => fields
+                    .iter()
+                    .filter(|f| f.name.starts_with("field_comment.classifications."))
+                    .map(|f| f.name.clone())
+                    .collect(),
+            };
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut fields)
+                .into_iter()
+                .partition(|f| names.contains(&f.name));
+            fields = rest;
+            mine
+        })
+        .collect();
+    (by_row, fields)
 }
 
 /// A run the rater attached to the rating.
@@ -316,6 +366,9 @@ async fn review_page(
     };
     let prompt_html = rendered.prompt.clone();
     let (a_html, b_html) = rendered.responses(turned);
+    let table_rows = rows(&access.rubric, &access.batch.classifications, &[column]);
+    let (row_comments, other_comments) =
+        comments_by_row(&table_rows, comment_fields(access, turned), turned);
     let (code_runs, attachments) = evidence_views(r.evidence.as_ref(), pair, turned);
     let path = format!("/review/{}", r.id);
     let other = match view {
@@ -335,7 +388,9 @@ async fn review_page(
         swapped,
         time_spent_s: r.time_spent_s,
         review_comment: r.review_comment.clone(),
-        rows: rows(&access.rubric, &access.batch.classifications, &[column]),
+        rows: table_rows,
+        row_comments,
+        other_comments,
         history,
         prompt_html,
         a_html,
@@ -360,7 +415,6 @@ async fn review_page(
         review_first: r.review_first,
         code_runs,
         attachments,
-        comment_fields: comment_fields(access, turned),
     })
 }
 
