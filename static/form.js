@@ -22,7 +22,6 @@
       line.classList.toggle("wrapped", block.classList.contains("wrap") && line.offsetHeight > rowHeight * 1.5);
     }
   };
-  const wrapButtons = [];
   function setWrap(block, on) {
     block.classList.toggle("wrap", on);
     const button = block.closest(".code-box").querySelector(".wrap-toggle");
@@ -49,7 +48,6 @@
     wrap.textContent = "Wrap lines";
     wrap.title = "Wrap long lines in every code block (w)";
     wrap.addEventListener("click", () => chooseWrap(!block.classList.contains("wrap")));
-    wrapButtons.push(wrap);
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy";
