@@ -15,7 +15,8 @@ use verdict::Config;
 use verdict::store::Backend;
 
 use crate::helpers::{
-    Fixture, Go, Persona, TestApp, TestDb, db_test, json_with, jsonl, pair_task, single_task,
+    Fixture, Go, Persona, TestApp, TestDb, db_test, json_with, jsonl, page_text, pair_task,
+    single_task,
 };
 use crate::judge_server::{Reply, ScriptedJudge, prefers_good, shown_first};
 
@@ -703,6 +704,13 @@ async fn a_run_against_a_dead_endpoint_says_it_retries_and_ends_failed(fixture: 
     let listed = json_with(listed, StatusCode::OK).await;
     assert_eq!(listed[0]["status"], "failed");
     assert_eq!(listed[0]["last_error"], error);
+    // The batch page's row says the same.
+    let browser = admin.browser_for(app).await;
+    let html = page_text(app, &browser, &format!("/batches/{batch}")).await;
+    assert!(
+        html.contains(">failed · connection failed: error sending request"),
+        "{html}"
+    );
 
     // A failed run holds nothing: the judge can start another over the batch. While that
     // one is open, the failed run cannot be resumed beside it; cancelled, it can.
