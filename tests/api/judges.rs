@@ -1224,5 +1224,37 @@ async fn the_command_line_adds_a_judge_and_runs_it(db: &TestDb) {
         verdict_cli(db, &["judge", "run", "--batch", "cli", "--judge", "nobody"]).await;
     assert!(!ok);
     assert!(err.contains("nobody"), "{err}");
+
+    // A judge whose endpoint refuses every call: the run failed, the command says why
+    // and fails with it.
+    let refusing = ScriptedJudge::start(|_: &Value, _| Reply::Status(400, None)).await;
+    let (ok, _, err) = verdict_cli(
+        db,
+        &[
+            "judge",
+            "add",
+            "--name",
+            "cli-refused",
+            "--base-url",
+            &refusing.base_url,
+            "--model",
+            "m",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let (ok, out, err) = verdict_cli(
+        db,
+        &["judge", "run", "--batch", "cli", "--judge", "cli-refused"],
+    )
+    .await;
+    assert!(!ok, "a failed run fails the command: {out}");
+    assert!(
+        out.contains(
+            "failed · HTTP 400 Bad Request from the endpoint — 0 answered, 0 unparsed, 2 failed of 2 calls"
+        ),
+        "{out}"
+    );
+    assert!(err.contains("the run failed"), "{err}");
 }
 db_test!(the_command_line_adds_a_judge_and_runs_it: TestDb);
