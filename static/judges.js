@@ -1,8 +1,10 @@
 // Live progress of the batch page's judge runs: while a run on the page is running,
 // asks the API for it every 2 seconds (with the session cookie) and writes its numbers,
-// status and buttons into its row; a change of status is said in the polite live
-// region under the table. Polling stops once no run on the page is running. Without
-// JavaScript the table is the snapshot the page was served with.
+// status (with the attempt and the error while it retries) and buttons into its row; a
+// change of status, and the start of retrying, are said in the polite live region under
+// the table. An error comes from what an endpoint answered: it is only ever written as
+// text. Polling stops once no run on the page is running. Without JavaScript the table
+// is the snapshot the page was served with.
 (function () {
   const table = document.getElementById('judge-runs');
   if (!table) return;
@@ -19,6 +21,14 @@
   // "2026-03-01T12:34:56.789Z" as the page writes times: "2026-03-01 12:34" (UTC).
   const minute = (iso) => (iso ? iso.slice(0, 16).replace('T', ' ') : '—');
 
+  // Where the run stands, in words, as the server writes it (RunView::status_text).
+  function statusText(run) {
+    const error = run.last_error ?? 'no error was recorded';
+    if (run.status === 'running' && run.attempt != null) return `retrying · attempt ${run.attempt} · ${error}`;
+    if (run.status === 'failed') return `failed · ${error}`;
+    return run.status;
+  }
+
   function update(row, run) {
     const done = run.answered + run.unparsed;
     put(row, 'done', String(done));
@@ -30,24 +40,32 @@
     const bar = row.querySelector('progress');
     if (bar) bar.value = done;
     // The buttons the new status allows, as the server draws them.
+    const over = run.status === 'finished' || run.status === 'failed';
     const allowed = {
       pause: run.status === 'running',
-      resume: run.status === 'paused' || (run.status === 'finished' && run.failed > 0),
+      resume: run.status === 'paused' || (over && run.failed > 0),
       cancel: run.status === 'running' || run.status === 'paused',
     };
     row.querySelectorAll('button[data-action]').forEach((button) => {
       button.hidden = !allowed[button.dataset.action];
-      if (button.dataset.action === 'resume' && run.status === 'finished') {
+      if (button.dataset.action === 'resume' && over) {
         button.textContent = 'Ask failed calls again';
       }
     });
+    put(row, 'status', statusText(run));
+    // Said once when the page first sees the run retry, and again if it starts again.
+    const wasRetrying = row.dataset.retrying === 'true';
+    row.dataset.retrying = String(run.retrying);
     if (run.status !== row.dataset.status) {
       row.dataset.status = run.status;
-      put(row, 'status', run.status);
       if (live) {
-        const figures = run.status === 'finished' ? ' Reload the page to see its figures.' : '';
-        live.textContent = `The run of ${run.judge} is ${run.status}: ${done} of ${run.calls} calls over, ${run.failed} failed.${figures}`;
+        const calls = `${done} of ${run.calls} calls over, ${run.failed} failed.`;
+        live.textContent = run.status === 'failed'
+          ? `The run of ${run.judge} failed: ${calls} The last error: ${run.last_error ?? 'none was recorded'}.`
+          : `The run of ${run.judge} is ${run.status}: ${calls}${run.status === 'finished' ? ' Reload the page to see its figures.' : ''}`;
       }
+    } else if (run.retrying && !wasRetrying && live) {
+      live.textContent = `The run of ${run.judge} is retrying: ${run.last_error ?? 'no error was recorded'}.`;
     }
   }
 

@@ -1,8 +1,9 @@
 // LLM judges in a real browser, on `verdict demo`: an admin adds a judge on the judges
 // page, pointing at a tiny OpenAI-compatible server run by this test, starts a run from
 // the additive batch's page, watches the run's row reach "finished" without reloading
-// (the page's live progress), and reads the run's calls; then axe-core checks the judges'
-// pages as the accessibility test checks the others.
+// (the page's live progress), and reads the run's calls; a judge whose server is down
+// shows, live, that it retries and then that it failed, and why; then axe-core checks the
+// judges' pages as the accessibility test checks the others.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -135,15 +136,102 @@ test("an admin adds a judge, runs it from the batch page and watches it finish l
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
-/** The serious and critical violations axe finds on the page as it stands. */
-async function violations(page) {
+/**
+ * The serious and critical violations axe finds on the page as it stands, or only in the
+ * element `within` (a selector) when given.
+ */
+async function violations(page, within) {
   await page.evaluate(AXE);
-  const found = await page.evaluate(async () => {
-    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+  const found = await page.evaluate(async (selector) => {
+    const context = selector ? { include: [selector] } : document;
+    const result = await window.axe.run(context, { resultTypes: ["violations"] });
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" ")) }));
-  });
+  }, within ?? null);
   return found.filter((v) => v.impact === "serious" || v.impact === "critical");
 }
+
+test("a run against a judge whose server is down says live that it retries, then that it failed", async () => {
+  // A port nothing listens on: every call is refused at once, as when the server is down.
+  const closed = createServer();
+  await new Promise((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const deadBase = `http://127.0.0.1:${closed.address().port}/v1`;
+  await new Promise((resolve) => closed.close(resolve));
+
+  const page = await signedIn("admin");
+  await page.goto(`${env.server.base}/admin/judges`);
+  await page.fill('#add-judge input[name="name"]', "down-judge");
+  await page.fill('#add-judge input[name="base_url"]', deadBase);
+  await page.fill('#add-judge input[name="model"]', "gone");
+  // Every call at once: the run is over when the first call's six attempts are.
+  await page.fill('#add-judge input[name="concurrency"]', "6");
+  await Promise.all([page.waitForNavigation(), page.click('#add-judge button[type="submit"]')]);
+  assert.match(await page.textContent("#judge-saved"), /Judge down-judge was added/);
+
+  const batches = await (await page.request.get(`${env.server.base}/api/v1/batches`)).json();
+  const batchPage = `${env.server.base}/batches/${batches.find((b) => b.rubric === "additive-5").id}`;
+  await page.goto(batchPage);
+  await page.selectOption("#run-judge", "down-judge");
+  await Promise.all([page.waitForNavigation(), page.click('#start-run button[type="submit"]')]);
+  const row = page.locator("#judge-runs tbody tr").first();
+  assert.match(await row.locator("td").first().textContent(), /down-judge/);
+  const rowId = `#${await row.getAttribute("id")}`;
+  const status = row.locator('[data-field="status"]');
+  await page.evaluate(() => { window.__sameDocument = true; });
+
+  // While the calls wait to be asked again, the row says so, with the attempt and why,
+  // and the live region says it once.
+  const saysRetrying = /^retrying · attempt [2-6] · connection failed: .*Connection refused/;
+  await page.waitForFunction(
+    () => document.getElementById("judge-runs-live").textContent.startsWith("The run of down-judge is retrying: "),
+    null,
+    { timeout: 30_000 },
+  );
+  assert.match(await page.textContent("#judge-runs-live"), /^The run of down-judge is retrying: connection failed: .*Connection refused/);
+  assert.match(await status.textContent(), saysRetrying);
+  assert.equal(await status.locator("*").count(), 0, "the error is text, not markup");
+  assert.equal(await row.getAttribute("data-status"), "running");
+  assert.equal(await row.locator('button[data-action="cancel"]').isVisible(), true);
+
+  // Served while it retries, the row says the same; axe finds nothing serious in it.
+  const context = await env.browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true });
+  const checker = await context.newPage();
+  await login(checker, env.server.base, "admin", env.server.passwords.admin);
+  await checker.goto(batchPage);
+  assert.match(await checker.textContent(`${rowId} [data-field="status"]`), saysRetrying);
+  assert.deepEqual(await violations(checker, rowId), [], "the row of a run that retries");
+
+  // Every call's six attempts refused: the run failed, and says why, without a reload.
+  await page.waitForFunction(
+    (selector) => document.querySelector(selector).dataset.status === "failed",
+    rowId,
+    { timeout: 120_000 },
+  );
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was not reloaded");
+  const failed = await status.textContent();
+  assert.match(failed, /^failed · connection failed: .*Connection refused/);
+  assert.equal(await row.locator('[data-field="done"]').textContent(), "0");
+  assert.equal(await row.locator('[data-field="failed"]').textContent(), "6");
+  assert.notEqual(await row.locator('[data-field="finished"]').textContent(), "—");
+  const resume = row.locator('button[data-action="resume"]');
+  assert.equal(await resume.isVisible(), true, "a failed run can be asked again");
+  assert.equal(await resume.textContent(), "Ask failed calls again");
+  assert.equal(await row.locator('button[data-action="pause"]').isVisible(), false);
+  assert.equal(await row.locator('button[data-action="cancel"]').isVisible(), false);
+  assert.match(
+    await page.textContent("#judge-runs-live"),
+    /^The run of down-judge failed: 0 of 6 calls over, 6 failed\. The last error: connection failed: /,
+  );
+
+  // Reloaded, the page serves the row as it was left.
+  await page.reload();
+  assert.equal(await status.textContent(), failed);
+  assert.equal(await resume.textContent(), "Ask failed calls again");
+  await checker.reload();
+  assert.equal(await checker.textContent(`${rowId} [data-field="status"]`), failed);
+  assert.deepEqual(await violations(checker, rowId), [], "the row of a failed run");
+  await context.close();
+  assert.deepEqual(await page.problems(), []);
+});
 
 test("the judges' pages have no serious accessibility problems", async () => {
   // The check's script is let past the app's CSP.

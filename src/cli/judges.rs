@@ -82,23 +82,39 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             bar.set_position(u64::try_from(done.answered + done.unparsed).unwrap_or(0));
-            let counts = std::sync::Mutex::new((done.answered, done.unparsed, 0i64));
+            let shown = std::sync::Mutex::new(Progress {
+                answered: done.answered,
+                unparsed: done.unparsed,
+                ..Progress::default()
+            });
+            let show = |change: &dyn Fn(&mut Progress)| {
+                let mut shown = shown.lock().unwrap_or_else(|p| p.into_inner());
+                change(&mut shown);
+                bar.set_message(shown.message());
+            };
             let progress = |call: &crate::store::judges::Call| {
-                let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
-                match call.status {
-                    verdict_core::lifecycle::CallStatus::Answered => c.0 += 1,
-                    verdict_core::lifecycle::CallStatus::Unparsed => c.1 += 1,
-                    verdict_core::lifecycle::CallStatus::Failed => c.2 += 1,
-                }
-                bar.set_message(format!(
-                    "{} answered, {} unparsed, {} failed",
-                    c.0, c.1, c.2
-                ));
+                show(&|p| match call.status {
+                    verdict_core::lifecycle::CallStatus::Answered => p.answered += 1,
+                    verdict_core::lifecycle::CallStatus::Unparsed => p.unparsed += 1,
+                    verdict_core::lifecycle::CallStatus::Failed => p.failed += 1,
+                });
                 bar.inc(1);
+            };
+            let watch = async {
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    if let Ok(Some(now)) = store.run(run.id).await {
+                        let view = runs::RunView::new(now, &judge.name, Default::default());
+                        let retrying = view.retrying.then(|| view.status_text());
+                        show(&|p| p.retrying.clone_from(&retrying));
+                    }
+                }
             };
             let work = judging.run_to_end(run.id, Some(&progress));
             tokio::select! {
                 out = work => out.map_err(|e| describe(e.into()))?,
+                _ = watch => {}
                 () = crate::shutdown_signal() => {
                     bar.abandon_with_message("stopped; run the same command again to go on");
                     return Ok(());
@@ -111,7 +127,7 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
             println!(
                 "run {}: {} — {} answered, {} unparsed, {} failed of {} calls; {} + {} tokens",
                 view.id,
-                view.status,
+                view.status_text(),
                 view.answered,
                 view.unparsed,
                 view.failed,
@@ -119,7 +135,36 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 view.tokens.prompt,
                 view.tokens.completion
             );
+            if view.status == verdict_core::lifecycle::RunStatus::Failed {
+                anyhow::bail!(
+                    "the run failed: none of its calls got an answer (the last error is above)"
+                );
+            }
         }
     }
     Ok(())
+}
+
+/// What the progress bar of `verdict judge run` says beside the bar: the calls over by
+/// status, and while a call waits to be asked again, what the run says of it.
+#[derive(Debug, Default)]
+struct Progress {
+    answered: i64,
+    unparsed: i64,
+    failed: i64,
+    /// `retrying · attempt 3 · connection failed: …`, while it does.
+    retrying: Option<String>,
+}
+
+impl Progress {
+    fn message(&self) -> String {
+        let retrying = self
+            .retrying
+            .as_ref()
+            .map_or(String::new(), |text| format!(" · {text}"));
+        format!(
+            "{} answered, {} unparsed, {} failed{retrying}",
+            self.answered, self.unparsed, self.failed
+        )
+    }
 }

@@ -401,11 +401,20 @@ impl BatchPage {
             .any(|r| r.status == verdict_core::lifecycle::RunStatus::Running)
     }
 
-    /// Whether a run can be resumed from the page: a paused one, or a finished one with
-    /// calls that failed (resuming asks them again).
+    /// Whether a run can be resumed from the page: a paused one, or a finished or failed
+    /// one with calls that failed (resuming asks them again).
     fn resumable(&self, run: &RunView) -> bool {
         run.status.can_resume()
             && (run.status == verdict_core::lifecycle::RunStatus::Paused || run.failed > 0)
+    }
+
+    /// What resuming a run does, as its button says it.
+    fn resume_words(&self, run: &RunView) -> &'static str {
+        if run.status == verdict_core::lifecycle::RunStatus::Paused {
+            "Resume"
+        } else {
+            "Ask failed calls again"
+        }
     }
 
     /// What is wrong with the start form, each line naming its field in words (a refused

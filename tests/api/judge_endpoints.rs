@@ -172,12 +172,13 @@ async fn an_endless_reply_is_cut_at_the_limit_and_memory_stays_flat(db: &TestDb)
             .json()
             .await
             .expect("JSON");
-        if view["status"] == "finished" {
+        // Every call failed, so the run did.
+        if view["status"] == "failed" {
             break view;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the run never finished: {view}"
+            "the run never ended: {view}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
@@ -278,10 +279,12 @@ async fn replies_are_read_up_to_the_judges_limit_and_stored_capped(fixture: &Gua
         .await;
     assert!(stored < 65 * 1024, "{stored} bytes stored");
 
-    // Past the judge's own limit: dropped, the call failed saying so.
+    // Past the judge's own limit: dropped, the call failed saying so (and with it the
+    // run, which had no other).
     let run = start_run(app, &admin, &batch, "small").await;
-    wait_for(app, &admin, &run, "finished").await;
+    let view = wait_for(app, &admin, &run, "failed").await;
     let call = &calls_by_task(app, &admin, &run).await["long"];
+    assert_eq!(view["last_error"], call["error"], "{view}");
     assert_eq!(call["status"], "failed");
     assert_eq!(call["attempts"], 1);
     assert!(
@@ -535,8 +538,9 @@ async fn link_local_metadata_and_credentialed_urls_are_refused(app: &TestApp) {
         )
         .await;
     let run = start_run(app, &admin, &batch, "moving").await;
-    wait_for(app, &admin, &run, "finished").await;
+    let view = wait_for(app, &admin, &run, "failed").await;
     let call = &calls_by_task(app, &admin, &run).await["o1"];
+    assert_eq!(view["last_error"], call["error"], "{view}");
     assert_eq!(call["attempts"], 1, "{call}");
     assert!(
         call["error"]
@@ -569,9 +573,15 @@ async fn redirects_are_not_followed_and_error_replies_reach_admins_only(fixture:
         .await;
     add_judge(app, &admin, "hostile", &scripted.base_url, json!({})).await;
     let run = start_run(app, &admin, &batch, "hostile").await;
-    let view = wait_for(app, &admin, &run, "finished").await;
+    let view = wait_for(app, &admin, &run, "failed").await;
     assert_eq!(view["failed"], 2, "{view}");
     assert_eq!(scripted.followed(), 0, "the redirect was not followed");
+    // The run's latest error is a call's status and cause, never what the endpoint said.
+    let last = view["last_error"].as_str().expect("the last error");
+    assert!(
+        last.starts_with("HTTP 302: ") || last == "HTTP 403 Forbidden from the endpoint",
+        "{view}"
+    );
 
     let by_task = calls_by_task(app, &admin, &run).await;
     let redirect = &by_task["redirect"];
@@ -668,8 +678,9 @@ async fn an_allow_list_narrows_the_hosts_judges_reach(fixture: &NarrowApp) {
         )
         .await;
     let run = start_run(app, &admin, &batch, "netted").await;
-    wait_for(app, &admin, &run, "finished").await;
+    let view = wait_for(app, &admin, &run, "failed").await;
     let call = &calls_by_task(app, &admin, &run).await["n1"];
+    assert_eq!(view["last_error"], call["error"], "{view}");
     assert!(
         call["error"]
             .as_str()

@@ -15,7 +15,8 @@ use verdict::Config;
 use verdict::store::Backend;
 
 use crate::helpers::{
-    Fixture, Go, Persona, TestApp, TestDb, db_test, json_with, jsonl, pair_task, single_task,
+    Fixture, Go, Persona, TestApp, TestDb, db_test, json_with, jsonl, page_text, pair_task,
+    single_task,
 };
 use crate::judge_server::{Reply, ScriptedJudge, prefers_good, shown_first};
 
@@ -534,6 +535,22 @@ async fn calls_are_retried_honouring_retry_after(fixture: &QuickApp) {
         (Some(3), Some(1)),
         "{view}"
     );
+    // Answers and a failure: the run finished, not failed, and keeps the latest error it
+    // met (which one came last depends on the timing of the retries).
+    assert_eq!(
+        (&view["retrying"], &view["attempt"]),
+        (&json!(false), &Value::Null)
+    );
+    let met = [
+        "HTTP 429 Too Many Requests from the endpoint",
+        "HTTP 500 Internal Server Error from the endpoint",
+        "timed out",
+        "HTTP 400 Bad Request from the endpoint",
+    ];
+    assert!(
+        met.iter().any(|e| view["last_error"] == *e),
+        "the latest error is one the run met: {view}"
+    );
 
     let stored: HashMap<String, Value> = calls(app, &admin, &run, None)
         .await
@@ -578,6 +595,165 @@ async fn calls_are_retried_honouring_retry_after(fixture: &QuickApp) {
     assert_eq!(asked_again, 1, "only the failed call is asked again");
 }
 db_test!(calls_are_retried_honouring_retry_after: QuickApp);
+
+/// An address nothing listens on: connecting is refused at once, as when a judge's
+/// server is down.
+async fn dead_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+async fn a_run_against_a_dead_endpoint_says_it_retries_and_ends_failed(fixture: &QuickApp) {
+    let app = &fixture.0;
+    let admin = app.admin().await;
+    let batch = app
+        .batch(
+            &admin,
+            "down",
+            &single_tasks(&[("d1", "PLAIN answer one"), ("d2", "PLAIN answer two")]),
+            "&rubric=additive-5&randomize=false",
+        )
+        .await;
+    let judge = add_judge(
+        app,
+        &admin,
+        "down",
+        &dead_endpoint().await,
+        json!({"concurrency": 1}),
+    )
+    .await;
+    let run = start_run(app, &admin, &batch, "down").await;
+
+    // While its calls wait to be asked again, the run says so: the attempt each waits
+    // for, and the error it met.
+    let mut attempts = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let view = loop {
+        let response = admin
+            .api
+            .get(app.url(&format!("/api/v1/judge-runs/{run}")))
+            .go()
+            .await;
+        let view = json_with(response, StatusCode::OK).await;
+        if view["status"] != "running" {
+            break view;
+        }
+        if view["retrying"] == true {
+            let attempt = view["attempt"].as_i64().expect("the attempt");
+            assert!((2..=6).contains(&attempt), "{view}");
+            attempts.insert(attempt);
+            let error = view["last_error"].as_str().expect("the error");
+            assert!(
+                error.starts_with("connection failed: ") && error.contains("refused"),
+                "{view}"
+            );
+            assert!(view["last_error_at"].is_string(), "{view}");
+        } else {
+            assert_eq!(view["attempt"], Value::Null, "{view}");
+        }
+        assert_eq!(
+            (view["answered"].as_i64(), view["unparsed"].as_i64()),
+            (Some(0), Some(0))
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never ended: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert!(
+        attempts.len() >= 2,
+        "the attempt was seen to go up: {attempts:?}"
+    );
+
+    // Nothing came of any call: the run failed, and says why.
+    assert_eq!(view["status"], "failed", "{view}");
+    assert_eq!(
+        (
+            view["answered"].as_i64(),
+            view["unparsed"].as_i64(),
+            view["failed"].as_i64()
+        ),
+        (Some(0), Some(0), Some(2)),
+        "{view}"
+    );
+    assert_eq!(
+        (&view["retrying"], &view["attempt"]),
+        (&json!(false), &Value::Null)
+    );
+    let error = view["last_error"].as_str().expect("the last error is kept");
+    assert!(error.starts_with("connection failed: "), "{view}");
+    assert!(error.chars().count() <= 200, "{error}");
+    assert!(view["finished_at"].is_string(), "{view}");
+    for call in calls(app, &admin, &run, None).await {
+        assert_eq!(
+            (&call["status"], &call["attempts"]),
+            (&json!("failed"), &json!(6)),
+            "{call}"
+        );
+    }
+    let listed = admin
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+        .go()
+        .await;
+    let listed = json_with(listed, StatusCode::OK).await;
+    assert_eq!(listed[0]["status"], "failed");
+    assert_eq!(listed[0]["last_error"], error);
+    // The batch page's row says the same.
+    let browser = admin.browser_for(app).await;
+    let html = page_text(app, &browser, &format!("/batches/{batch}")).await;
+    assert!(
+        html.contains(">failed · connection failed: error sending request"),
+        "{html}"
+    );
+
+    // A failed run holds nothing: the judge can start another over the batch. While that
+    // one is open, the failed run cannot be resumed beside it; cancelled, it can.
+    let second = start_run(app, &admin, &batch, "down").await;
+    let refused = run_action(app, &admin, &run, "resume").await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    let refused = refused.text().await.expect("why");
+    assert!(refused.contains("already has an open run"), "{refused}");
+    let cancelled = run_action(app, &admin, &second, "cancel").await;
+    assert_eq!(cancelled.status(), StatusCode::OK);
+    assert_eq!(
+        run_action(app, &admin, &run, "pause").await.status(),
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        run_action(app, &admin, &run, "cancel").await.status(),
+        StatusCode::CONFLICT
+    );
+
+    // The endpoint is back (somewhere else): resuming the failed run asks its calls
+    // again, and this time it finishes. The error it met is still its latest.
+    let scripted = ScriptedJudge::start(additive_outputs).await;
+    let moved = admin
+        .api
+        .patch(app.url(&format!("/api/v1/judges/{judge}")))
+        .json(&json!({"base_url": scripted.base_url}))
+        .go()
+        .await;
+    assert_eq!(moved.status(), StatusCode::OK);
+    let resumed = run_action(app, &admin, &run, "resume").await;
+    let resumed = json_with(resumed, StatusCode::OK).await;
+    assert_eq!(resumed["status"], "running");
+    assert_eq!(resumed["finished_at"], Value::Null);
+    let view = wait_for(app, &admin, &run, "finished").await;
+    assert_eq!(
+        (view["answered"].as_i64(), view["failed"].as_i64()),
+        (Some(2), Some(0)),
+        "{view}"
+    );
+    assert_eq!(view["last_error"], error);
+    assert_eq!(scripted.seen().len(), 2, "each call asked again, once");
+}
+db_test!(a_run_against_a_dead_endpoint_says_it_retries_and_ends_failed: QuickApp);
 
 async fn judges_are_configured_with_every_bad_field_named(app: &TestApp) {
     let admin = app.admin().await;
@@ -1048,5 +1224,37 @@ async fn the_command_line_adds_a_judge_and_runs_it(db: &TestDb) {
         verdict_cli(db, &["judge", "run", "--batch", "cli", "--judge", "nobody"]).await;
     assert!(!ok);
     assert!(err.contains("nobody"), "{err}");
+
+    // A judge whose endpoint refuses every call: the run failed, the command says why
+    // and fails with it.
+    let refusing = ScriptedJudge::start(|_: &Value, _| Reply::Status(400, None)).await;
+    let (ok, _, err) = verdict_cli(
+        db,
+        &[
+            "judge",
+            "add",
+            "--name",
+            "cli-refused",
+            "--base-url",
+            &refusing.base_url,
+            "--model",
+            "m",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let (ok, out, err) = verdict_cli(
+        db,
+        &["judge", "run", "--batch", "cli", "--judge", "cli-refused"],
+    )
+    .await;
+    assert!(!ok, "a failed run fails the command: {out}");
+    assert!(
+        out.contains(
+            "failed · HTTP 400 Bad Request from the endpoint — 0 answered, 0 unparsed, 2 failed of 2 calls"
+        ),
+        "{out}"
+    );
+    assert!(err.contains("the run failed"), "{err}");
 }
 db_test!(the_command_line_adds_a_judge_and_runs_it: TestDb);

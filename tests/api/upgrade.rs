@@ -222,6 +222,8 @@ fn batch_id(dir: &Path, name: &str) -> String {
 /// - issue 28: a batch has a Bradley-Terry prior (migration 0017 gives every old batch
 ///   0.5, the prior every ranking used before), and judges' agreement on a choice of A,
 ///   tie or B is also given by order (see [`ordered_choices`]).
+/// - issue 29: a judge run says whether it is retrying and what its latest error was
+///   (see [`with_last_error`]).
 fn as_served_now(
     name: &str,
     expected: String,
@@ -291,6 +293,11 @@ fn as_served_now(
         with_prior(&mut batch);
         return batch.to_string();
     }
+    if name.ends_with("/judge-runs.json") {
+        let mut runs: Value = serde_json::from_str(&expected).expect("judge-runs.json");
+        with_last_error(&mut runs);
+        return runs.to_string();
+    }
     if name == "pairwise/export.jsonl" {
         return expected
             .lines()
@@ -344,6 +351,45 @@ fn as_served_now(
         return ratings.to_string();
     }
     expected
+}
+
+/// A run says whether it is retrying and what its latest error was since issue 29
+/// (migration 0018). An old run is not retrying; its latest error is its latest failed
+/// call's (the old verdict served every call), and none when no call failed.
+fn with_last_error(runs: &mut Value) {
+    let mut latest = BTreeMap::new();
+    for figures in runs["runs"].as_array().expect("runs") {
+        let failed = figures["calls"]["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .filter(|c| c["status"] == "failed")
+            .max_by_key(|c| (c["created_at"].as_str(), c["id"].as_str()));
+        let (error, at) = failed.map_or((Value::Null, Value::Null), |c| {
+            (c["error"].clone(), c["created_at"].clone())
+        });
+        latest.insert(figures["run"]["id"].to_string(), (error, at));
+    }
+    let now = |view: &mut Value| {
+        let (error, at) = latest[&view["id"].to_string()].clone();
+        let view = view.as_object_mut().expect("a run");
+        for (key, value) in [
+            ("retrying", json!(false)),
+            ("attempt", Value::Null),
+            ("last_error", error),
+            ("last_error_at", at),
+        ] {
+            assert_eq!(view.insert(key.into(), value), None, "{key} is new");
+        }
+    };
+    runs["list"]
+        .as_array_mut()
+        .expect("the list")
+        .iter_mut()
+        .for_each(now);
+    for figures in runs["runs"].as_array_mut().expect("runs") {
+        now(&mut figures["run"]);
+    }
 }
 
 /// Judges' agreement on a choice of A, tie or B is given by order too since issue 28
@@ -531,6 +577,106 @@ async fn an_old_database_serves_what_it_served_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_database_serves_what_it_served_postgres() {
     check(Backend::Postgres).await;
+}
+
+/// A run an older verdict finished with nothing but failed calls is `failed` once
+/// upgraded (migration 0018), with its latest failed call's error as its last error.
+/// Before the upgrade, every call of the fixture's run (over the pairwise batch) is made
+/// to have failed, as a dead endpoint would have left it; as it is, with answers and two
+/// failed calls, [`check`] finds it still finished.
+async fn an_old_run_of_failed_calls_is_failed_once_upgraded(backend: Backend) {
+    let Some(db) = restored(backend).await else {
+        return;
+    };
+    let why =
+        "connection failed: error sending request for url (http://127.0.0.1:9/v1/chat/completions)";
+    let failed_all = format!(
+        "UPDATE judge_calls SET status = 'failed', error = '{why}', raw_output = NULL
+         WHERE run_id IN (SELECT r.id FROM judge_runs r JOIN batches b ON b.id = r.batch_id
+                          WHERE b.name = 'pairwise')"
+    );
+    match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&db.url).await.expect("connect");
+            sqlx::raw_sql(&failed_all)
+                .execute(&pool)
+                .await
+                .expect("fail the calls");
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&db.url).await.expect("connect");
+            sqlx::raw_sql(&failed_all)
+                .execute(&pool)
+                .await
+                .expect("fail the calls");
+            pool.close().await;
+        }
+    }
+    let app = TestApp::on(db, Config::default()).await;
+    let admin = bearer(&tokens(backend)["admin"]);
+    let dir = folder().join("expected").join(backend_name(backend));
+    let path = dir.join("pairwise").join("judge-runs.json");
+    let before: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("judge-runs.json"))
+            .expect("JSON");
+    let pairwise = batch_id(&dir, "pairwise");
+    let runs = get(
+        &app,
+        &admin,
+        &format!("/api/v1/batches/{pairwise}/judge-runs"),
+    )
+    .await;
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        before["list"].as_array().map(Vec::len)
+    );
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    for (run, old) in runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .zip(before["list"].as_array().expect("runs"))
+    {
+        assert_eq!(
+            old["status"], "finished",
+            "the fixture's run finished: {old}"
+        );
+        assert_eq!(run["status"], "failed", "{run}");
+        assert_eq!(
+            (run["answered"].as_i64(), run["unparsed"].as_i64()),
+            (Some(0), Some(0)),
+            "{run}"
+        );
+        assert_eq!(run["failed"], old["calls"], "{run}");
+        assert_eq!(run["last_error"], why, "{run}");
+        assert_eq!(
+            run["finished_at"], old["finished_at"],
+            "when it ended is kept"
+        );
+        assert_eq!(run["retrying"], false, "{run}");
+        let id = run["id"].as_str().expect("run id");
+        let calls = get(&app, &admin, &format!("/api/v1/judge-runs/{id}/calls")).await;
+        let latest = calls["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .filter_map(|c| c["created_at"].as_str())
+            .max()
+            .expect("a call");
+        assert_eq!(run["last_error_at"], latest, "{run}");
+    }
+    app.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_run_of_failed_calls_is_failed_once_upgraded_sqlite() {
+    an_old_run_of_failed_calls_is_failed_once_upgraded(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_run_of_failed_calls_is_failed_once_upgraded_postgres() {
+    an_old_run_of_failed_calls_is_failed_once_upgraded(Backend::Postgres).await;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -182,24 +182,51 @@ named! {
         Paused = "paused",
         /// Stopped for good; what was answered is kept.
         Cancelled = "cancelled",
-        /// Every call made (some may have failed; resuming asks those again).
+        /// Every call made, and something came of them (some may have failed; resuming
+        /// asks those again).
         Finished = "finished",
+        /// Every call made, and every one failed: the endpoint never answered usefully.
+        /// Resuming asks them all again.
+        Failed = "failed",
     }
 }
 
 impl RunStatus {
+    /// What a run whose every call was made ends as, by how its calls ended: `failed`
+    /// when nothing was answered and nothing unparsed but something failed, else
+    /// `finished` (a run with no task to ask about has nothing that failed).
+    pub fn ended(answered: i64, unparsed: i64, failed: i64) -> RunStatus {
+        if answered == 0 && unparsed == 0 && failed > 0 {
+            RunStatus::Failed
+        } else {
+            RunStatus::Finished
+        }
+    }
+
     /// Whether the run still holds its judge and batch (one open run per pair).
     pub fn is_open(self) -> bool {
         matches!(self, RunStatus::Running | RunStatus::Paused)
+    }
+
+    /// Whether the run is over (for now): it has an end time.
+    pub fn is_over(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Cancelled | RunStatus::Finished | RunStatus::Failed
+        )
     }
 
     pub fn can_pause(self) -> bool {
         self == RunStatus::Running
     }
 
-    /// A paused run resumes; so does a finished one, to ask again the calls that failed.
+    /// A paused run resumes; so does a finished or failed one, to ask again the calls
+    /// that failed.
     pub fn can_resume(self) -> bool {
-        matches!(self, RunStatus::Paused | RunStatus::Finished)
+        matches!(
+            self,
+            RunStatus::Paused | RunStatus::Finished | RunStatus::Failed
+        )
     }
 
     pub fn can_cancel(self) -> bool {
@@ -645,6 +672,49 @@ mod tests {
             "{refused}"
         );
         assert_eq!(Outcome::OutOfScope.label(), "out of scope");
+    }
+
+    #[test]
+    fn a_run_whose_every_call_failed_ends_failed() {
+        assert_eq!(RunStatus::ended(0, 0, 6), RunStatus::Failed);
+        assert_eq!(RunStatus::ended(1, 0, 5), RunStatus::Finished);
+        assert_eq!(RunStatus::ended(0, 1, 5), RunStatus::Finished);
+        assert_eq!(RunStatus::ended(6, 0, 0), RunStatus::Finished);
+        // Nothing to ask about: nothing failed either.
+        assert_eq!(RunStatus::ended(0, 0, 0), RunStatus::Finished);
+    }
+
+    #[test]
+    fn a_failed_run_resumes_like_a_finished_one_and_holds_nothing() {
+        use RunStatus::*;
+        let open: Vec<RunStatus> = RunStatus::ALL
+            .iter()
+            .copied()
+            .filter(|s| s.is_open())
+            .collect();
+        assert_eq!(
+            open,
+            [Running, Paused],
+            "only these hold the judge and batch"
+        );
+        let resumable: Vec<RunStatus> = RunStatus::ALL
+            .iter()
+            .copied()
+            .filter(|s| s.can_resume())
+            .collect();
+        assert_eq!(resumable, [Paused, Finished, Failed]);
+        let over: Vec<RunStatus> = RunStatus::ALL
+            .iter()
+            .copied()
+            .filter(|s| s.is_over())
+            .collect();
+        assert_eq!(over, [Cancelled, Finished, Failed]);
+        for status in RunStatus::ALL {
+            assert_eq!(status.can_pause(), *status == Running, "{status}");
+            assert_eq!(status.can_cancel(), status.is_open(), "{status}");
+        }
+        assert_eq!("failed".parse(), Ok(Failed));
+        assert_eq!(Failed.label(), "failed");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
 use super::{StoreError, StoreResult, on_unique, read, transaction, write};
-use verdict_core::judge::{Fields, Params, Plan, Template};
+use verdict_core::judge::{Fields, LastError, Params, Plan, Template};
 use verdict_core::lifecycle::{CallStatus, Outcome, RaterKind, RunStatus, Status};
 use verdict_core::metrics::judges::JudgeCall;
 use verdict_core::rating::Rating;
@@ -69,10 +69,18 @@ pub struct Run {
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    /// While a call waits to be asked again, the attempt it waits for; `None` when no
+    /// call waits (as far as the run knows: the latest answer cleared it) and once the
+    /// run is not running.
+    pub retry_attempt: Option<i32>,
+    /// The latest error the run met, a [`LastError`] as stored, and when: kept when the
+    /// run ends.
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
 }
 
 const RUN_COLUMNS: &str = "id, judge_id, batch_id, status, plan, tasks, calls, worker, heartbeat_at, \
-     created_at, started_at, finished_at, updated_at";
+     created_at, started_at, finished_at, updated_at, retry_attempt, last_error, last_error_at";
 
 /// How far a run has got: its calls by status, and the tokens they used.
 #[derive(Debug, Clone, Default, sqlx::FromRow)]
@@ -296,7 +304,9 @@ impl super::Store {
 
     /// Moves a run from one of `from` to `to`; false when it was in none of them (it
     /// moved meanwhile, or there is no such run). A run leaving `running` lets go of its
-    /// worker; a finished or cancelled one records when.
+    /// worker, and no call of it waits to be retried any more; a run that is over
+    /// records when. `Duplicate("run")` when it would open while its judge has another
+    /// open run over the batch.
     pub async fn set_run_status(
         &self,
         id: Uuid,
@@ -306,10 +316,11 @@ impl super::Store {
         let now = Utc::now();
         // The names are the enum's own, never input: safe to write into the statement.
         let names: Vec<String> = from.iter().map(|s| format!("'{s}'")).collect();
-        let finished = matches!(to, RunStatus::Finished | RunStatus::Cancelled).then_some(now);
+        let finished = to.is_over().then_some(now);
         let sql = format!(
             "UPDATE judge_runs SET status = $2, updated_at = $3, finished_at = $4,
-                 worker = CASE WHEN $2 = 'running' THEN worker ELSE NULL END
+                 worker = CASE WHEN $2 = 'running' THEN worker ELSE NULL END,
+                 retry_attempt = NULL
              WHERE id = $1 AND status IN ({})",
             names.join(", ")
         );
@@ -322,7 +333,8 @@ impl super::Store {
                 .execute(pool)
                 .await
                 .map(|done| done.rows_affected())
-        })?;
+        })
+        .map_err(|e| on_unique(e, "run"))?;
         Ok(changed == 1)
     }
 
@@ -413,9 +425,37 @@ impl super::Store {
         })?)
     }
 
-    /// Stores a call once it is over, replacing a failed one of the same task and order.
-    pub async fn record_call(&self, call: &Call) -> StoreResult<()> {
+    /// Notes on a running run that one of its calls waits to make `attempt` after
+    /// `error`: what the run shows while it retries.
+    pub async fn note_retry(
+        &self,
+        run_id: Uuid,
+        attempt: i32,
+        error: &LastError,
+    ) -> StoreResult<()> {
         write!(self, |pool| {
+            sqlx::query(
+                "UPDATE judge_runs SET retry_attempt = $2, last_error = $3, last_error_at = $4
+                 WHERE id = $1 AND status = $5",
+            )
+            .bind(run_id)
+            .bind(attempt)
+            .bind(error.as_str())
+            .bind(Utc::now())
+            .bind(RunStatus::Running.as_str())
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    /// Stores a call once it is over, replacing a failed one of the same task and order,
+    /// and tells its run: a failed call's `error` becomes the run's latest; an answer
+    /// (read or not) means the endpoint answers, so no call is taken to wait any more.
+    pub async fn record_call(&self, call: &Call, error: Option<&LastError>) -> StoreResult<()> {
+        let now = Utc::now();
+        transaction!(self, |tx| {
             sqlx::query(
                 "INSERT INTO judge_calls (id, run_id, task_id, swapped, status, prompt_sha256, model, params,
                      raw_output, finish_reason, error, fields, answers, prompt_tokens, completion_tokens,
@@ -451,10 +491,30 @@ impl super::Store {
             .bind(call.attempts)
             .bind(call.created_at)
             .bind(&call.error_body)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })?;
+            .execute(&mut *tx)
+            .await?;
+            match error {
+                Some(error) => {
+                    sqlx::query(
+                        "UPDATE judge_runs SET last_error = $2, last_error_at = $3 WHERE id = $1",
+                    )
+                    .bind(call.run_id)
+                    .bind(error.as_str())
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?
+                }
+                None => {
+                    sqlx::query(
+                        "UPDATE judge_runs SET retry_attempt = NULL
+                         WHERE id = $1 AND retry_attempt IS NOT NULL",
+                    )
+                    .bind(call.run_id)
+                    .execute(&mut *tx)
+                    .await?
+                }
+            };
+        });
         Ok(())
     }
 

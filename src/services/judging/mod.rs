@@ -6,7 +6,9 @@
 //! `serve`). Every call is stored as soon as it is over, so a resumed or taken-over run
 //! asks only what it does not have yet. Requests are bounded by the judge's concurrency
 //! and requests per minute, and retried with exponential backoff on 429, 5xx, time-outs
-//! and dropped connections, waiting as long as a `Retry-After` asks.
+//! and dropped connections, waiting as long as a `Retry-After` asks. While a call waits to
+//! be asked again its run says so (the attempt, and the error it met), and a run whose
+//! every call failed ends `failed`.
 //!
 //! What a judge's endpoint can send back is bounded: a reply is read up to the judge's
 //! limit and dropped beyond it, redirects are never followed, addresses are checked as
@@ -32,7 +34,7 @@ use crate::credentials::sealed::SealingKey;
 use crate::store::Store;
 use crate::store::judges::{Call, Judge, Run, call_params};
 use endpoint::EndpointPolicy;
-use verdict_core::judge::{self, Asked, Plan, TaskText, template};
+use verdict_core::judge::{self, Asked, LastError, Plan, TaskText, template};
 use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::Rubric;
 
@@ -238,7 +240,8 @@ impl Judging {
             calls.spawn(async move {
                 let _permit = permit;
                 let call = ask(&store, &asker, &rubric, &run, task_id, swapped).await?;
-                store.record_call(&call).await?;
+                let error = call.error.as_deref().map(LastError::new);
+                store.record_call(&call, error.as_ref()).await?;
                 if call.status != CallStatus::Failed {
                     rate_task(&store, &rubric, &run, judge_user, task_id).await?;
                 }
@@ -252,10 +255,12 @@ impl Judging {
             report(done, progress)?;
         }
         if !stop.load(Ordering::SeqCst) {
-            // Every call was made: the run is over (failed calls are counted, and asked
-            // again if it is resumed).
+            // Every call was made: the run is over, failed if nothing came of any of them
+            // (failed calls are asked again if it is resumed).
+            let counts = store.run_counts(run_id).await?;
+            let ended = RunStatus::ended(counts.answered, counts.unparsed, counts.failed);
             store
-                .set_run_status(run_id, &[RunStatus::Running], RunStatus::Finished)
+                .set_run_status(run_id, &[RunStatus::Running], ended)
                 .await?;
         }
         Ok(())
@@ -493,9 +498,19 @@ fn transport(e: &reqwest::Error) -> Failure {
         source = err.source();
     }
     if e.is_timeout() {
-        Failure::TimedOut
+        return Failure::TimedOut;
+    }
+    // reqwest says what it was doing ("error sending request for url (…)"); the cause
+    // ("Connection refused") is at the end of the chain of sources.
+    let mut cause: &(dyn std::error::Error + 'static) = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    let (what, why) = (e.to_string(), cause.to_string());
+    if why == what {
+        Failure::Transport(what)
     } else {
-        Failure::Transport(e.to_string())
+        Failure::Transport(format!("{what}: {why}"))
     }
 }
 
@@ -649,6 +664,26 @@ async fn ask(
     let prompt = judge::render(rubric, &plan.template, text, swapped);
     let body = request_body(asker, rubric, &prompt);
     let attempts = AtomicU32::new(0);
+    // While the call waits to be asked again, its run says so: `notify` (which sees the
+    // failure) leaves the note here, and the wait stores it before it sleeps, so that it
+    // is stored before the call is over and in the order the failures came.
+    let waiting: Arc<Mutex<Option<(i32, LastError)>>> = Arc::default();
+    let wait = {
+        let (store, waiting, run_id) = (store.clone(), Arc::clone(&waiting), run.id);
+        move |delay: Duration| {
+            let note = waiting.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let store = store.clone();
+            async move {
+                if let Some((attempt, error)) = note
+                    && let Err(err) = store.note_retry(run_id, attempt, &error).await
+                {
+                    // Only what the run shows is lost: the call goes on.
+                    tracing::warn!(run = %run_id, %err, "could not note a judge call's retry");
+                }
+                tokio::time::sleep(delay).await;
+            }
+        }
+    };
     let started = Instant::now();
     let backoff = ExponentialBuilder::default()
         .with_min_delay(asker.retry_delay)
@@ -660,7 +695,7 @@ async fn ask(
         post(asker, &body).await
     })
     .retry(backoff)
-    .sleep(tokio::time::sleep)
+    .sleep(wait)
     .when(Failure::retryable)
     .adjust(|failure, delay| match failure {
         Failure::Status {
@@ -670,7 +705,10 @@ async fn ask(
         _ => delay,
     })
     .notify(|failure, delay| {
-        tracing::info!(%task_id, swapped, ?delay, failure = %failure.describe(), "judge call retried");
+        let why = failure.describe();
+        tracing::info!(%task_id, swapped, ?delay, failure = %why, "judge call retried");
+        let next = i32::try_from(attempts.load(Ordering::SeqCst) + 1).unwrap_or(i32::MAX);
+        *waiting.lock().unwrap_or_else(|p| p.into_inner()) = Some((next, LastError::new(&why)));
     })
     .await;
     let latency_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);

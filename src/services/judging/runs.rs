@@ -44,12 +44,23 @@ pub struct RunView {
     pub tokens: Tokens,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// Whether a call of the running run waits to be asked again (its endpoint failed it).
+    pub retrying: bool,
+    /// While retrying, the attempt the call waits to make (the sixth is its last).
+    pub attempt: Option<i32>,
+    /// The latest error the run met, as one short line (an endpoint has a hand in it:
+    /// show it as text), and when; kept when the run ends.
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
 }
 
 impl RunView {
     /// The view of `run`, by `judge` (its name), with its calls so far.
     pub fn new(run: Run, judge: &str, counts: RunCounts) -> Self {
         let plan = run.plan.0;
+        let attempt = run
+            .retry_attempt
+            .filter(|_| run.status == RunStatus::Running);
         Self {
             id: run.id,
             judge: judge.to_owned(),
@@ -69,6 +80,27 @@ impl RunView {
             },
             started_at: run.started_at,
             finished_at: run.finished_at,
+            retrying: attempt.is_some(),
+            attempt,
+            last_error: run.last_error,
+            last_error_at: run.last_error_at,
+        }
+    }
+
+    /// Where the run stands, in words, as its row and the command line say it: its
+    /// status, and while it retries the attempt and the error it retries after
+    /// (`retrying · attempt 3 · connection failed: …`); a failed run says why.
+    pub fn status_text(&self) -> String {
+        let error = self
+            .last_error
+            .as_deref()
+            .unwrap_or("no error was recorded");
+        match (self.status, self.attempt) {
+            (RunStatus::Running, Some(attempt)) => {
+                format!("retrying · attempt {attempt} · {error}")
+            }
+            (RunStatus::Failed, _) => format!("failed · {error}"),
+            (status, _) => status.label(),
         }
     }
 }
@@ -132,15 +164,20 @@ pub async fn start_run(
     store
         .create_run(judge.id, batch.id, &plan, tasks, calls, by)
         .await
-        .map_err(|e| match e {
-            crate::store::StoreError::Duplicate(_) => {
-                ServiceError::Refused(verdict_core::lifecycle::Refusal::Closed(
-                    "this judge already has an open run over this batch: resume or cancel it"
-                        .into(),
-                ))
-            }
-            other => other.into(),
-        })
+        .map_err(|e| one_open_run(e, "resume or cancel it"))
+}
+
+/// The refusal of a second open run of a judge over a batch (`then` says what to do), or
+/// the store's error as it is.
+fn one_open_run(e: crate::store::StoreError, then: &str) -> ServiceError {
+    match e {
+        crate::store::StoreError::Duplicate(_) => {
+            ServiceError::Refused(verdict_core::lifecycle::Refusal::Closed(
+                format!("this judge already has an open run over this batch: {then}").into(),
+            ))
+        }
+        other => other.into(),
+    }
 }
 
 /// A run as the API shows it.
@@ -257,7 +294,12 @@ pub async fn move_run(
         .filter(|s| action.allows(*s))
         .collect();
     let to = action.to();
-    if !action.allows(run.status) || !store.set_run_status(id, &from, to).await? {
+    let moved = action.allows(run.status)
+        && store
+            .set_run_status(id, &from, to)
+            .await
+            .map_err(|e| one_open_run(e, "cancel it before resuming this one"))?;
+    if !moved {
         let now = store.run(id).await?.map_or(run.status, |r| r.status);
         return Err(verdict_core::lifecycle::Refusal::Closed(
             format!("the run is {now}: it cannot be {}d now", action.verb()).into(),
@@ -277,4 +319,62 @@ pub async fn move_run(
     )
     .await;
     store.run(id).await?.ok_or(ServiceError::NotFound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(status: RunStatus, attempt: Option<i32>, last_error: Option<&str>) -> RunView {
+        RunView {
+            id: Uuid::nil(),
+            judge: "j".into(),
+            batch_id: Uuid::nil(),
+            status,
+            rubric: "additive-5".into(),
+            rubric_version: 1,
+            model: "m".into(),
+            tasks: 3,
+            calls: 3,
+            answered: 0,
+            unparsed: 0,
+            failed: 0,
+            tokens: Tokens {
+                prompt: 0,
+                completion: 0,
+            },
+            started_at: Utc::now(),
+            finished_at: None,
+            retrying: attempt.is_some(),
+            attempt,
+            last_error: last_error.map(str::to_owned),
+            last_error_at: None,
+        }
+    }
+
+    #[test]
+    fn a_run_says_while_it_retries_and_why_it_failed() {
+        let refused = Some("connection failed: refused");
+        assert_eq!(
+            view(RunStatus::Running, Some(3), refused).status_text(),
+            "retrying · attempt 3 · connection failed: refused"
+        );
+        assert_eq!(
+            view(RunStatus::Running, None, refused).status_text(),
+            "running"
+        );
+        assert_eq!(
+            view(RunStatus::Failed, None, refused).status_text(),
+            "failed · connection failed: refused"
+        );
+        assert_eq!(
+            view(RunStatus::Failed, None, None).status_text(),
+            "failed · no error was recorded"
+        );
+        // A finished run's last error is in its JSON; its words are its status.
+        assert_eq!(
+            view(RunStatus::Finished, None, refused).status_text(),
+            "finished"
+        );
+    }
 }

@@ -125,6 +125,58 @@ pub fn prompt_hash(prompt: &str) -> String {
         .collect()
 }
 
+/// The latest error a run met (a call's failure, or a failed attempt it retries after), as
+/// the run's row, its JSON and the command line show it: one line of at most
+/// [`LastError::MAX_CHARS`] characters. An endpoint has a hand in what an error says, so
+/// the text is kept short, line breaks, control and direction characters become spaces,
+/// and pages show it as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct LastError(String);
+
+impl LastError {
+    /// The most characters kept, the ellipsis of a cut text included (the database
+    /// checks the same).
+    pub const MAX_CHARS: usize = 200;
+
+    /// `text` as one short line: cut to [`Self::MAX_CHARS`] characters with an ellipsis.
+    pub fn new(text: &str) -> Self {
+        let plain = text
+            .chars()
+            .map(|c| {
+                if c.is_control() || is_direction_mark(c) {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect::<String>();
+        let words: Vec<&str> = plain.split_whitespace().collect();
+        let line = if words.is_empty() {
+            "an error that says nothing".to_owned()
+        } else {
+            words.join(" ")
+        };
+        if line.chars().count() <= Self::MAX_CHARS {
+            return Self(line);
+        }
+        let mut cut: String = line.chars().take(Self::MAX_CHARS - 1).collect();
+        cut.truncate(cut.trim_end().len());
+        cut.push('…');
+        Self(cut)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Characters that reorder the text around them (bidirectional marks, embeddings,
+/// overrides and isolates): an error could otherwise make what follows it read backwards.
+fn is_direction_mark(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +205,35 @@ mod tests {
         let prompt =
             json!([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]);
         assert_eq!(instruction(&prompt), "[user]\nHi\n\n[assistant]\nHello");
+    }
+
+    #[test]
+    fn a_last_error_is_one_short_plain_line() {
+        assert_eq!(
+            LastError::new("connection failed:\n  refused\r\n").as_str(),
+            "connection failed: refused"
+        );
+        assert_eq!(
+            LastError::new("HTTP 500 \u{202e}lanretni\u{1b}[31m").as_str(),
+            "HTTP 500 lanretni [31m"
+        );
+        let long = LastError::new(&"é".repeat(500));
+        assert_eq!(long.as_str().chars().count(), LastError::MAX_CHARS);
+        assert!(long.as_str().ends_with("é…"), "{long:?}");
+        let fits = "x".repeat(LastError::MAX_CHARS);
+        assert_eq!(LastError::new(&fits).as_str(), fits);
+        // Cut where a word ends: no space before the ellipsis.
+        let words = format!("{} tail", "a".repeat(LastError::MAX_CHARS - 2));
+        assert_eq!(
+            LastError::new(&words).as_str(),
+            format!("{}…", "a".repeat(LastError::MAX_CHARS - 2))
+        );
+        assert_eq!(
+            LastError::new(" \n ").as_str(),
+            "an error that says nothing"
+        );
+        // Markup is text: pages escape it, nothing here pretends to.
+        assert_eq!(LastError::new("<b>x</b>").as_str(), "<b>x</b>");
     }
 
     #[test]
