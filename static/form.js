@@ -681,10 +681,19 @@
     if (helpToggle) helpToggle.setAttribute("aria-expanded", String(!help.hidden));
   };
   if (helpToggle) helpToggle.addEventListener("click", toggleHelp);
-  // The guidelines open over the page (g); Esc closes them, wherever the focus is.
+  // The guidelines open over the page (g), with the focus in them so the keys scroll
+  // them; g or Esc closes them, wherever the focus is, and the focus goes back.
   const guidelines = document.getElementById("guidelines");
+  let focusBefore = null;
+  const toggleGuidelines = (open) => {
+    if (!guidelines || guidelines.open === open) return;
+    if (open) focusBefore = document.activeElement;
+    guidelines.open = open;
+    if (open) guidelines.querySelector(".guidelines-text").focus({ preventScroll: true });
+    else if (focusBefore && focusBefore.isConnected && guidelines.contains(document.activeElement)) focusBefore.focus({ preventScroll: true });
+  };
   document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && guidelines && guidelines.open) guidelines.open = false;
+    if (event.key === "Escape" && guidelines && guidelines.open) toggleGuidelines(false);
   });
 
   document.addEventListener("keydown", (event) => {
@@ -721,7 +730,7 @@
     } else if (event.key === "s") openPanel("skip", "input[name=reason]:checked");
     else if (event.key === "o") openPanel("out-of-scope", "textarea");
     else if (event.key === "?" && help) toggleHelp();
-    else if (event.key === "g" && guidelines) guidelines.open = !guidelines.open;
+    else if (event.key === "g" && guidelines) toggleGuidelines(!guidelines.open);
     else if (/^Digit[0-9]$/.test(event.code) && question) {
       // 1-9 and 0 pick the first ten options; with Shift, the next ten (as their keys say).
       // A ladder's levels are picked by their own number, 0 first.

@@ -60,6 +60,10 @@ for (const [screen, viewport] of [["laptop", { width: 1366, height: 900 }], ["ph
     await rater.evaluate(() => document.querySelector(".wrap-toggle").click());
     if (screen === "phone") await rater.evaluate(() => document.getElementById("tab-part-prompt").click());
     await check(rater, "the rating form with a response at full width and code unwrapped");
+    // The guidelines open over the page, and an option's definition beside it.
+    await rater.evaluate(() => { document.getElementById("guidelines").open = true; });
+    await rater.locator('input[name="a.correctness"][value="minor_issues"]').focus();
+    await check(rater, "the rating form with its guidelines and a definition open");
     await rater.goto(`${env.server.base}/ratings`);
     await check(rater, "the rater's ratings");
   });
@@ -85,6 +89,11 @@ for (const [screen, viewport] of [["laptop", { width: 1366, height: 900 }], ["ph
     const lead = await signedIn("lead", viewport);
     await lead.goto(`${env.server.base}/review`);
     await check(lead, "the review queue");
+    await lead.locator("#tick-all").check();
+    await lead.click("#bulk-reject");
+    await lead.locator("#bulk-reject-confirm").waitFor({ state: "visible" });
+    await check(lead, "the review queue, every rating ticked, asking before rejecting them");
+    await lead.click("#bulk-reject-no");
     const review = lead.locator("a.review-open").first();
     await review.waitFor();
     await Promise.all([lead.waitForNavigation(), review.click()]);

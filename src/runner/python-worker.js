@@ -47,18 +47,13 @@ def run_session(source):
 def run(source):
     # A previous block may have replaced them; each block starts with the real ones.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    if is_session(source):
-        try:
-            return run_session(source)
-        except BaseException as error:
-            traceback.print_exception(type(error), error, error.__traceback__.tb_next)
-            return 1
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-    linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
-    scope = {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "main.py"}
+    session = is_session(source)
+    if not session:
+        linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
     try:
+        if session:
+            return run_session(source)
+        scope = {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "main.py"}
         exec(compile(source, "main.py", "exec"), scope)
         return 0
     except SystemExit as stop:

@@ -335,12 +335,7 @@ async fn review_page(
     carry: &str,
 ) -> AppResult<ReviewPage> {
     let (task, rendered) = task::with_html(state.store(), access.rating.task_id).await?;
-    let rater = state
-        .store()
-        .user_by_id(access.rating.rater_id)
-        .await?
-        .map(|u| u.username)
-        .unwrap_or_default();
+    let rater = rater_name(state, access).await?;
     let history = state
         .store()
         .rating_history(access.rating.id)
@@ -475,6 +470,16 @@ fn decision_of(pairs: Vec<(String, String)>) -> AppResult<ReviewRequest> {
     Ok(decision)
 }
 
+/// The username of the rating's rater (empty once the account is gone).
+async fn rater_name(state: &AppState, access: &Access) -> AppResult<String> {
+    Ok(state
+        .store()
+        .user_by_id(access.rating.rater_id)
+        .await?
+        .map(|u| u.username)
+        .unwrap_or_default())
+}
+
 /// What the lead's next page says of the decision just recorded, with the way back to
 /// the rating.
 async fn decided_notice(
@@ -488,12 +493,7 @@ async fn decided_notice(
         .task(access.rating.task_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let rater = state
-        .store()
-        .user_by_id(access.rating.rater_id)
-        .await?
-        .map(|u| u.username)
-        .unwrap_or_default();
+    let rater = rater_name(state, access).await?;
     let whose = format!("{rater}'s rating of task {}", task.external_id);
     let text = match decision.parse::<Decision>() {
         Ok(Decision::Accept) => format!("Accepted {whose}."),
