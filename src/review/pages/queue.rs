@@ -380,17 +380,6 @@ pub(super) async fn post_accept(
     .into_response())
 }
 
-/// The queue's form for the ratings a lead ticked: the decision, the comment a return
-/// sends every rater, each ticked rating as `rating_id:version`, and the queue's filters.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct SelectedForm {
-    #[serde(flatten)]
-    filters: AcceptForm,
-    #[serde(default)]
-    decision: String,
-    comment: Option<String>,
-}
-
 /// `POST /review/selected`: decides the ticked ratings the same way, each as a normal
 /// review (one that changed since the queue was shown is left alone), then back to the
 /// queue under the same filters, whose page says what was done.
@@ -401,40 +390,37 @@ pub(super) async fn post_selected(
     session: tower_sessions::Session,
     CsrfForm(pairs): CsrfForm<Vec<(String, String)>>,
 ) -> AppResult<Response> {
-    // The ticked ratings come as repeated `seen` fields, the decision and comment beside
-    // them; the queue's filters ride in the form's address.
-    let mut seen_text = Vec::new();
-    let mut rest: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
-        .map_err(|err| {
+    // The queue's filters ride in the form's address; the form sends the decision, the
+    // comment a return gives every rater, and each ticked rating as a repeated `seen`.
+    let shown: AcceptForm =
+        serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).map_err(|err| {
             AppError::BadRequest(format!("the address's filters cannot be read: {err}"))
         })?;
+    let (mut decision, mut comment, mut seen_text) = (String::new(), None, Vec::new());
     for (key, value) in pairs {
-        if key == "seen" {
-            seen_text.push(value);
-        } else if key != "csrf_token" {
-            rest.push((key, value));
+        match key.as_str() {
+            "decision" => decision = value,
+            "comment" => comment = Some(value),
+            "seen" => seen_text.push(value),
+            _ => {}
         }
     }
-    let encoded = serde_urlencoded::to_string(&rest).map_err(AppError::internal)?;
-    let form: SelectedForm = serde_urlencoded::from_str(&encoded).map_err(|err| {
-        AppError::BadRequest(format!("the form is not one of the queue's: {err}"))
-    })?;
     let seen = parse_seen(&seen_text.join(","))?;
-    let filters = review::filters(&state, &lead, form.filters.filter_text()).await?;
+    let filters = review::filters(&state, &lead, shown.filter_text()).await?;
     let back = match filters.query_string() {
         carry if carry.is_empty() => "/review".to_owned(),
         carry => format!("/review?{carry}"),
     };
-    let said = match (form.decision.parse::<Decision>(), seen.is_empty()) {
+    let said = match (decision.parse::<Decision>(), seen.is_empty()) {
         (Err(unknown), _) => Notice::new(format!("Nothing was changed: {unknown}.")),
         (Ok(_), true) => Notice::new("Tick the ratings to decide first: nothing was changed."),
         (Ok(decision), false) => match review::decide_all(
             &state,
             &lead,
-            form.filters.filter_text(),
+            shown.filter_text(),
             Some(&seen),
             decision,
-            form.comment,
+            comment,
         )
         .await
         {
