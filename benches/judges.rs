@@ -5,6 +5,12 @@
 //! of `BENCHMARKS.md`. Run with `cargo bench --bench judges` (`-- --quick` for a smoke
 //! run; `BENCH_DATABASE_URL=postgres://...` adds PostgreSQL).
 //!
+//! With `-- --real-model` (and `LLAMA_SERVER`, `LLAMA_MODEL` naming a `llama-server` and
+//! a GGUF model, as `.ci/llama-server` prints them) it measures instead how often a small
+//! real model gives a readable answer with the settings README suggests, over 20
+//! HumanEval-like tasks per built-in rubric (`benches/data/humaneval-like.jsonl`), and
+//! writes that section.
+//!
 //! A measurement, never an assertion: nothing here fails because it is slow.
 
 mod common;
@@ -145,7 +151,239 @@ async fn bench_run(database_url: Option<&str>, tasks_n: usize) -> RunResult {
     result
 }
 
+/// The settings README gives for trying a judge on a local model.
+fn readme_settings() -> Value {
+    json!({"temperature": 0, "seed": 7, "max_tokens": 700, "structured_output": true,
+           "concurrency": 2})
+}
+
+/// `llama-server` on a free port, loaded; killed when dropped.
+struct ModelServer(std::process::Child, String);
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn model_server() -> ModelServer {
+    let server = std::env::var("LLAMA_SERVER").expect("LLAMA_SERVER (see .ci/llama-server)");
+    let model = std::env::var("LLAMA_MODEL").expect("LLAMA_MODEL (see .ci/llama-server)");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = std::process::Command::new(server)
+        .args([
+            "-m",
+            &model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["-c", "8192", "-np", "2", "--no-webui"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start llama-server");
+    let running = ModelServer(child, format!("http://127.0.0.1:{port}/v1"));
+    let health = format!("http://127.0.0.1:{port}/health");
+    let client = reqwest::Client::new();
+    loop {
+        if let Ok(r) = client.get(&health).send().await
+            && r.status() == StatusCode::OK
+        {
+            return running;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// One rubric's run against the real model: calls, how they were read, and the time.
+struct Readable {
+    rubric: &'static str,
+    tasks: usize,
+    calls: i64,
+    answered: i64,
+    unparsed: i64,
+    failed: i64,
+    seconds: f64,
+    /// Why calls were not read: the first status of each that is not `parsed`.
+    why: std::collections::BTreeMap<String, usize>,
+}
+
+async fn readable_share() -> Vec<Readable> {
+    let model = model_server().await;
+    let db = Database::fresh(None).await;
+    let admin = persona(&db, "admin", "admin");
+    let server = Server::start(&db);
+    let mut body = readme_settings();
+    body["name"] = json!("smollm");
+    body["base_url"] = json!(model.1);
+    body["model"] = json!("smollm2");
+    let judge = admin
+        .post(server.url("/api/v1/judges"))
+        .json(&body)
+        .send()
+        .await
+        .expect("judge");
+    assert_eq!(judge.status(), StatusCode::CREATED, "judge refused");
+    let pairs = include_str!("data/humaneval-like.jsonl");
+    let singles: String = pairs
+        .lines()
+        .map(|line| {
+            let task: Value = serde_json::from_str(line).expect("a task");
+            let single = json!({"external_id": task["external_id"], "prompt": task["prompt"],
+                                "response": task["response_a"], "model": task["model_a"]});
+            format!("{single}\n")
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (rubric, tasks) in [
+        ("additive-5", &singles),
+        ("pairwise-aspects", &pairs.to_owned()),
+        ("blackhat", &pairs.to_owned()),
+    ] {
+        let upload = admin
+            .post(server.url(&format!(
+                "/api/v1/batches?name=real-{rubric}&rubric={rubric}"
+            )))
+            .header("content-type", "application/x-ndjson")
+            .body(tasks.clone())
+            .send()
+            .await
+            .expect("upload");
+        assert_eq!(upload.status(), StatusCode::CREATED, "upload refused");
+        let batch: Value = upload.json().await.expect("JSON");
+        let batch = batch["id"].as_str().expect("id").to_owned();
+        let started = Instant::now();
+        let run = admin
+            .post(server.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+            .json(&json!({"judge": "smollm"}))
+            .send()
+            .await
+            .expect("run");
+        assert_eq!(run.status(), StatusCode::ACCEPTED, "run refused");
+        let run: Value = run.json().await.expect("JSON");
+        let run = run["id"].as_str().expect("id").to_owned();
+        let view = loop {
+            let view: Value = admin
+                .get(server.url(&format!("/api/v1/judge-runs/{run}")))
+                .send()
+                .await
+                .expect("run")
+                .json()
+                .await
+                .expect("JSON");
+            if view["status"] != "running" {
+                break view;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        let calls: Value = admin
+            .get(server.url(&format!(
+                "/api/v1/judge-runs/{run}/calls?status=unparsed&limit=1000"
+            )))
+            .send()
+            .await
+            .expect("calls")
+            .json()
+            .await
+            .expect("JSON");
+        let mut why = std::collections::BTreeMap::new();
+        for call in calls["calls"].as_array().into_iter().flatten() {
+            let first = call["fields"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .find(|(_, s)| *s != "parsed")
+                .map(|(path, status)| {
+                    let status = status.as_str().unwrap_or_default();
+                    let status = status.split(" (has").next().unwrap_or(status);
+                    format!("{path}: {status}")
+                })
+                .unwrap_or_default();
+            *why.entry(first).or_insert(0) += 1;
+        }
+        let count = |key: &str| view[key].as_i64().unwrap_or(0);
+        eprintln!("{rubric}: {view}");
+        out.push(Readable {
+            rubric,
+            tasks: tasks.lines().count(),
+            calls: count("calls"),
+            answered: count("answered"),
+            unparsed: count("unparsed"),
+            failed: count("failed"),
+            seconds,
+            why,
+        });
+    }
+    server.stop();
+    db.drop_it().await;
+    out
+}
+
+fn real_model() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let results = runtime.block_on(readable_share());
+    let mut md = String::new();
+    let _ = writeln!(md, "## Judges on a real model\n");
+    let _ = writeln!(
+        md,
+        "Measured by `cargo bench --bench judges -- --real-model` (with `eval \"$(.ci/llama-server)\"`) on {}. \
+         SmolLM2-135M-Instruct (the smallest instruction-tuned model there is, Q8_0) served by llama.cpp's \
+         `llama-server` on the same 2 cores, asked with README's settings ({}) and the built-in template \
+         of each rubric, over 20 HumanEval-like tasks (`benches/data/humaneval-like.jsonl`: a small Python \
+         function to write, one response right and one wrong, sides alternating). A pair rubric is asked in \
+         both orders. *Readable* is a call whose every answer was read and valid by the rubric's rules \
+         (`answered`); the others are `unparsed`, with why. Whether the answers are *right* is another \
+         question: this model's are mostly not.\n",
+        machine(),
+        readme_settings()
+    );
+    let _ = writeln!(
+        md,
+        "| rubric | tasks | calls | readable | unparsed | failed | readable share | time | not read, why |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    for r in &results {
+        let why = if r.why.is_empty() {
+            "-".to_owned()
+        } else {
+            r.why
+                .iter()
+                .map(|(k, n)| format!("{n} × `{k}`"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {:.0}% | {:.0} s | {why} |",
+            r.rubric,
+            r.tasks,
+            r.calls,
+            r.answered,
+            r.unparsed,
+            r.failed,
+            100.0 * r.answered as f64 / r.calls.max(1) as f64,
+            r.seconds
+        );
+    }
+    write_section("BENCHMARKS.md", "judges-model", &md);
+    println!("{md}");
+}
+
 fn main() {
+    if has_flag("--real-model") {
+        real_model();
+        return;
+    }
     let quick = has_flag("--quick");
     let tasks_n = if quick { 200 } else { 5_000 };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -147,9 +147,158 @@ async fn a_judge_run_over_each_rubric_against_a_real_model() {
             2 * orders,
             "{rubric}"
         );
-        check_stored(app, &admin, rubric, &batch, &run).await;
+        check_stored(app, &admin, "smollm", rubric, &batch, &run).await;
     }
+    seed_prompts_as_templates(app, &admin, &model, &pairs, &singles).await;
     fixture.teardown().await;
+}
+
+/// Where the source documents are: `VERDICT_SEEDS_DIR`, else `../shared/seeds` beside
+/// the repository. The repository does not copy them.
+fn seeds_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("VERDICT_SEEDS_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/seeds"),
+        std::path::PathBuf::from,
+    );
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("VERDICT_REQUIRE_SEEDS").is_none(),
+        "VERDICT_REQUIRE_SEEDS is set but {} is not a directory",
+        dir.display()
+    );
+    eprintln!(
+        "note: the seeds' prompts were not tried: {} is not there (set VERDICT_SEEDS_DIR)",
+        dir.display()
+    );
+    None
+}
+
+/// The prompt of a seed document as a team would paste it: the file without the page
+/// it was copied from (a column of line numbers, or the file view's header).
+fn seed_prompt(dir: &std::path::Path, prefix: &str) -> String {
+    let file = std::fs::read_dir(dir)
+        .expect("the seeds")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .unwrap_or_else(|| panic!("no seed {prefix}_* in {}", dir.display()));
+    let text = std::fs::read_to_string(&file).expect("a seed");
+    let lines: Vec<&str> = text.lines().collect();
+    let numbers = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty() && l.trim().chars().all(|c| c.is_ascii_digit()));
+    let header = lines
+        .iter()
+        .position(|l| l.trim() == "File metadata and controls");
+    let start = numbers.or(header).map_or(0, |i| i + 1);
+    lines[start..].join("\n").trim().to_owned()
+}
+
+/// The seeds' own judge prompts, pasted as they are published (seed 003 spells its
+/// placeholders `{prompt}` and `{response}`, seed 004 `{$instruction}`, `{$candidate_A}`
+/// and `{$candidate_B}`), saved as a judge's templates and run against the real model:
+/// every prompt sent is the seed's, filled in, and what came back is stored as read.
+async fn seed_prompts_as_templates(
+    app: &TestApp,
+    admin: &crate::helpers::Persona,
+    model: &ModelServer,
+    pairs: &str,
+    singles: &str,
+) {
+    let Some(dir) = seeds_dir() else {
+        return;
+    };
+    let additive = seed_prompt(&dir, "003");
+    let pairwise = seed_prompt(&dir, "004");
+    assert!(
+        additive.contains("{prompt}") && additive.contains("{response}"),
+        "{additive}"
+    );
+    assert!(pairwise.contains("{$candidate_B}"), "{pairwise}");
+    let judge = add_judge(
+        app,
+        admin,
+        "seeded",
+        &model.base_url,
+        json!({"temperature": 0, "seed": 7, "max_tokens": 700, "structured_output": true,
+               "concurrency": 2, "timeout_s": 600,
+               "templates": {
+                   "additive-5": {"text": additive, "format": "score_line"},
+                   "pairwise-aspects": {"text": pairwise, "format": "choices"}}}),
+    )
+    .await;
+    assert!(!judge.is_empty());
+    for (rubric_name, tasks, query, text, format) in [
+        (
+            "additive-5",
+            singles,
+            "&randomize=false",
+            &additive,
+            "score_line",
+        ),
+        ("pairwise-aspects", pairs, "", &pairwise, "choices"),
+    ] {
+        let rubric = verdict_core::rubric::by_name(rubric_name).expect("built-in");
+        let template = verdict_core::judge::Template {
+            text: text.clone(),
+            format: serde_json::from_value(json!(format)).expect("a format"),
+        };
+        let batch = app
+            .batch(
+                admin,
+                &format!("seeded-{rubric_name}"),
+                tasks,
+                &format!("&rubric={rubric_name}{query}"),
+            )
+            .await;
+        let run = start_run(app, admin, &batch, "seeded").await;
+        let view = wait_for_within(app, admin, &run, "finished", Duration::from_secs(1200)).await;
+        eprintln!(
+            "seed prompt for {rubric_name}: {} answered, {} unparsed, {} failed of {} calls",
+            view["answered"], view["unparsed"], view["failed"], view["calls"]
+        );
+        assert_eq!(view["failed"], 0, "{rubric_name}: {view}");
+        let content: BTreeMap<String, Value> = tasks
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a task"))
+            .map(|t| (t["external_id"].as_str().unwrap().to_owned(), t))
+            .collect();
+        for call in calls(app, admin, &run, None).await {
+            let task = &content[call["external_id"].as_str().unwrap()];
+            let response_a = task["response_a"].as_str().or(task["response"].as_str());
+            let shown = verdict_core::judge::TaskText {
+                prompt: &task["prompt"],
+                response_a: response_a.unwrap_or_default(),
+                response_b: task["response_b"].as_str().unwrap_or_default(),
+            };
+            let swapped = call["swapped"].as_bool().unwrap();
+            let mut prompt = verdict_core::judge::render(rubric, &template, shown, swapped);
+            // The seed's words, its placeholders filled in.
+            assert!(
+                prompt.starts_with(text.split('{').next().unwrap()),
+                "{prompt}"
+            );
+            assert!(!prompt.contains("{prompt}") && !prompt.contains("{$candidate_A}"));
+            assert!(prompt.contains(response_a.unwrap_or_default()));
+            if let Some(note) =
+                verdict_core::judge::schema::structured_note(rubric, template.format)
+            {
+                prompt.push_str(&note);
+            }
+            assert_eq!(
+                call["prompt_sha256"].as_str(),
+                Some(verdict_core::judge::prompt_hash(&prompt).as_str()),
+                "{rubric_name}: the prompt sent is the seed's, filled in"
+            );
+        }
+        check_stored(app, admin, "seeded", rubric_name, &batch, &run).await;
+    }
 }
 
 /// Every call of the run: a real output, with its parse statuses those of the output
@@ -158,6 +307,7 @@ async fn a_judge_run_over_each_rubric_against_a_real_model() {
 async fn check_stored(
     app: &TestApp,
     admin: &crate::helpers::Persona,
+    judge: &str,
     rubric_name: &str,
     batch: &str,
     run: &str,
@@ -242,7 +392,7 @@ async fn check_stored(
         metrics["counts"]["ratings"], 0,
         "judge ratings are not human ratings"
     );
-    let j = &metrics["judges"]["smollm"];
+    let j = &metrics["judges"][judge];
     assert_eq!(j["tasks"], 2, "{j}");
     assert_eq!(j["rated"].as_u64().unwrap() as usize, rated.len());
 }

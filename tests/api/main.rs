@@ -23,6 +23,7 @@ mod judge_agreement;
 mod judge_endpoints;
 mod judge_model;
 mod judge_pages;
+mod judge_reading;
 mod judge_server;
 mod judges;
 mod lists;

@@ -34,7 +34,7 @@ use crate::credentials::sealed::SealingKey;
 use crate::store::Store;
 use crate::store::judges::{Call, Judge, Run, call_params};
 use endpoint::EndpointPolicy;
-use verdict_core::judge::{self, Asked, LastError, Plan, TaskText, template};
+use verdict_core::judge::{self, Asked, LastError, Plan, TaskText};
 use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::Rubric;
 
@@ -589,11 +589,12 @@ fn request_body(asker: &Asker, rubric: &Rubric, prompt: &str) -> Value {
             "json_schema": {
                 "name": "verdict_answer",
                 "strict": true,
-                "schema": template::schema(
+                "schema": judge::schema::schema(
                     rubric,
                     plan.template.format,
                     plan.min_explanation,
                     params.max_text_chars,
+                    params.max_tokens,
                 ),
             }
         });
@@ -661,7 +662,12 @@ async fn ask(
         response_a: &content.response_a,
         response_b: &content.response_b,
     };
-    let prompt = judge::render(rubric, &plan.template, text, swapped);
+    let mut prompt = judge::render(rubric, &plan.template, text, swapped);
+    if plan.params.structured_output
+        && let Some(note) = judge::schema::structured_note(rubric, plan.template.format)
+    {
+        prompt.push_str(&note);
+    }
     let body = request_body(asker, rubric, &prompt);
     let attempts = AtomicU32::new(0);
     // While the call waits to be asked again, its run says so: `notify` (which sees the

@@ -8,7 +8,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub mod combine;
+mod found;
 pub mod parse;
+pub mod schema;
 pub mod template;
 
 pub use combine::{Asked, Combined, combine};

@@ -1,20 +1,35 @@
 //! Reading a judge's output back as answers to a rubric.
 //!
 //! Tolerant of form: JSON inside a Markdown fence or with text around it, a score line
-//! written `**Score:** 4/5`, the same score repeated. Strict about meaning: an answer
-//! the output gives two different ways (a key twice with different values, two score
-//! lines that disagree, "3 or 4"), an answer that is not one of the rubric's, or an
-//! output cut off at the token limit is not an answer. Such a field is reported by its
-//! path with why, never turned into a low score.
+//! written `**Score:** 4/5`, the same answer repeated. Strict about meaning, by one rule:
+//!
+//! 1. Every answer of the expected form is found: each JSON object in the text that has
+//!    the form's keys (`choices`; `score`; a question of the rubric or a side `a`/`b`),
+//!    and for a score line each `score:` outside those objects, wherever it stands on
+//!    its line (`Final score: 4`, `the score: 2 fits better`).
+//! 2. An answer that gives nothing (an echo of the instructions: `score: <points>`,
+//!    `"[A, B or tie]"`) is passed over, unless nothing else is given.
+//! 3. When answers are marked final (`Final answer: {...}`, `**Final score:** 4`, or a
+//!    heading such as `Final answer:` on the line before), the last of them alone is
+//!    read; the others are drafts.
+//! 4. Otherwise every answer counts, and each question takes the value they agree on.
+//!    A question given two different ways, by two answers or by one key twice in an
+//!    object (or an object, such as `choices`, given twice), is `conflicting`; so is a
+//!    score written `3 or 4`.
+//!
+//! An answer that is not one of the rubric's (`4/10` on a 0-5 scale) is `invalid`, and
+//! an output cut off at the token limit is not read at all. Such a field is reported by
+//! its path with why, never turned into a low score.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::template::{Format, choices_parts, score_line_parts};
+use super::found;
+use super::template::{Format, ScoreParts, choices_parts, score_line_parts};
 use crate::rubric::{Answer, Answers, Mode, Question, Rubric, ShownAnswers, Subject, validate};
 
 /// What became of one answer of an output.
@@ -112,11 +127,7 @@ pub fn parse(
                 .collect(),
         };
     }
-    let (answers, mut fields) = match format {
-        Format::Answers => read_answers(rubric, output),
-        Format::ScoreLine => read_score_line(rubric, output),
-        Format::Choices => read_choices(rubric, output),
-    };
+    let (answers, mut fields) = read(rubric, format, output);
     finish(rubric, answers, &mut fields, &paths, min_explanation)
 }
 
@@ -194,114 +205,147 @@ fn paths(rubric: &Rubric, required: bool) -> Vec<String> {
     paths
 }
 
-/// A JSON value with every key that appears twice with different values noted, by path:
-/// `serde_json::Value` keeps the last silently.
-struct Noted {
-    value: Value,
-    conflicts: Vec<String>,
+/// One answer the output gives, read on its own.
+struct Reading {
+    answers: Answers,
+    fields: Fields,
+    is_final: bool,
 }
 
-impl<'de> Deserialize<'de> for Noted {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NotedVisitor)
-    }
-}
-
-struct NotedVisitor;
-
-impl<'de> Visitor<'de> for NotedVisitor {
-    type Value = Noted;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::Bool(v)))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::from(v)))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::from(v)))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::from(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::from(v)))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::from(v)))
-    }
-    fn visit_unit<E>(self) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::Null))
-    }
-    fn visit_none<E>(self) -> Result<Noted, E> {
-        Ok(Noted::plain(Value::Null))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Noted, A::Error> {
-        let mut values = Vec::new();
-        while let Some(item) = seq.next_element::<Noted>()? {
-            values.push(item.value);
+impl Reading {
+    fn new(is_final: bool) -> Self {
+        Self {
+            answers: Answers::new(),
+            fields: Fields::new(),
+            is_final,
         }
-        Ok(Noted::plain(Value::Array(values)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Noted, A::Error> {
-        let mut object = Map::new();
-        let mut conflicts = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let child: Noted = map.next_value()?;
-            conflicts.extend(child.conflicts.iter().map(|c| format!("{key}.{c}")));
-            if object.get(&key).is_some_and(|seen| *seen != child.value) {
-                conflicts.push(key.clone());
-            }
-            object.insert(key, child.value);
-        }
-        Ok(Noted {
-            value: Value::Object(object),
-            conflicts,
+    /// Whether it answers any question that is not a text: an echo of the answer form
+    /// (`score: <points>`, `"[A, B or tie]"` beside `"[your rationale]"`) does not.
+    fn answers_anything(&self, rubric: &Rubric) -> bool {
+        self.fields.iter().any(|(path, status)| {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            status.is_parsed() && rubric.question(key).is_some_and(|q| !q.is_text())
         })
     }
 }
 
-impl Noted {
-    fn plain(value: Value) -> Self {
-        Self {
-            value,
-            conflicts: Vec::new(),
+/// The reading rule (the module's documentation says it in words): every answer of the
+/// expected form is found and read on its own; those that answer nothing are passed over
+/// unless nothing else is given; if any is marked final, the last of those alone counts;
+/// otherwise each question takes the value all of them agree on, and is `conflicting`
+/// where two differ.
+fn read(rubric: &Rubric, format: Format, output: &str) -> (Answers, Fields) {
+    let objects = found::objects(output);
+    match format {
+        Format::Answers => settle(
+            rubric,
+            objects
+                .iter()
+                .filter(|o| in_answers_form(rubric, &o.map))
+                .map(|o| read_answers(rubric, o))
+                .collect(),
+        ),
+        Format::Choices => settle(
+            rubric,
+            objects
+                .iter()
+                .filter(|o| o.map.contains_key("choices"))
+                .map(|o| read_choices(rubric, o))
+                .collect(),
+        ),
+        Format::ScoreLine => read_score_line(rubric, output, &objects),
+    }
+}
+
+/// The readings that count (see [`read`]), merged.
+fn settle(rubric: &Rubric, readings: Vec<Reading>) -> (Answers, Fields) {
+    merge(&choose(rubric, readings))
+}
+
+fn choose(rubric: &Rubric, readings: Vec<Reading>) -> Vec<Reading> {
+    let mut readings = if readings.iter().any(|r| r.answers_anything(rubric)) {
+        readings
+            .into_iter()
+            .filter(|r| r.answers_anything(rubric))
+            .collect()
+    } else {
+        readings
+    };
+    match readings.iter().rposition(|r| r.is_final) {
+        Some(last) => vec![readings.swap_remove(last)],
+        None => readings,
+    }
+}
+
+/// One answer per path from several readings: the value they agree on, or `conflicting`
+/// where they differ (a reading silent on a path does not disagree).
+fn merge(readings: &[Reading]) -> (Answers, Fields) {
+    let mut statuses: BTreeMap<String, Vec<&FieldStatus>> = BTreeMap::new();
+    let mut values: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for reading in readings {
+        for (path, status) in &reading.fields {
+            statuses.entry(path.clone()).or_default().push(status);
+        }
+        for (path, value) in flat(&reading.answers) {
+            values.entry(path).or_default().push(value);
         }
     }
-}
-
-/// The JSON object in an output: the first fenced block that holds one, else the first
-/// object in the text (what follows it is ignored). With its conflicting keys.
-fn json_object(output: &str) -> Option<(Map<String, Value>, Vec<String>)> {
-    let fenced = output.split("```").skip(1).step_by(2).find_map(|block| {
-        let body = block.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
-        first_object(body)
-    });
-    fenced.or_else(|| {
-        output
-            .match_indices('{')
-            .find_map(|(at, _)| first_object(&output[at..]))
-    })
-}
-
-fn first_object(text: &str) -> Option<(Map<String, Value>, Vec<String>)> {
-    let text = text.trim_start();
-    if !text.starts_with('{') {
-        return None;
+    let mut answers = Answers::new();
+    let mut fields = Fields::new();
+    let paths: std::collections::BTreeSet<&String> = statuses.keys().chain(values.keys()).collect();
+    for path in paths {
+        let said = statuses.get(path).cloned().unwrap_or_default();
+        let given = values.get(path).cloned().unwrap_or_default();
+        let agreed = distinct(&said) <= 1 && distinct(&given) <= 1;
+        if !agreed {
+            fields.insert(path.clone(), FieldStatus::Conflicting);
+            continue;
+        }
+        if let Some(status) = said.first() {
+            fields.insert(path.clone(), (*status).clone());
+        }
+        if let Some(value) = given.first() {
+            put(&mut answers, path, (*value).clone());
+        }
     }
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Noted>();
-    match stream.next()? {
-        Ok(Noted {
-            value: Value::Object(object),
-            conflicts,
-        }) => Some((object, conflicts)),
-        _ => None,
+    (answers, fields)
+}
+
+fn distinct<T: PartialEq>(items: &[T]) -> usize {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, item)| !items[..*i].contains(item))
+        .count()
+}
+
+/// Answers by path: a side's answers (`a.correctness`) one level down.
+fn flat(answers: &Answers) -> Vec<(String, &Value)> {
+    let mut out = Vec::new();
+    for (key, value) in answers {
+        match value.as_object() {
+            Some(side) => out.extend(side.iter().map(|(k, v)| (format!("{key}.{k}"), v))),
+            None => out.push((key.clone(), value)),
+        }
+    }
+    out
+}
+
+fn put(answers: &mut Answers, path: &str, value: Value) {
+    match path.split_once('.') {
+        Some((side, key)) => {
+            if let Value::Object(side) = answers
+                .entry(side)
+                .or_insert_with(|| Value::Object(Map::new()))
+            {
+                side.insert(key.to_owned(), value);
+            }
+        }
+        None => {
+            answers.insert(path.to_owned(), value);
+        }
     }
 }
 
@@ -367,19 +411,33 @@ fn read_several(question: &Question, given: &Value) -> Result<Option<Value>, Str
         .then(|| crate::rubric::document::in_order(&question.answer, Value::Array(chosen))))
 }
 
+/// Whether a JSON object is an answer in the rubric's own shape, not some other object
+/// the output holds (a JSON example in a justification): it answers one of the questions
+/// asked of the whole, or holds a side's answers.
+fn in_answers_form(rubric: &Rubric, object: &Map<String, Value>) -> bool {
+    let pair = rubric.subject == Subject::Pair;
+    let sides = pair
+        && ["a", "b"]
+            .iter()
+            .any(|s| object.get(*s).is_some_and(Value::is_object));
+    sides
+        || rubric
+            .questions
+            .iter()
+            .filter(|q| !pair || !q.each_response)
+            .any(|q| object.contains_key(&q.key))
+}
+
 /// The `answers` form: the rubric's own shape.
-fn read_answers(rubric: &Rubric, output: &str) -> (Answers, Fields) {
-    let mut fields = Fields::new();
-    let mut answers = Answers::new();
-    let Some((object, conflicts)) = json_object(output) else {
-        return (answers, fields);
-    };
+fn read_answers(rubric: &Rubric, object: &found::Object) -> Reading {
+    let mut reading = Reading::new(object.is_final);
+    let fields = &mut reading.fields;
     let pair = rubric.subject == Subject::Pair;
     let mut take =
         |holder: &Map<String, Value>, prefix: &str, each: bool, out: &mut Map<String, Value>| {
             for question in rubric.questions.iter().filter(|q| q.each_response == each) {
                 let path = format!("{prefix}{}", question.key);
-                if conflicts.contains(&path) {
+                if object.conflicts_at(&path) {
                     fields.insert(path, FieldStatus::Conflicting);
                     continue;
                 }
@@ -416,7 +474,10 @@ fn read_answers(rubric: &Rubric, output: &str) -> (Answers, Fields) {
                 }
                 if question.explanation.is_some() {
                     let key = question.explanation_key();
-                    if let Some(text) = holder.get(&key).and_then(Value::as_str) {
+                    let path = format!("{prefix}{key}");
+                    if object.conflicts_at(&path) {
+                        fields.insert(path, FieldStatus::Conflicting);
+                    } else if let Some(text) = holder.get(&key).and_then(Value::as_str) {
                         out.insert(key, Value::from(text));
                     }
                 }
@@ -424,119 +485,138 @@ fn read_answers(rubric: &Rubric, output: &str) -> (Answers, Fields) {
         };
     if pair {
         for side in ["a", "b"] {
-            if let Some(holder) = object.get(side).and_then(Value::as_object) {
+            if let Some(holder) = object.map.get(side).and_then(Value::as_object) {
                 let mut out = Map::new();
                 take(holder, &format!("{side}."), true, &mut out);
-                answers.insert(side.into(), Value::Object(out));
+                reading.answers.insert(side.into(), Value::Object(out));
             }
         }
     }
-    take(&object, "", false, &mut answers);
-    (answers, fields)
+    take(&object.map, "", false, &mut reading.answers);
+    reading
+}
+
+/// What a score reads as.
+#[derive(Debug, PartialEq)]
+enum Score {
+    Given(i64),
+    /// No number: an echo of the instructions (`score: <total points>`).
+    Nothing,
+    /// Two numbers: `3 or 4`, `3-4`.
+    Conflicting,
+    /// A number that is not a score on this scale: `4/10`, `-1`.
+    Invalid(String),
 }
 
 /// The `score_line` form: `score: N` and a justification (or, under structured output,
 /// `{"score": N, "justification": ...}`). N criteria met, cumulatively: the first N are
-/// yes, the rest no.
-fn read_score_line(rubric: &Rubric, output: &str) -> (Answers, Fields) {
-    let mut fields = Fields::new();
-    let mut answers = Answers::new();
+/// yes, the rest no. Every `score:` mention outside a JSON object and every JSON object
+/// with a score is an answer; the justification is the object's, or for an answer in
+/// text, the text's other lines.
+fn read_score_line(rubric: &Rubric, output: &str, objects: &[found::Object]) -> (Answers, Fields) {
     let Ok(parts) = score_line_parts(rubric) else {
-        return (answers, fields);
-    };
-    let (score, justification) = match json_object(output).filter(|(o, _)| o.contains_key("score"))
-    {
-        Some((object, conflicts)) => {
-            let score = if conflicts.iter().any(|c| c == "score") {
-                Err(FieldStatus::Conflicting)
-            } else {
-                match &object["score"] {
-                    Value::Number(n) => n
-                        .as_i64()
-                        .ok_or(FieldStatus::Invalid(format!("{n} is not a whole number"))),
-                    Value::String(s) => score_value(s)
-                        .map_err(|_| FieldStatus::Conflicting)
-                        .and_then(|v| {
-                            v.ok_or(FieldStatus::Invalid(format!("{s:?} is not a score")))
-                        }),
-                    other => Err(FieldStatus::Invalid(format!("{other} is not a score"))),
-                }
-            };
-            let justification = object
-                .get("justification")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_owned();
-            (score, justification)
-        }
-        None => score_lines(output),
+        return (Answers::new(), Fields::new());
     };
     let high = parts.criteria.len() as i64;
-    let status = match score {
-        Ok(n) if (0..=high).contains(&n) => {
-            for (i, key) in parts.criteria.iter().enumerate() {
-                answers.insert(key.clone(), Value::Bool((i as i64) < n));
+    let scored: Vec<&found::Object> = objects
+        .iter()
+        .filter(|o| o.map.contains_key("score"))
+        .collect();
+    let (mentions, rest) = found::score_mentions(output, objects);
+    let mut readings = Vec::new();
+    for object in &scored {
+        let score = if object.conflicts_at("score") {
+            Score::Conflicting
+        } else {
+            match &object.map["score"] {
+                Value::Number(n) => n.as_i64().map_or_else(
+                    || Score::Invalid(format!("{n} is not a whole number")),
+                    Score::Given,
+                ),
+                Value::String(s) => match score_value(s, high) {
+                    Score::Nothing => Score::Invalid(format!("{s:?} is not a score")),
+                    read => read,
+                },
+                other => Score::Invalid(format!("{other} is not a score")),
             }
-            for key in parts.zero_when {
-                answers.insert(key.clone(), Value::Bool(false));
+        };
+        let mut reading = score_reading(&parts, high, score, object.is_final);
+        if let Some(key) = parts.justification {
+            if object.conflicts_at("justification") {
+                reading.fields.insert(key.into(), FieldStatus::Conflicting);
+            } else if let Some(text) = object.map.get("justification").and_then(Value::as_str) {
+                let text = text.trim();
+                if !text.is_empty() {
+                    reading.answers.insert(key.into(), Value::from(text));
+                    reading.fields.insert(key.into(), FieldStatus::Parsed);
+                }
             }
-            FieldStatus::Parsed
         }
-        Ok(n) => FieldStatus::Invalid(format!("{n} is not from 0 to {high}")),
-        Err(status) => status,
-    };
-    for key in parts.criteria.iter().chain(parts.zero_when) {
-        fields.insert(key.clone(), status.clone());
+        readings.push(reading);
     }
+    for mention in &mentions {
+        readings.push(score_reading(
+            &parts,
+            high,
+            score_value(mention.value, high),
+            mention.is_final,
+        ));
+    }
+    let (mut answers, mut fields) = settle(rubric, readings);
+    // The score is one answer, which its criteria only spell out: two scores conflict
+    // as a whole, though they may agree on some criteria (3 and 4 both meet the first).
+    let scored_paths = || parts.criteria.iter().chain(parts.zero_when);
+    if scored_paths().any(|k| fields.get(k) == Some(&FieldStatus::Conflicting)) {
+        for key in scored_paths() {
+            fields.insert(key.clone(), FieldStatus::Conflicting);
+            answers.remove(key);
+        }
+    }
+    // An answer in text: the justification is what the score lines leave.
     if let Some(key) = parts.justification
-        && !justification.is_empty()
+        && scored.is_empty()
+        && !fields.contains_key(key)
     {
-        answers.insert(key.into(), Value::from(justification));
-        fields.insert(key.into(), FieldStatus::Parsed);
+        let text = justification(&rest);
+        if !text.is_empty() {
+            answers.insert(key.into(), Value::from(text));
+            fields.insert(key.into(), FieldStatus::Parsed);
+        }
     }
     (answers, fields)
 }
 
-/// The score of `score: N` lines and the rest of the text as the justification. Lines
-/// that give no number (an echo of the instructions) are passed over; two numbers, on
-/// one line or several, conflict.
-fn score_lines(output: &str) -> (Result<i64, FieldStatus>, String) {
-    let mut scores = Vec::new();
-    let mut conflicting = false;
-    let mut rest = Vec::new();
-    for line in output.lines() {
-        let bare = line
-            .trim()
-            .trim_start_matches(['*', '#', '_', '-', '`', ' ']);
-        let lower = bare.to_lowercase();
-        let Some(after) = lower
-            .strip_prefix("score")
-            .or_else(|| lower.strip_prefix("total score"))
-            .map(|a| a.trim_start_matches(['*', '_', ' ']))
-            .and_then(|a| a.strip_prefix(':'))
-        else {
-            rest.push(line);
-            continue;
-        };
-        match score_value(after) {
-            Ok(Some(n)) => scores.push(n),
-            Ok(None) => {}
-            Err(()) => conflicting = true,
+/// The answers a score gives: the first N criteria yes, the rest no, and the questions
+/// that zero the score no.
+fn score_reading(parts: &ScoreParts<'_>, high: i64, score: Score, is_final: bool) -> Reading {
+    let mut reading = Reading::new(is_final);
+    let status = match score {
+        Score::Given(n) if (0..=high).contains(&n) => {
+            for (i, key) in parts.criteria.iter().enumerate() {
+                reading
+                    .answers
+                    .insert(key.clone(), Value::Bool((i as i64) < n));
+            }
+            for key in parts.zero_when {
+                reading.answers.insert(key.clone(), Value::Bool(false));
+            }
+            FieldStatus::Parsed
         }
-    }
-    scores.dedup();
-    let mut distinct = scores.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let score = match (conflicting, distinct.as_slice()) {
-        (true, _) => Err(FieldStatus::Conflicting),
-        (false, []) => Err(FieldStatus::Missing),
-        (false, [n]) => Ok(*n),
-        (false, _) => Err(FieldStatus::Conflicting),
+        Score::Given(n) => FieldStatus::Invalid(format!("{n} is not from 0 to {high}")),
+        Score::Nothing => FieldStatus::Missing,
+        Score::Conflicting => FieldStatus::Conflicting,
+        Score::Invalid(why) => FieldStatus::Invalid(why),
     };
-    let text = rest.join("\n");
-    let text = text.trim();
+    for key in parts.criteria.iter().chain(parts.zero_when) {
+        reading.fields.insert(key.clone(), status.clone());
+    }
+    reading
+}
+
+/// The justification of an answer in text: its other lines, a leading
+/// "Justification:" aside.
+fn justification(rest: &str) -> String {
+    let text = rest.trim();
     let text = ["justification:", "**justification:**", "justification"]
         .iter()
         .find_map(|p| {
@@ -545,58 +625,67 @@ fn score_lines(output: &str) -> (Result<i64, FieldStatus>, String) {
                 .map(|_| &text[p.len()..])
         })
         .unwrap_or(text);
-    (score, text.trim().to_owned())
+    text.trim().to_owned()
 }
 
-/// The number after `score:`: `Ok(Some(n))` for `4`, `4/5`, `4 out of 5`, `4 points`;
-/// `Ok(None)` when no number starts it (`<total points>`); `Err` for two numbers
-/// (`3 or 4`, `3-4`).
-fn score_value(text: &str) -> Result<Option<i64>, ()> {
+/// The number after `score:` on a scale from 0 to `high`: `4`, `4/5`, `4 out of 5`,
+/// `4 points`. No number is [`Score::Nothing`]; two (`3 or 4`, `3-4`) conflict; a score
+/// out of another scale (`4/10`) or below zero is invalid.
+fn score_value(text: &str, high: i64) -> Score {
     let text = text.trim().trim_matches(['*', '_', '`', '"', ' ']);
+    if let Some(negative) = text.strip_prefix('-')
+        && negative.starts_with(|c: char| c.is_ascii_digit())
+    {
+        let digits: String = negative.chars().take_while(char::is_ascii_digit).collect();
+        return Score::Invalid(format!("-{digits} is not from 0 to {high}"));
+    }
     let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
     let Ok(n) = digits.parse::<i64>() else {
-        return Ok(None);
+        return Score::Nothing;
     };
     let tail = text[digits.len()..]
         .trim()
         .trim_end_matches(['.', '*', '_', '"', ')', ' '])
         .to_lowercase();
-    let allowed = [
-        "",
-        "/5",
-        "/ 5",
-        "out of 5",
-        "points",
-        "point",
-        "pts",
-        "(out of 5",
-    ];
-    if allowed.contains(&tail.as_str()) || tail.starts_with("points") {
-        Ok(Some(n))
-    } else if tail.chars().any(|c| c.is_ascii_digit()) {
-        Err(())
+    let scale = ["/", "(out of", "out of"]
+        .iter()
+        .find_map(|p| tail.strip_prefix(p))
+        .map(str::trim_start);
+    if let Some(scale) = scale {
+        let of: String = scale.chars().take_while(char::is_ascii_digit).collect();
+        let after = &scale[of.len()..];
+        if let Ok(of) = of.parse::<i64>()
+            && !after.chars().any(|c| c.is_ascii_digit())
+        {
+            return if of == high {
+                Score::Given(n)
+            } else {
+                Score::Invalid(format!("{n}/{of} is not a score from 0 to {high}"))
+            };
+        }
+    }
+    if tail.chars().any(|c| c.is_ascii_digit()) {
+        Score::Conflicting
     } else {
-        Ok(Some(n))
+        Score::Given(n)
     }
 }
 
 /// The `choices` form: `{"rationale", "choices": {aspect: "A" | "B" | "tie"}}`.
-fn read_choices(rubric: &Rubric, output: &str) -> (Answers, Fields) {
-    let mut fields = Fields::new();
-    let mut answers = Answers::new();
+fn read_choices(rubric: &Rubric, object: &found::Object) -> Reading {
+    let mut reading = Reading::new(object.is_final);
     let Ok((aspects, rationale)) = choices_parts(rubric) else {
-        return (answers, fields);
+        return reading;
     };
-    let Some((object, conflicts)) = json_object(output) else {
-        return (answers, fields);
-    };
-    let choices = object.get("choices").and_then(Value::as_object);
+    let choices = object.map.get("choices").and_then(Value::as_object);
     for aspect in aspects {
         let Some(question) = rubric.question(aspect) else {
             continue;
         };
-        if conflicts.iter().any(|c| c == &format!("choices.{aspect}")) {
-            fields.insert(aspect.into(), FieldStatus::Conflicting);
+        if object.conflicts_at(&format!("choices.{aspect}")) {
+            reading
+                .fields
+                .insert(aspect.into(), FieldStatus::Conflicting);
             continue;
         }
         let Some(given) = choices.and_then(|c| c.get(aspect)).filter(|v| !v.is_null()) else {
@@ -616,11 +705,11 @@ fn read_choices(rubric: &Rubric, output: &str) -> (Answers, Fields) {
         };
         match value {
             Some(value) => {
-                answers.insert(aspect.into(), Value::from(value));
-                fields.insert(aspect.into(), FieldStatus::Parsed);
+                reading.answers.insert(aspect.into(), Value::from(value));
+                reading.fields.insert(aspect.into(), FieldStatus::Parsed);
             }
             None => {
-                fields.insert(
+                reading.fields.insert(
                     aspect.into(),
                     FieldStatus::Invalid(format!("{given} is not A, B or tie")),
                 );
@@ -628,14 +717,14 @@ fn read_choices(rubric: &Rubric, output: &str) -> (Answers, Fields) {
         }
     }
     if let Some(key) = rationale {
-        if conflicts.iter().any(|c| c == "rationale") {
-            fields.insert(key.into(), FieldStatus::Conflicting);
-        } else if let Some(text) = object.get("rationale").and_then(Value::as_str) {
-            answers.insert(key.into(), Value::from(text));
-            fields.insert(key.into(), FieldStatus::Parsed);
+        if object.conflicts_at("rationale") {
+            reading.fields.insert(key.into(), FieldStatus::Conflicting);
+        } else if let Some(text) = object.map.get("rationale").and_then(Value::as_str) {
+            reading.answers.insert(key.into(), Value::from(text));
+            reading.fields.insert(key.into(), FieldStatus::Parsed);
         }
     }
-    (answers, fields)
+    reading
 }
 
 #[cfg(test)]
@@ -845,5 +934,69 @@ mod tests {
             "{:?}",
             parsed.fields
         );
+    }
+
+    /// The table of outputs in `tests/fixtures/judge-outputs/cases.json`, each read as
+    /// the case expects: the status of every answer, and the answers named.
+    #[test]
+    fn the_output_table_is_read_as_it_says() {
+        let table: Value = serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/judge-outputs/cases.json"
+        ))
+        .unwrap();
+        let cases = table["cases"].as_array().unwrap();
+        assert!(cases.len() >= 40, "{} cases", cases.len());
+        let mut wrong = Vec::new();
+        for case in cases {
+            let name = case["name"].as_str().unwrap();
+            let rubric = by_name(case["rubric"].as_str().unwrap()).unwrap();
+            let format: Format = serde_json::from_value(case["format"].clone()).unwrap();
+            let parsed = parse(
+                rubric,
+                format,
+                case["output"].as_str().unwrap(),
+                case["truncated"].as_bool().unwrap_or(false),
+                case["min_explanation"].as_u64().unwrap_or(0) as usize,
+            );
+            let expected = case["status"].as_object().unwrap();
+            let every = expected.get("*").and_then(Value::as_str);
+            for (path, status) in expected.iter().filter(|(p, _)| *p != "*") {
+                if parsed.fields.get(path).map(ToString::to_string).as_deref() != status.as_str() {
+                    wrong.push(format!(
+                        "{name}: {path} is {:?}, not {status}",
+                        parsed.fields.get(path)
+                    ));
+                }
+            }
+            if let Some(every) = every {
+                for (path, status) in &parsed.fields {
+                    if !expected.contains_key(path) && status.to_string() != every {
+                        wrong.push(format!("{name}: {path} is {status}, not {every}"));
+                    }
+                }
+            }
+            let answered = parsed.answered();
+            if answered != (every == Some("parsed")) && expected.len() == 1 {
+                wrong.push(format!("{name}: answered is {answered}"));
+            }
+            for (path, value) in case["answers"].as_object().into_iter().flatten() {
+                let (first, rest) = path.split_once('.').unwrap_or((path, ""));
+                let got = parsed
+                    .answers
+                    .get(first)
+                    .and_then(|v| {
+                        if rest.is_empty() {
+                            Some(v)
+                        } else {
+                            v.get(rest)
+                        }
+                    })
+                    .cloned();
+                if got.as_ref() != Some(value) {
+                    wrong.push(format!("{name}: answer {path} is {got:?}, not {value}"));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 }
