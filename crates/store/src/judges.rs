@@ -383,18 +383,15 @@ impl super::Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
-    /// The ids of a batch's tasks a judge rates, in upload order: its gold tasks are
-    /// there to measure raters and are left out.
+    /// The ids of a batch's tasks a judge rates, in upload order: every one, gold tasks
+    /// too (the judge is graded on them as raters are; its answers to them count in no
+    /// other figure).
     pub async fn task_ids(&self, batch_id: Uuid) -> StoreResult<Vec<Uuid>> {
         let rows: Vec<(Uuid,)> = read!(self, |pool| {
-            sqlx::query_as(
-                "SELECT t.id FROM tasks t WHERE t.batch_id = $1
-                   AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id)
-                 ORDER BY t.seq",
-            )
-            .bind(batch_id)
-            .fetch_all(pool)
-            .await
+            sqlx::query_as("SELECT t.id FROM tasks t WHERE t.batch_id = $1 ORDER BY t.seq")
+                .bind(batch_id)
+                .fetch_all(pool)
+                .await
         })?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
