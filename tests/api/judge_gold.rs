@@ -288,14 +288,39 @@ async fn a_judge_is_graded_on_gold_beside_the_raters_and_moves_no_human_figure(a
         after["claimed"], 4,
         "two slots each of the two ordinary tasks"
     );
-    // The judge did rate the gold tasks it answered in full (as its own ratings).
+    // The judge's ratings of the gold tasks it answered in full are stored graded, as a
+    // rater's are, and count in no metric.
     let rows = crate::judges::export_rows(app, &lead, &batch).await;
-    let judge_gold: Vec<&str> = rows
+    let mut judge_gold: Vec<(&str, &Value, &Value)> = rows
         .iter()
         .filter(|r| r["rater_kind"] == "judge" && r["gold"] == true)
-        .filter_map(|r| r["external_id"].as_str())
+        .map(|r| {
+            (
+                r["external_id"].as_str().unwrap_or_default(),
+                &r["gold_grade"],
+                &r["counts_in_metrics"],
+            )
+        })
         .collect();
-    assert_eq!(judge_gold.len(), 4, "{judge_gold:?}");
+    judge_gold.sort_by_key(|(id, ..)| *id);
+    let all_right = json!({"right": 2, "expected": 2, "wrong": []});
+    assert_eq!(
+        judge_gold,
+        [
+            ("g1", &all_right, &json!(false)),
+            ("g2", &all_right, &json!(false)),
+            (
+                "g3",
+                &json!({"right": 1, "expected": 2, "wrong": ["helpfulness"]}),
+                &json!(false)
+            ),
+            (
+                "g4",
+                &json!({"right": 1, "expected": 2, "wrong": ["clarity"]}),
+                &json!(false)
+            ),
+        ]
+    );
 
     // The batch page: the judge's row in the raters' table, marked, with the same figures.
     let browser = lead.browser_for(app).await;
