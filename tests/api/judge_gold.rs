@@ -263,6 +263,18 @@ async fn a_judge_is_graded_on_gold_beside_the_raters_and_moves_no_human_figure(a
         Some(2),
         "only the expected answers"
     );
+    // The API's description names the judges' gold figures.
+    let doc = app.openapi().await;
+    let schemas = &doc["components"]["schemas"];
+    let gold = serde_json::to_string(&schemas["GoldMetrics"]).unwrap_or_default();
+    assert!(gold.contains("#/components/schemas/JudgeGold"), "{gold}");
+    for field in ["no_answer", "pending", "accuracy", "fields"] {
+        assert!(
+            schemas["JudgeGold"]["properties"].get(field).is_some(),
+            "{field}: {}",
+            schemas["JudgeGold"]
+        );
+    }
     // The raters' gold rows are as they were; the judge is not among them.
     assert_eq!(
         metrics["gold"]["raters"],
