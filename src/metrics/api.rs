@@ -2,6 +2,7 @@
 //! the batch page reads them too, folded from the instance's copy kept in
 //! [`crate::heavy::live`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
@@ -33,15 +34,26 @@ pub async fn measure(
     let rubric = state.store().batch_rubric(batch).await?;
     let turn = state.heavy_reads().turn().await;
     let (folded, mut slot) = fold(state, id, batch, &rubric).await?;
-    let calls = state.store().judge_call_facts(id).await?;
     let store = state.store();
+    // A judge's calls about gold tasks grade it (`gold.judges`) and count in none of its
+    // figures beside the raters, as the raters' gold ratings count in none of theirs.
+    let expected: HashMap<Uuid, verdict_core::gold::Expected> = if batch.has_gold {
+        store.gold_expectations(id).await?.into_iter().collect()
+    } else {
+        HashMap::new()
+    };
+    let (gold_calls, calls): (Vec<_>, Vec<_>) = store
+        .judge_call_facts(id)
+        .await?
+        .into_iter()
+        .partition(|c| expected.contains_key(&c.task_id));
     let grades: Vec<(String, verdict_core::gold::Grade)> = store
         .gold_grades(id)
         .await?
         .into_iter()
         .map(|g| (g.rater, g.grade.0))
         .collect();
-    let gold = crate::metrics::gold::figures(
+    let mut gold = crate::metrics::gold::figures(
         &grades,
         store.gold_count(id).await?,
         batch.gold_rate,
@@ -54,6 +66,8 @@ pub async fn measure(
     let (folded, metrics) = tokio::task::spawn_blocking(move || {
         let acc = &folded.acc;
         let judges = acc.judges(&judged, min_explanation, &calls);
+        gold.judges =
+            crate::metrics::gold::judges(&judged, min_explanation, &gold_calls, &expected);
         let metrics = Metrics {
             judges,
             gold,

@@ -31,6 +31,20 @@ impl super::Store {
         Ok(row.map(|(expected,)| expected.0))
     }
 
+    /// The expected answers of each of a batch's gold tasks, by task.
+    pub async fn gold_expectations(&self, batch_id: Uuid) -> StoreResult<Vec<(Uuid, Expected)>> {
+        let rows: Vec<(Uuid, Json<Expected>)> = read!(self, |pool| {
+            sqlx::query_as("SELECT task_id, expected FROM gold_tasks WHERE batch_id = $1")
+                .bind(batch_id)
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(task, expected)| (task, expected.0))
+            .collect())
+    }
+
     /// How many gold tasks a batch holds.
     pub async fn gold_count(&self, batch_id: Uuid) -> StoreResult<i64> {
         let (count,): (i64,) = read!(self, |pool| {

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
 use super::{StoreError, StoreResult, on_unique, read, transaction, write};
+use verdict_core::gold::Grade;
 use verdict_core::judge::{Fields, LastError, Params, Plan, Template};
 use verdict_core::lifecycle::{CallStatus, Outcome, RaterKind, RunStatus, Status};
 use verdict_core::metrics::judges::JudgeCall;
@@ -383,18 +384,15 @@ impl super::Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
-    /// The ids of a batch's tasks a judge rates, in upload order: its gold tasks are
-    /// there to measure raters and are left out.
+    /// The ids of a batch's tasks a judge rates, in upload order: every one, gold tasks
+    /// too (the judge is graded on them as raters are; its answers to them count in no
+    /// other figure).
     pub async fn task_ids(&self, batch_id: Uuid) -> StoreResult<Vec<Uuid>> {
         let rows: Vec<(Uuid,)> = read!(self, |pool| {
-            sqlx::query_as(
-                "SELECT t.id FROM tasks t WHERE t.batch_id = $1
-                   AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id)
-                 ORDER BY t.seq",
-            )
-            .bind(batch_id)
-            .fetch_all(pool)
-            .await
+            sqlx::query_as("SELECT t.id FROM tasks t WHERE t.batch_id = $1 ORDER BY t.seq")
+                .bind(batch_id)
+                .fetch_all(pool)
+                .await
         })?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
@@ -580,14 +578,16 @@ impl super::Store {
     }
 
     /// Stores (or replaces) a judge's rating of a task: rated, submitted, with `answers`
-    /// in the canonical orientation, through a finished assignment of the judge's
-    /// account. The task's pool is not touched: judges take no slot of the overlap.
+    /// in the canonical orientation and, for a gold task, its `grade`, through a finished
+    /// assignment of the judge's account. The task's pool is not touched: judges take
+    /// no slot of the overlap.
     pub async fn save_judge_rating(
         &self,
         judge_user: Uuid,
         batch_id: Uuid,
         task_id: Uuid,
         answers: &TaskAnswers,
+        grade: Option<&Grade>,
     ) -> StoreResult<Uuid> {
         let now = Utc::now();
         let lock = self.lock_clause();
@@ -602,17 +602,22 @@ impl super::Store {
                 .await?
                 .map(Rating::from);
             match before {
-                Some(before) if before.answers == *answers => before.id,
+                Some(before)
+                    if before.answers == *answers && before.gold_grade.as_ref() == grade =>
+                {
+                    before.id
+                }
                 Some(before) => {
                     let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
                         "UPDATE ratings SET answers = $2, version = version + 1, updated_at = $3,
-                             submitted_at = $3
+                             submitted_at = $3, gold_grade = $4
                          WHERE id = $1 RETURNING {}",
                         RATING_COLUMNS.replace("r.", "")
                     ))
                     .bind(before.id)
                     .bind(Json(answers))
                     .bind(now)
+                    .bind(grade.map(Json))
                     .fetch_one(&mut *tx)
                     .await?
                     .into();
@@ -643,8 +648,9 @@ impl super::Store {
                     .map_err(|e| on_unique(e, "judge rating"))?;
                     let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
                         "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status,
-                                              answers, rater_kind, created_at, updated_at, submitted_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10) RETURNING {}",
+                                              answers, rater_kind, created_at, updated_at, submitted_at,
+                                              gold_grade)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10, $11) RETURNING {}",
                         RATING_COLUMNS.replace("r.", "")
                     ))
                     .bind(Uuid::now_v7())
@@ -657,6 +663,7 @@ impl super::Store {
                     .bind(Json(answers))
                     .bind(RaterKind::Judge.as_str())
                     .bind(now)
+                    .bind(grade.map(Json))
                     .fetch_one(&mut *tx)
                     .await?
                 .into();

@@ -800,7 +800,21 @@ async fn rate_task(
         .collect();
     let combined = judge::combine(rubric, &asked, run.plan.0.min_explanation);
     if combined.complete() {
-        let save = || store.save_judge_rating(judge_user, run.batch_id, task_id, &combined.answers);
+        // A gold task's rating is graded as a rater's is (it counts in no figure but the
+        // judge's accuracy on gold).
+        let grade = store
+            .gold_expected(task_id)
+            .await?
+            .map(|expected| verdict_core::gold::grade(&expected, &combined.answers));
+        let save = || {
+            store.save_judge_rating(
+                judge_user,
+                run.batch_id,
+                task_id,
+                &combined.answers,
+                grade.as_ref(),
+            )
+        };
         match save().await {
             // Both orders finished at once and the other call's rating landed first (on
             // PostgreSQL, transactions do not queue behind an insert): it is the same
