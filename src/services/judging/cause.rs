@@ -120,7 +120,14 @@ impl Cause {
                 if hyper.is_parse() || hyper.is_parse_status() || hyper.is_parse_version_h2() {
                     return Cause::NotHttp { at, said: None };
                 }
-                if hyper.is_incomplete_message() {
+                // Closed before a whole reply came or before the request went; or bytes
+                // came before any request did (a server that speaks first, as SSH does,
+                // or an HTTP server's 408 on an idle connection): the look closer tells.
+                if hyper.is_incomplete_message()
+                    || hyper.is_canceled()
+                    || hyper.is_closed()
+                    || unasked(hyper)
+                {
                     return Cause::Dropped { at };
                 }
             }
@@ -170,6 +177,13 @@ impl Cause {
             Some(Answer::Http) | None => self,
         }
     }
+}
+
+/// Whether hyper read bytes on a connection before any request was sent on it. hyper has
+/// no predicate for this kind (`UnexpectedMessage`), so its words are matched.
+fn unasked(e: &hyper::Error) -> bool {
+    e.to_string()
+        .starts_with("received unexpected message from connection")
 }
 
 /// What an address answered a bare HTTP request.
