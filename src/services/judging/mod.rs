@@ -1,9 +1,10 @@
 //! Judge runs: asking a judge about every task of a batch, in both orders for a pair.
 //!
 //! A run is worked by one process at a time: the worker claims it in the database and
-//! says so every few seconds; a worker that falls silent (its process died) loses it to
-//! the next that looks ([`Judging::take_over`], run at start-up and periodically by
-//! `serve`). Every call is stored as soon as it is over, so a resumed or taken-over run
+//! says so every few seconds; a worker that falls silent for the lease (its process died
+//! or hangs) loses it to the next that looks ([`Judging::take_over`], run at start-up and
+//! periodically by `serve`; [`Judging::claim`], by `verdict judge run`), and one that
+//! was a process of this machine and is gone loses it at once ([`worker`]). Every call is stored as soon as it is over, so a resumed or taken-over run
 //! asks only what it does not have yet. Requests are bounded by the judge's concurrency
 //! and requests per minute, and retried with exponential backoff on 429, 5xx, time-outs
 //! and dropped connections, waiting as long as a `Retry-After` asks; a refused port or a
@@ -45,6 +46,7 @@ pub mod endpoint;
 pub mod judges;
 pub mod runs;
 pub mod settings;
+pub mod worker;
 
 /// The most a `Retry-After` is waited for; a longer one fails the call (resume later).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
@@ -82,7 +84,7 @@ impl Judging {
     ) -> Self {
         Self(Arc::new(Inner {
             store,
-            worker: format!("{}:{}", std::process::id(), Uuid::new_v4()),
+            worker: worker::this_process(),
             lease,
             retry_delay,
             key,
@@ -144,9 +146,61 @@ impl Judging {
         }
     }
 
-    /// Takes over the running runs whose worker fell silent.
+    /// The lease: a worker silent this long loses its run.
+    pub fn lease(&self) -> Duration {
+        self.0.lease
+    }
+
+    /// Takes `run` for this process if it may: nobody works it, its worker fell silent
+    /// for the lease, or its worker is provably gone (a process of this machine that
+    /// died: no waiting for the lease then). Otherwise says who holds it, or that the run
+    /// is not running.
+    pub async fn claim(&self, run: Uuid) -> ServiceResult<Claim> {
+        let store = &self.0.store;
+        let now = store.run(run).await?.ok_or(ServiceError::NotFound)?;
+        if now.status != RunStatus::Running {
+            return Ok(Claim::NotRunning(now.status));
+        }
+        if store.claim_run(run, &self.0.worker, self.0.lease).await? {
+            return Ok(Claim::Claimed);
+        }
+        let now = store.run(run).await?.ok_or(ServiceError::NotFound)?;
+        let Some(holder) = now.worker.filter(|_| now.status == RunStatus::Running) else {
+            // It moved meanwhile: look again.
+            return Box::pin(self.claim(run)).await;
+        };
+        if worker::gone(&holder) && store.take_run_from(run, &self.0.worker, &holder).await? {
+            return Ok(Claim::TookFromGone(holder));
+        }
+        let silent = now
+            .heartbeat_at
+            .and_then(|at| (Utc::now() - at).to_std().ok())
+            .unwrap_or_default();
+        Ok(Claim::Held {
+            worker: holder,
+            silent,
+            heard_at: now.heartbeat_at,
+        })
+    }
+
+    /// Lets go of `run` if this process works it, so that the next to look takes it at
+    /// once (a stopped `verdict judge run`).
+    pub async fn let_go(&self, run: Uuid) -> ServiceResult<()> {
+        Ok(self.0.store.let_go_run(run, &self.0.worker).await?)
+    }
+
+    /// Takes over the running runs whose worker fell silent, or is provably gone.
     pub async fn take_over(&self) -> ServiceResult<usize> {
-        let runs = self.0.store.orphaned_runs(self.0.lease).await?;
+        let store = &self.0.store;
+        let mut runs = store.orphaned_runs(self.0.lease).await?;
+        for (run, holder) in store.worked_runs().await? {
+            if !runs.contains(&run)
+                && worker::gone(&holder)
+                && store.take_run_from(run, &self.0.worker, &holder).await?
+            {
+                runs.push(run);
+            }
+        }
         let n = runs.len();
         for run in runs {
             self.spawn(run);
@@ -268,6 +322,23 @@ impl Judging {
         }
         Ok(())
     }
+}
+
+/// Whether a process may work a run ([`Judging::claim`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// It is this process's now: nobody worked it, or its worker fell silent.
+    Claimed,
+    /// It is this process's now, taken from this worker, which is provably gone.
+    TookFromGone(String),
+    /// Another worker holds it, silent for this long (its heartbeat, when it gave one).
+    Held {
+        worker: String,
+        silent: Duration,
+        heard_at: Option<chrono::DateTime<Utc>>,
+    },
+    /// The run is not running: over, paused or cancelled.
+    NotRunning(RunStatus),
 }
 
 /// Aborts a background task when dropped.
