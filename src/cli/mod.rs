@@ -114,8 +114,13 @@ enum JudgeCommand {
     /// List the judges.
     List,
     /// Run a judge over a batch here, with a progress bar, until every call is made.
-    /// An open run of the judge over the batch is resumed (after Ctrl-C, or a pause):
-    /// it asks only what it does not have yet.
+    /// An open run of the judge over the batch is resumed (after Ctrl-C, a kill or a
+    /// pause): it asks only what it does not have yet. While another process works the
+    /// run, it waits, counting down, until that one has been silent for the lease
+    /// (`--judge-lease-s`), then takes the run over; at once if that process was of this
+    /// machine and is gone. Exits non-zero unless the run ends finished: failed, paused
+    /// or cancelled by someone else, stopped with Ctrl-C or SIGTERM, or held by another
+    /// with `--no-wait`.
     Run {
         /// The batch's name.
         #[arg(long)]
@@ -123,9 +128,34 @@ enum JudgeCommand {
         /// The judge's name.
         #[arg(long)]
         judge: String,
+        /// When another process works the run, exit (non-zero) saying so instead of
+        /// waiting to take it over.
+        #[arg(long)]
+        no_wait: bool,
+        #[command(flatten)]
+        lease: JudgeLeaseArgs,
         #[command(flatten)]
         endpoints: JudgeEndpointArgs,
     },
+}
+
+/// How long a judge run's worker may fall silent before another takes its run over: for
+/// `serve` and `judge run`, which both work runs.
+#[derive(Debug, Args)]
+struct JudgeLeaseArgs {
+    /// A judge run whose worker has been silent this long is taken over (another
+    /// instance, `verdict judge run`, or this one after a restart, works it on). A worker
+    /// that was a process of this machine and is gone is taken over at once.
+    #[arg(long, env = "VERDICT_JUDGE_LEASE_S",
+          default_value_t = crate::config::DEFAULT_JUDGE_LEASE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(2..))]
+    judge_lease_s: u64,
+}
+
+impl JudgeLeaseArgs {
+    fn lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.judge_lease_s)
+    }
 }
 
 /// Where judges may be sent, and how much of a reply they may be let send: for `serve`,
@@ -281,12 +311,8 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_MAX_HEAVY_READS",
           value_parser = clap::value_parser!(u64).range(1..))]
     max_heavy_reads: Option<u64>,
-    /// A judge run whose worker has been silent this long is taken over (another
-    /// instance, or this one after a restart, works it on).
-    #[arg(long, env = "VERDICT_JUDGE_LEASE_S",
-          default_value_t = crate::config::DEFAULT_JUDGE_LEASE.as_secs(),
-          value_parser = clap::value_parser!(u64).range(2..))]
-    judge_lease_s: u64,
+    #[command(flatten)]
+    judge_lease: JudgeLeaseArgs,
     #[command(flatten)]
     judge_endpoints: JudgeEndpointArgs,
     #[command(flatten)]

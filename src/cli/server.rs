@@ -73,7 +73,7 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
         ..Config::default()
     };
     let config = Config {
-        judge_lease: std::time::Duration::from_secs(args.judge_lease_s),
+        judge_lease: args.judge_lease.lease(),
         judge_endpoints: args.judge_endpoints.policy(),
         sealing_key: crate::credentials::sealed::SealingKey::from_env()
             .map_err(anyhow::Error::msg)?,

@@ -691,3 +691,175 @@ async fn an_allow_list_narrows_the_hosts_judges_reach(fixture: &NarrowApp) {
     assert!(scripted.seen().is_empty(), "nothing was sent");
 }
 db_test!(an_allow_list_narrows_the_hosts_judges_reach: NarrowApp);
+
+/// A TCP server on a free local port that answers every connection with `answer`; returns
+/// its `host:port`.
+async fn tcp_server<F, Fut>(answer: F) -> String
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let at = listener.local_addr().expect("address").to_string();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(answer(stream));
+        }
+    });
+    at
+}
+
+/// Reads a request's head (up to the blank line, or until the peer closes).
+async fn request_head(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// Runs a judge at `base_url` over `batch` until it ends failed; returns the run and its
+/// one call.
+async fn failed_run(
+    app: &TestApp,
+    admin: &Persona,
+    batch: &str,
+    name: &str,
+    base_url: &str,
+) -> (Value, Value) {
+    add_judge(app, admin, name, base_url, json!({"concurrency": 1})).await;
+    let run = start_run(app, admin, batch, name).await;
+    let view = wait_for(app, admin, &run, "failed").await;
+    let mut calls = calls(app, admin, &run, None).await;
+    assert_eq!(calls.len(), 1, "{view}");
+    (view, calls.remove(0))
+}
+
+async fn connection_errors_name_their_cause_and_a_refused_port_or_non_http_reply_is_not_retried(
+    fixture: &GuardedApp,
+) {
+    let app = &fixture.0;
+    let admin = app.admin().await;
+    let batch = app
+        .batch(
+            &admin,
+            "unreachable",
+            &marked_tasks(&["PLAIN"]),
+            "&rubric=additive-5&randomize=false",
+        )
+        .await;
+    // Each fails its one call, and the run's last error says the same as the call.
+    let check = |view: &Value, call: &Value, attempts: i64, cause: &str| {
+        assert_eq!(call["status"], "failed", "{call}");
+        assert_eq!(call["attempts"].as_i64(), Some(attempts), "{call}");
+        let error = call["error"].as_str().expect("the call's error");
+        assert_eq!(error, cause, "{call}");
+        assert_eq!(view["last_error"], cause, "{view}");
+    };
+
+    // A port nothing listens on: refused at the first attempt.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let closed = listener.local_addr().expect("address");
+    drop(listener);
+    let (view, call) = failed_run(
+        app,
+        &admin,
+        &batch,
+        "refused",
+        &format!("http://{closed}/v1"),
+    )
+    .await;
+    check(
+        &view,
+        &call,
+        1,
+        &format!("connection refused: nothing listens at {closed} (is the model server up?)"),
+    );
+
+    // An SSH server: it speaks first, and not HTTP.
+    let ssh = tcp_server(|mut stream| async move {
+        use tokio::io::AsyncReadExt;
+        use tokio::io::AsyncWriteExt;
+        let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.2\r\n").await;
+        // Then it reads what the client sends until the client goes.
+        let mut buf = [0u8; 4096];
+        while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    let (view, call) = failed_run(app, &admin, &batch, "ssh", &format!("http://{ssh}/v1")).await;
+    check(
+        &view,
+        &call,
+        1,
+        &format!("not an HTTP server at {ssh}: it answered \"SSH-2.0-OpenSSH_9.2\""),
+    );
+
+    // A PostgreSQL server (the one the suite runs on, when it does): it closes a
+    // connection that does not begin as its protocol does, without a byte.
+    if let Ok(url) = std::env::var("TEST_DATABASE_URL") {
+        let url = reqwest::Url::parse(&url).expect("TEST_DATABASE_URL");
+        let pg = format!(
+            "{}:{}",
+            url.host_str().expect("a host"),
+            url.port().unwrap_or(5432)
+        );
+        let (view, call) =
+            failed_run(app, &admin, &batch, "postgres", &format!("http://{pg}/v1")).await;
+        check(
+            &view,
+            &call,
+            1,
+            &format!("not an HTTP server at {pg}: it closed the connection without an HTTP reply"),
+        );
+    }
+
+    // An HTTP server that drops every chat request unanswered (it answers other
+    // requests): a dropped connection may go otherwise next time, so it is retried.
+    let dropped_posts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&dropped_posts);
+    let dropping = tcp_server(move |mut stream| {
+        let counted = std::sync::Arc::clone(&counted);
+        async move {
+            use tokio::io::AsyncWriteExt;
+            if request_head(&mut stream).await.starts_with("POST") {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                return;
+            }
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+        }
+    })
+    .await;
+    let (view, call) = failed_run(
+        app,
+        &admin,
+        &batch,
+        "dropping",
+        &format!("http://{dropping}/v1"),
+    )
+    .await;
+    check(
+        &view,
+        &call,
+        6,
+        &format!("connection dropped: {dropping} closed it before a whole reply came"),
+    );
+    assert_eq!(
+        dropped_posts.load(std::sync::atomic::Ordering::SeqCst),
+        6,
+        "asked six times"
+    );
+}
+db_test!(connection_errors_name_their_cause_and_a_refused_port_or_non_http_reply_is_not_retried: GuardedApp);

@@ -368,6 +368,53 @@ impl super::Store {
         Ok(changed == 1)
     }
 
+    /// Takes a running run for `worker` from `from`, its worker, whatever its heartbeat
+    /// says (`from` is known to be gone); false when the run is not running or is
+    /// another's by now.
+    pub async fn take_run_from(&self, id: Uuid, worker: &str, from: &str) -> StoreResult<bool> {
+        let changed = write!(self, |pool| {
+            sqlx::query(
+                "UPDATE judge_runs SET worker = $2, heartbeat_at = $3
+                 WHERE id = $1 AND status = $4 AND worker = $5",
+            )
+            .bind(id)
+            .bind(worker)
+            .bind(Utc::now())
+            .bind(RunStatus::Running.as_str())
+            .bind(from)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(changed == 1)
+    }
+
+    /// Lets go of a run `worker` works (it stops working it), so that the next to look
+    /// takes it at once instead of after the lease.
+    pub async fn let_go_run(&self, id: Uuid, worker: &str) -> StoreResult<()> {
+        write!(self, |pool| {
+            sqlx::query("UPDATE judge_runs SET worker = NULL WHERE id = $1 AND worker = $2")
+                .bind(id)
+                .bind(worker)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    /// Running runs someone works, with the worker's name.
+    pub async fn worked_runs(&self) -> StoreResult<Vec<(Uuid, String)>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, worker FROM judge_runs WHERE status = $1 AND worker IS NOT NULL",
+            )
+            .bind(RunStatus::Running.as_str())
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
     /// Running runs nobody works (their worker fell silent for `lease`, or let go).
     pub async fn orphaned_runs(&self, lease: std::time::Duration) -> StoreResult<Vec<Uuid>> {
         let stale = Utc::now() - chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);

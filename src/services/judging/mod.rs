@@ -1,14 +1,16 @@
 //! Judge runs: asking a judge about every task of a batch, in both orders for a pair.
 //!
 //! A run is worked by one process at a time: the worker claims it in the database and
-//! says so every few seconds; a worker that falls silent (its process died) loses it to
-//! the next that looks ([`Judging::take_over`], run at start-up and periodically by
-//! `serve`). Every call is stored as soon as it is over, so a resumed or taken-over run
+//! says so every few seconds; a worker that falls silent for the lease (its process died
+//! or hangs) loses it to the next that looks ([`Judging::take_over`], run at start-up and
+//! periodically by `serve`; [`Judging::claim`], by `verdict judge run`), and one that
+//! was a process of this machine and is gone loses it at once ([`worker`]). Every call is stored as soon as it is over, so a resumed or taken-over run
 //! asks only what it does not have yet. Requests are bounded by the judge's concurrency
 //! and requests per minute, and retried with exponential backoff on 429, 5xx, time-outs
-//! and dropped connections, waiting as long as a `Retry-After` asks. While a call waits to
-//! be asked again its run says so (the attempt, and the error it met), and a run whose
-//! every call failed ends `failed`.
+//! and dropped connections, waiting as long as a `Retry-After` asks; a refused port or a
+//! server that does not speak HTTP fails the call at once ([`cause`] says why a request
+//! got no reply). While a call waits to be asked again its run says so (the attempt, and
+//! the error it met), and a run whose every call failed ends `failed`.
 //!
 //! What a judge's endpoint can send back is bounded: a reply is read up to the judge's
 //! limit and dropped beyond it, redirects are never followed, addresses are checked as
@@ -33,15 +35,18 @@ use super::{ServiceError, ServiceResult};
 use crate::credentials::sealed::SealingKey;
 use crate::store::Store;
 use crate::store::judges::{Call, Judge, Run, call_params};
+use cause::{Cause, RefusedAddress};
 use endpoint::EndpointPolicy;
 use verdict_core::judge::{self, Asked, LastError, Plan, TaskText};
 use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::Rubric;
 
+mod cause;
 pub mod endpoint;
 pub mod judges;
 pub mod runs;
 pub mod settings;
+pub mod worker;
 
 /// The most a `Retry-After` is waited for; a longer one fails the call (resume later).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
@@ -79,7 +84,7 @@ impl Judging {
     ) -> Self {
         Self(Arc::new(Inner {
             store,
-            worker: format!("{}:{}", std::process::id(), Uuid::new_v4()),
+            worker: worker::this_process(),
             lease,
             retry_delay,
             key,
@@ -141,9 +146,61 @@ impl Judging {
         }
     }
 
-    /// Takes over the running runs whose worker fell silent.
+    /// The lease: a worker silent this long loses its run.
+    pub fn lease(&self) -> Duration {
+        self.0.lease
+    }
+
+    /// Takes `run` for this process if it may: nobody works it, its worker fell silent
+    /// for the lease, or its worker is provably gone (a process of this machine that
+    /// died: no waiting for the lease then). Otherwise says who holds it, or that the run
+    /// is not running.
+    pub async fn claim(&self, run: Uuid) -> ServiceResult<Claim> {
+        let store = &self.0.store;
+        let now = store.run(run).await?.ok_or(ServiceError::NotFound)?;
+        if now.status != RunStatus::Running {
+            return Ok(Claim::NotRunning(now.status));
+        }
+        if store.claim_run(run, &self.0.worker, self.0.lease).await? {
+            return Ok(Claim::Claimed);
+        }
+        let now = store.run(run).await?.ok_or(ServiceError::NotFound)?;
+        let Some(holder) = now.worker.filter(|_| now.status == RunStatus::Running) else {
+            // It moved meanwhile: look again.
+            return Box::pin(self.claim(run)).await;
+        };
+        if worker::gone(&holder) && store.take_run_from(run, &self.0.worker, &holder).await? {
+            return Ok(Claim::TookFromGone(holder));
+        }
+        let silent = now
+            .heartbeat_at
+            .and_then(|at| (Utc::now() - at).to_std().ok())
+            .unwrap_or_default();
+        Ok(Claim::Held {
+            worker: holder,
+            silent,
+            heard_at: now.heartbeat_at,
+        })
+    }
+
+    /// Lets go of `run` if this process works it, so that the next to look takes it at
+    /// once (a stopped `verdict judge run`).
+    pub async fn let_go(&self, run: Uuid) -> ServiceResult<()> {
+        Ok(self.0.store.let_go_run(run, &self.0.worker).await?)
+    }
+
+    /// Takes over the running runs whose worker fell silent, or is provably gone.
     pub async fn take_over(&self) -> ServiceResult<usize> {
-        let runs = self.0.store.orphaned_runs(self.0.lease).await?;
+        let store = &self.0.store;
+        let mut runs = store.orphaned_runs(self.0.lease).await?;
+        for (run, holder) in store.worked_runs().await? {
+            if !runs.contains(&run)
+                && worker::gone(&holder)
+                && store.take_run_from(run, &self.0.worker, &holder).await?
+            {
+                runs.push(run);
+            }
+        }
         let n = runs.len();
         for run in runs {
             self.spawn(run);
@@ -267,6 +324,23 @@ impl Judging {
     }
 }
 
+/// Whether a process may work a run ([`Judging::claim`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// It is this process's now: nobody worked it, or its worker fell silent.
+    Claimed,
+    /// It is this process's now, taken from this worker, which is provably gone.
+    TookFromGone(String),
+    /// Another worker holds it, silent for this long (its heartbeat, when it gave one).
+    Held {
+        worker: String,
+        silent: Duration,
+        heard_at: Option<chrono::DateTime<Utc>>,
+    },
+    /// The run is not running: over, paused or cancelled.
+    NotRunning(RunStatus),
+}
+
 /// Aborts a background task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -319,6 +393,13 @@ pub fn api_key(judge: &Judge, key: Option<&SealingKey>) -> Result<Option<String>
 struct Asker {
     client: reqwest::Client,
     url: String,
+    /// Where the requests go, as `host:port` (what a connection error names).
+    at: String,
+    /// The time-outs of a connection, and of a whole request.
+    connect_timeout: Duration,
+    timeout: Duration,
+    /// Where judges may be sent (a look at what an address answers keeps to it too).
+    policy: EndpointPolicy,
     /// Why the judge's URL may not be called under this server's policy, if so.
     refused: Option<String>,
     /// The most of a reply read.
@@ -338,23 +419,35 @@ impl Asker {
         policy: &EndpointPolicy,
     ) -> ServiceResult<Self> {
         let timeout = Duration::from_secs(u64::from(plan.params.timeout_s.unwrap_or(120)));
+        let connect_timeout = Duration::from_secs(10);
         let client = reqwest::Client::builder()
             .timeout(timeout)
-            .connect_timeout(Duration::from_secs(10))
+            .connect_timeout(connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(CheckedResolver(policy.clone())))
             .build()
             .map_err(|e| ServiceError::Internal(e.to_string()))?;
         let url = chat_url(&judge.base_url);
-        let refused = match reqwest::Url::parse(&url) {
-            Ok(parsed) => policy.check_url(&parsed).err(),
-            Err(e) => Some(format!("is not a URL: {e}")),
+        let (refused, at) = match reqwest::Url::parse(&url) {
+            Ok(parsed) => (
+                policy.check_url(&parsed).err(),
+                format!(
+                    "{}:{}",
+                    parsed.host_str().unwrap_or(""),
+                    parsed.port_or_known_default().unwrap_or(0)
+                ),
+            ),
+            Err(e) => (Some(format!("is not a URL: {e}")), String::new()),
         };
         let rpm = NonZeroU32::new(u32::try_from(judge.requests_per_minute).unwrap_or(1).max(1))
             .unwrap_or(NonZeroU32::MIN);
         Ok(Self {
             client,
             url,
+            at,
+            connect_timeout,
+            timeout,
+            policy: policy.clone(),
             refused,
             reply_limit: policy.reply_limit(plan.params.max_reply_bytes),
             api_key,
@@ -369,41 +462,11 @@ impl Asker {
 /// reach: a name cannot resolve its way around the checks made when it was configured.
 struct CheckedResolver(EndpointPolicy);
 
-/// A host name that resolved only to addresses a judge may not reach.
-#[derive(Debug)]
-struct RefusedAddress(String);
-
-impl std::fmt::Display for RefusedAddress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RefusedAddress {}
-
 impl reqwest::dns::Resolve for CheckedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let policy = self.0.clone();
         Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let found: Vec<std::net::SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let mut why = None;
-            let allowed: Vec<std::net::SocketAddr> = found
-                .into_iter()
-                .filter(|addr| match policy.check_addr(Some(&host), addr.ip()) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        why.get_or_insert(e);
-                        false
-                    }
-                })
-                .collect();
-            if allowed.is_empty() {
-                let why = why.unwrap_or_else(|| "resolves to no address".into());
-                return Err(Box::new(RefusedAddress(format!("{host} {why}")))
-                    as Box<dyn std::error::Error + Send + Sync>);
-            }
+            let allowed = cause::checked_addrs(&policy, name.as_str(), 0).await?;
             let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
             Ok(addrs)
         })
@@ -426,9 +489,8 @@ enum Failure {
     },
     /// The endpoint answered with a redirect, which is not followed.
     Redirect(u16),
-    TimedOut,
-    /// The connection failed or dropped.
-    Transport(String),
+    /// No HTTP reply came, or not a whole one.
+    Connection(Cause),
     /// A 2xx whose body is not a chat completion.
     BadBody(String),
     /// The reply went on past the limit (in bytes) and was dropped.
@@ -441,7 +503,7 @@ impl Failure {
     fn retryable(&self) -> bool {
         match self {
             Failure::Status { code, .. } => *code == 429 || *code >= 500,
-            Failure::TimedOut | Failure::Transport(_) => true,
+            Failure::Connection(cause) => cause.retryable(),
             Failure::BadBody(_)
             | Failure::Redirect(_)
             | Failure::TooLarge(_)
@@ -462,8 +524,7 @@ impl Failure {
             Failure::Redirect(code) => format!(
                 "HTTP {code}: the endpoint answered with a redirect, and redirects are not followed"
             ),
-            Failure::TimedOut => "timed out".into(),
-            Failure::Transport(why) => format!("connection failed: {why}"),
+            Failure::Connection(cause) => cause.describe(),
             Failure::BadBody(why) => format!("not a chat completion: {why}"),
             Failure::TooLarge(limit) => format!(
                 "the reply went on past {} (the judge's max_reply_bytes), so it was dropped",
@@ -488,40 +549,33 @@ impl Failure {
     }
 }
 
-/// A failure to get a reply's body, or to send the request.
-fn transport(e: &reqwest::Error) -> Failure {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
+/// A failure to send the request or to get a reply's body, and why.
+fn transport(asker: &Asker, e: &reqwest::Error) -> Failure {
+    let chain = std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |err| {
+        err.source()
+    });
+    for err in chain {
         if let Some(refused) = err.downcast_ref::<RefusedAddress>() {
             return Failure::Refused(refused.0.clone());
         }
-        source = err.source();
     }
-    if e.is_timeout() {
-        return Failure::TimedOut;
-    }
-    // reqwest says what it was doing ("error sending request for url (…)"); the cause
-    // ("Connection refused") is at the end of the chain of sources.
-    let mut cause: &(dyn std::error::Error + 'static) = e;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    let (what, why) = (e.to_string(), cause.to_string());
-    if why == what {
-        Failure::Transport(what)
-    } else {
-        Failure::Transport(format!("{what}: {why}"))
-    }
+    Failure::Connection(Cause::of(
+        e,
+        &asker.at,
+        asker.connect_timeout,
+        asker.timeout,
+    ))
 }
 
 /// Reads a reply's body up to `limit` bytes; past that the reply (and its connection)
 /// is dropped and the call fails saying so.
-async fn read_limited(mut response: reqwest::Response, limit: u64) -> Result<Vec<u8>, Failure> {
+async fn read_limited(asker: &Asker, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+    let limit = asker.reply_limit;
     if response.content_length().is_some_and(|n| n > limit) {
         return Err(Failure::TooLarge(limit));
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| transport(&e))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport(asker, &e))? {
         if (body.len() + chunk.len()) as u64 > limit {
             return Err(Failure::TooLarge(limit));
         }
@@ -610,7 +664,18 @@ async fn post(asker: &Asker, body: &Value) -> Result<Output, Failure> {
     if let Some(key) = &asker.api_key {
         request = request.bearer_auth(key);
     }
-    let response = request.send().await.map_err(|e| transport(&e))?;
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            return Err(match transport(asker, &e) {
+                Failure::Connection(cause) => match reqwest::Url::parse(&asker.url) {
+                    Ok(url) => Failure::Connection(cause.look_closer(&url, &asker.policy).await),
+                    Err(_) => Failure::Connection(cause),
+                },
+                other => other,
+            });
+        }
+    };
     let status = response.status();
     if status.is_redirection() {
         return Err(Failure::Redirect(status.as_u16()));
@@ -623,7 +688,7 @@ async fn post(asker: &Asker, body: &Value) -> Result<Output, Failure> {
             body: read_start(response).await,
         });
     }
-    let bytes = read_limited(response, asker.reply_limit).await?;
+    let bytes = read_limited(asker, response).await?;
     let value: Value =
         serde_json::from_slice(&bytes).map_err(|e| Failure::BadBody(e.to_string()))?;
     let choice = &value["choices"][0];
