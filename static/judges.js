@@ -29,12 +29,24 @@
     return run.status;
   }
 
+  // What came of the tasks, as the server writes it (RunView::tasks_text).
+  function tasksText(run) {
+    let text = `${run.tasks_rated} of ${run.tasks} tasks rated, ${run.orders_disagreed} orders disagreed`;
+    const lean = run.first_shown_share;
+    if (lean && lean.share) {
+      const pct = (x) => `${Math.round(x * 100)}%`;
+      text += `, first shown ${pct(lean.share.value)} (${pct(lean.share.low)}–${pct(lean.share.high)}) of ${lean.n}`;
+    }
+    return text;
+  }
+
   function update(row, run) {
     const done = run.answered + run.unparsed;
     put(row, 'done', String(done));
     put(row, 'answered', String(run.answered));
     put(row, 'unparsed', String(run.unparsed));
     put(row, 'failed', String(run.failed));
+    put(row, 'tasks', tasksText(run));
     put(row, 'tokens', `${run.tokens.prompt} + ${run.tokens.completion}`);
     put(row, 'finished', minute(run.finished_at));
     const bar = row.querySelector('progress');

@@ -92,9 +92,10 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 .await
                 .map_err(|e| describe(e.into()))?;
             println!(
-                "run {}: {} — {} answered, {} unparsed, {} failed of {} calls; {} + {} tokens",
+                "run {}: {} — {}; {} answered, {} unparsed, {} failed of {} calls; {} + {} tokens",
                 view.id,
                 view.status_text(),
+                view.tasks_text(),
                 view.answered,
                 view.unparsed,
                 view.failed,
@@ -162,10 +163,15 @@ async fn work_here(
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
             tick.tick().await;
-            if let Ok(Some(now)) = store.run(run.id).await {
-                let view = runs::RunView::new(now, &judge.name, Default::default());
+            if let Ok(Some(now)) = store.run(run.id).await
+                && let Ok(view) = runs::run_view(store, now).await
+            {
                 let retrying = view.retrying.then(|| view.status_text());
-                show(&|p| p.retrying.clone_from(&retrying));
+                let tasks = Some(view.tasks_text());
+                show(&|p| {
+                    p.retrying.clone_from(&retrying);
+                    p.tasks.clone_from(&tasks);
+                });
             }
         }
     };
@@ -283,6 +289,8 @@ struct Progress {
     failed: i64,
     /// `retrying · attempt 3 · connection dropped: …`, while it does.
     retrying: Option<String>,
+    /// What came of the tasks so far (`3 of 10 tasks rated, 7 orders disagreed, …`).
+    tasks: Option<String>,
 }
 
 impl Progress {
@@ -291,8 +299,12 @@ impl Progress {
             .retrying
             .as_ref()
             .map_or(String::new(), |text| format!(" · {text}"));
+        let tasks = self
+            .tasks
+            .as_ref()
+            .map_or(String::new(), |text| format!(" · {text}"));
         format!(
-            "{} answered, {} unparsed, {} failed{retrying}",
+            "{} answered, {} unparsed, {} failed{tasks}{retrying}",
             self.answered, self.unparsed, self.failed
         )
     }

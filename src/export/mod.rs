@@ -191,6 +191,7 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
             "gold",
             "gold_grade",
             "review_first",
+            "judge_run",
         ]
         .map(String::from),
     );
@@ -294,6 +295,7 @@ pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String>
     let grade = row.gold_grade.as_ref().map(|g| &g.0);
     record.push(json_cell(&grade, grade.is_none()));
     record.push(row.review_first.to_string());
+    record.push(row.judge_run.map_or_else(String::new, |id| id.to_string()));
     record
 }
 
@@ -310,6 +312,8 @@ pub struct JsonRecord<'a> {
     external_id: &'a str,
     gold: bool,
     gold_grade: Option<&'a verdict_core::gold::Grade>,
+    /// A judge's rating: the run it came from.
+    judge_run: Option<uuid::Uuid>,
     model_a: Option<&'a str>,
     model_b: Option<&'a str>,
     note: Option<&'a str>,
@@ -343,6 +347,7 @@ pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> 
         external_id: &row.external_id,
         gold: row.gold,
         gold_grade: row.gold_grade.as_ref().map(|g| &g.0),
+        judge_run: row.judge_run,
         model_a: row.model_a.as_deref(),
         model_b: row.model_b.as_deref(),
         note: row.note.as_deref(),
@@ -518,6 +523,7 @@ mod tests {
             gold: false,
             gold_grade: None,
             review_first: false,
+            judge_run: None,
         };
         let rubric = verdict_core::rubric::by_name("blackhat").unwrap();
         let record = json_record(rubric, 1, &row);

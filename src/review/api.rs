@@ -128,7 +128,7 @@ pub struct TaskRatings {
     pub model_b: Option<String>,
     /// By rater name; drafts are left out.
     pub ratings: Vec<TaskRatingView>,
-    /// Each LLM judge's answer from its latest run over the batch, by judge name: apart
+    /// Each LLM judge's answer from the run standing for it over the batch, by judge name: apart
     /// from the raters' (it counts in no human figure).
     pub judges: Vec<JudgeOnTaskView>,
 }

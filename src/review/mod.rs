@@ -94,8 +94,8 @@ pub async fn task_ratings(
     Ok((summary, rubric, task_id, ratings))
 }
 
-/// One judge's answer to a task beside the raters': the calls of its latest run over the
-/// batch, and what they combine into.
+/// One judge's answer to a task beside the raters': the calls of the run standing for it
+/// over the batch (`store::judges::standing_run`), and what they combine into.
 pub struct JudgeOnTask {
     pub judge: String,
     /// Canonical orientation; only what was read (consistently, for a pair).

@@ -1210,7 +1210,8 @@ async fn the_command_line_adds_a_judge_and_runs_it(db: &TestDb) {
     .await;
     assert!(ok, "{err}");
     assert!(
-        out.contains("finished — 1 answered, 1 unparsed, 0 failed of 2 calls"),
+        out.contains("finished — 1 of 2 tasks rated, 0 orders disagreed")
+            && out.contains("; 1 answered, 1 unparsed, 0 failed of 2 calls"),
         "{out}"
     );
     let (ok, out, _) = verdict_cli(db, &["judge", "list"]).await;
@@ -1259,7 +1260,7 @@ async fn the_command_line_adds_a_judge_and_runs_it(db: &TestDb) {
     assert!(!ok, "a failed run fails the command: {out}");
     assert!(
         out.contains(
-            "failed · HTTP 400 Bad Request from the endpoint — 0 answered, 0 unparsed, 2 failed of 2 calls"
+            "failed · HTTP 400 Bad Request from the endpoint — 0 of 2 tasks rated, 0 orders disagreed; 0 answered, 0 unparsed, 2 failed of 2 calls"
         ),
         "{out}"
     );

@@ -26,6 +26,7 @@ mod judge_model;
 mod judge_pages;
 mod judge_reading;
 mod judge_server;
+mod judge_stands;
 mod judges;
 mod lists;
 mod metrics_live;

@@ -226,7 +226,7 @@ fn batch_id(dir: &Path, name: &str) -> String {
 ///   (see [`with_last_error`]).
 fn as_served_now(
     name: &str,
-    expected: String,
+    mut expected: String,
     pairwise: &str,
     dir: &Path,
     served: &Served,
@@ -296,7 +296,28 @@ fn as_served_now(
     if name.ends_with("/judge-runs.json") {
         let mut runs: Value = serde_json::from_str(&expected).expect("judge-runs.json");
         with_last_error(&mut runs);
+        if let Served::Json(served) = served {
+            with_run_figures(name, &mut runs, served);
+        }
         return runs.to_string();
+    }
+    // A judge's rating names its run since issue 30 (migration 0019): the batch's only
+    // run, the one that stands.
+    if let Some(batch) = name
+        .strip_suffix("/export.csv")
+        .or_else(|| name.strip_suffix("/export.jsonl"))
+    {
+        let runs = std::fs::read_to_string(dir.join(batch).join("judge-runs.json"))
+            .expect("the batch's runs");
+        let runs: Value = serde_json::from_str(&runs).expect("judge-runs.json");
+        let list = runs["list"].as_array().expect("the list");
+        assert!(list.len() <= 1, "{name}: one run at most");
+        let run = list.first().map_or(Value::Null, |r| r["id"].clone());
+        let now = with_judge_run(name, &expected, &run);
+        if name != "pairwise/export.jsonl" {
+            return now;
+        }
+        expected = now;
     }
     if name == "pairwise/export.jsonl" {
         return expected
@@ -333,6 +354,17 @@ fn as_served_now(
         metrics["counts"]["skip_reasons"] = serde_json::json!(by_reason);
         if let (Some(judges), Served::Json(served)) = (metrics.get_mut("judges"), served) {
             ordered_choices(name, judges, &served["judges"]);
+            // Tasks whose orders disagreed are counted since issue 30: at most the tasks
+            // asked that have no rating.
+            for (judge, old) in judges.as_object_mut().expect("judges by name") {
+                let now = &served["judges"][judge]["orders_disagreed"];
+                let unrated = old["tasks"].as_u64().zip(old["rated"].as_u64());
+                assert!(
+                    unrated.is_some_and(|(t, r)| now.as_u64() <= Some(t - r)),
+                    "{name} {judge}: {now}"
+                );
+                old["orders_disagreed"] = now.clone();
+            }
         }
         return metrics.to_string();
     }
@@ -351,6 +383,112 @@ fn as_served_now(
         return ratings.to_string();
     }
     expected
+}
+
+/// The batch export's `judge_run` column (CSV, last) or key (JSON Lines): the run of a
+/// judge's rating, nothing for a person's.
+fn with_judge_run(name: &str, expected: &str, run: &Value) -> String {
+    if name.ends_with(".jsonl") {
+        return expected
+            .lines()
+            .map(|line| {
+                // Written in as the record writes its keys (in order, `judge_run` before
+                // `model_a`), not through a map, which would reorder nested objects.
+                let record: Value = serde_json::from_str(line).expect("a JSON line");
+                let of_judge = record["rater_kind"] == "judge";
+                assert!(
+                    !of_judge || !run.is_null(),
+                    "{name}: a judge rating has its run"
+                );
+                let value = if of_judge { run.clone() } else { Value::Null };
+                let at = line.rfind(",\"model_a\":").expect("model_a");
+                format!("{},\"judge_run\":{value}{}\n", &line[..at], &line[at..])
+            })
+            .collect();
+    }
+    let mut reader = csv::Reader::from_reader(expected.as_bytes());
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = reader
+        .headers()
+        .expect("a header")
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    let kind = header
+        .iter()
+        .position(|h| h == "rater_kind")
+        .expect("rater_kind");
+    header.push("judge_run".into());
+    writer.write_record(&header).expect("written");
+    for record in reader.records() {
+        let mut record: Vec<String> = record
+            .expect("a record")
+            .iter()
+            .map(str::to_owned)
+            .collect();
+        let of_judge = record[kind] == "judge";
+        record.push(if of_judge {
+            run.as_str().expect("the run").to_owned()
+        } else {
+            String::new()
+        });
+        writer.write_record(&record).expect("written");
+    }
+    String::from_utf8(writer.into_inner().expect("written")).expect("UTF-8")
+}
+
+/// A run gives its own figures since issue 30: tasks rated, orders that disagreed, the
+/// lean to the response shown first, and whether it stands. They are worked out from its
+/// calls (checked in `tests/api/judge_export.rs`); here each must fit the run's counts,
+/// and a batch's only run stands.
+fn with_run_figures(name: &str, runs: &mut Value, served: &Value) {
+    let now: BTreeMap<String, Value> = served["list"]
+        .as_array()
+        .expect("the served list")
+        .iter()
+        .map(|r| (r["id"].to_string(), r.clone()))
+        .collect();
+    let only = runs["list"].as_array().map_or(0, Vec::len) == 1;
+    let adopt = |view: &mut Value| {
+        let served = &now[&view["id"].to_string()];
+        let tasks = view["tasks"].as_u64().expect("tasks");
+        let rated = served["tasks_rated"].as_u64().expect("tasks rated");
+        let disagreed = served["orders_disagreed"]
+            .as_u64()
+            .expect("orders disagreed");
+        assert!(rated + disagreed <= tasks, "{name}: {served}");
+        let lean = &served["first_shown_share"];
+        assert!(
+            lean.is_null() || lean["n"].as_u64() <= view["answered"].as_u64().map(|n| n * 6),
+            "{name}: {lean}"
+        );
+        assert_eq!(
+            served["stands"],
+            json!(only),
+            "{name}: a batch's only run stands"
+        );
+        let view = view.as_object_mut().expect("a run");
+        for key in [
+            "tasks_rated",
+            "orders_disagreed",
+            "first_shown_share",
+            "stands",
+        ] {
+            assert_eq!(
+                view.insert(key.into(), served[key].clone()),
+                None,
+                "{key} is new"
+            );
+        }
+    };
+    runs["list"]
+        .as_array_mut()
+        .expect("the list")
+        .iter_mut()
+        .for_each(adopt);
+    for figures in runs["runs"].as_array_mut().expect("runs") {
+        adopt(&mut figures["run"]);
+    }
 }
 
 /// A run says whether it is retrying and what its latest error was since issue 29

@@ -624,106 +624,139 @@ impl super::Store {
         })?)
     }
 
-    /// Stores (or replaces) a judge's rating of a task: rated, submitted, with `answers`
-    /// in the canonical orientation and, for a gold task, its `grade`, through a finished
-    /// assignment of the judge's account. The task's pool is not touched: judges take
-    /// no slot of the overlap.
+    /// Stores (or replaces) a judge's rating of a task from run `run_id`: rated,
+    /// submitted, with `answers` in the canonical orientation and, for a gold task, its
+    /// `grade`, through a finished assignment of the judge's account, naming the run.
+    /// Only the run standing for the judge over the batch ([`standing_run`]) stores
+    /// ratings: `None`, and nothing changes, for any other. The task's pool is not
+    /// touched: judges take no slot of the overlap.
     pub async fn save_judge_rating(
         &self,
         judge_user: Uuid,
+        run_id: Uuid,
         batch_id: Uuid,
         task_id: Uuid,
         answers: &TaskAnswers,
         grade: Option<&Grade>,
-    ) -> StoreResult<Uuid> {
+    ) -> StoreResult<Option<Uuid>> {
         let now = Utc::now();
         let lock = self.lock_clause();
         let select = format!(
             "SELECT {RATING_COLUMNS} FROM ratings r WHERE r.task_id = $1 AND r.rater_id = $2{lock}"
         );
+        let stands = format!(
+            "SELECT COUNT(*) FROM judge_runs r WHERE r.id = $1 AND r.id = {}",
+            standing_run("r.judge_id", "r.batch_id")
+        );
         let id = transaction!(self, |tx| {
-            let before: Option<Rating> = sqlx::query_as::<_, RatingRow>(&select)
-                .bind(task_id)
-                .bind(judge_user)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(Rating::from);
-            match before {
-                Some(before)
-                    if before.answers == *answers && before.gold_grade.as_ref() == grade =>
-                {
-                    before.id
-                }
-                Some(before) => {
-                    let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
-                        "UPDATE ratings SET answers = $2, version = version + 1, updated_at = $3,
-                             submitted_at = $3, gold_grade = $4
-                         WHERE id = $1 RETURNING {}",
-                        RATING_COLUMNS.replace("r.", "")
-                    ))
-                    .bind(before.id)
-                    .bind(Json(answers))
-                    .bind(now)
-                    .bind(grade.map(Json))
-                    .fetch_one(&mut *tx)
-                    .await?
-                    .into();
-                    insert_history!(
-                        &mut *tx,
-                        &after,
-                        Some(judge_user),
-                        "judge",
-                        Some(&before),
-                        now
-                    )?;
-                    after.id
-                }
-                None => {
-                    let assignment = Uuid::now_v7();
-                    sqlx::query(
-                        "INSERT INTO assignments
-                           (id, task_id, batch_id, rater_id, swapped, state, lease_expires_at, created_at, updated_at)
-                         VALUES ($1, $2, $3, $4, FALSE, 'done', $5, $5, $5)",
-                    )
-                    .bind(assignment)
+            let (standing,): (i64,) = sqlx::query_as(&stands)
+                .bind(run_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if standing == 0 {
+                None
+            } else {
+                let before: Option<Rating> = sqlx::query_as::<_, RatingRow>(&select)
                     .bind(task_id)
-                    .bind(batch_id)
                     .bind(judge_user)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| on_unique(e, "judge rating"))?;
-                    let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
-                        "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status,
-                                              answers, rater_kind, created_at, updated_at, submitted_at,
-                                              gold_grade)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10, $11) RETURNING {}",
-                        RATING_COLUMNS.replace("r.", "")
-                    ))
-                    .bind(Uuid::now_v7())
-                    .bind(assignment)
-                    .bind(task_id)
-                    .bind(batch_id)
-                    .bind(judge_user)
-                    .bind(Outcome::Rated.as_str())
-                    .bind(Status::Submitted.as_str())
-                    .bind(Json(answers))
-                    .bind(RaterKind::Judge.as_str())
-                    .bind(now)
-                    .bind(grade.map(Json))
-                    .fetch_one(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await?
-                .into();
-                    insert_history!(&mut *tx, &after, Some(judge_user), "judge", None, now)?;
-                    after.id
-                }
+                    .map(Rating::from);
+                Some(match before {
+                    Some(before)
+                        if before.answers == *answers && before.gold_grade.as_ref() == grade =>
+                    {
+                        sqlx::query("UPDATE ratings SET judge_run_id = $2 WHERE id = $1")
+                            .bind(before.id)
+                            .bind(run_id)
+                            .execute(&mut *tx)
+                            .await?;
+                        before.id
+                    }
+                    Some(before) => {
+                        let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
+                            "UPDATE ratings SET answers = $2, version = version + 1, updated_at = $3,
+                                 submitted_at = $3, gold_grade = $4, judge_run_id = $5
+                             WHERE id = $1 RETURNING {}",
+                            RATING_COLUMNS.replace("r.", "")
+                        ))
+                        .bind(before.id)
+                        .bind(Json(answers))
+                        .bind(now)
+                        .bind(grade.map(Json))
+                        .bind(run_id)
+                        .fetch_one(&mut *tx)
+                        .await?
+                        .into();
+                        insert_history!(
+                            &mut *tx,
+                            &after,
+                            Some(judge_user),
+                            "judge",
+                            Some(&before),
+                            now
+                        )?;
+                        after.id
+                    }
+                    None => {
+                        let assignment = Uuid::now_v7();
+                        sqlx::query(
+                            "INSERT INTO assignments
+                               (id, task_id, batch_id, rater_id, swapped, state, lease_expires_at, created_at, updated_at)
+                             VALUES ($1, $2, $3, $4, FALSE, 'done', $5, $5, $5)",
+                        )
+                        .bind(assignment)
+                        .bind(task_id)
+                        .bind(batch_id)
+                        .bind(judge_user)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| on_unique(e, "judge rating"))?;
+                        let after: Rating = sqlx::query_as::<_, RatingRow>(&format!(
+                            "INSERT INTO ratings (id, assignment_id, task_id, batch_id, rater_id, outcome, status,
+                                                  answers, rater_kind, created_at, updated_at, submitted_at,
+                                                  gold_grade, judge_run_id)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10, $11, $12) RETURNING {}",
+                            RATING_COLUMNS.replace("r.", "")
+                        ))
+                        .bind(Uuid::now_v7())
+                        .bind(assignment)
+                        .bind(task_id)
+                        .bind(batch_id)
+                        .bind(judge_user)
+                        .bind(Outcome::Rated.as_str())
+                        .bind(Status::Submitted.as_str())
+                        .bind(Json(answers))
+                        .bind(RaterKind::Judge.as_str())
+                        .bind(now)
+                        .bind(grade.map(Json))
+                        .bind(run_id)
+                        .fetch_one(&mut *tx)
+                        .await?
+                        .into();
+                        insert_history!(&mut *tx, &after, Some(judge_user), "judge", None, now)?;
+                        after.id
+                    }
+                })
             }
         });
         Ok(id)
     }
 
-    /// Each judge's calls about one task, from its latest run over the batch: (judge
-    /// name, call), by judge name, A first before B first.
+    /// The run that stands for a judge over a batch, if any: see [`standing_run`].
+    pub async fn standing_run(&self, judge_id: Uuid, batch_id: Uuid) -> StoreResult<Option<Uuid>> {
+        let sql = format!("SELECT {} AS id", standing_run("$1", "$2"));
+        let row: Option<(Option<Uuid>,)> = read!(self, |pool| sqlx::query_as(&sql)
+            .bind(judge_id)
+            .bind(batch_id)
+            .fetch_optional(pool)
+            .await)?;
+        Ok(row.and_then(|(id,)| id))
+    }
+
+    /// Each judge's calls about one task, from the run that stands for it over the batch
+    /// ([`standing_run`]): (judge name, call), by judge name, A first before B first.
     pub async fn judge_calls_of_task(
         &self,
         batch_id: Uuid,
@@ -738,10 +771,9 @@ impl super::Store {
         let sql = format!(
             "SELECT j.name AS judge, {CALL_COLUMNS}
              FROM judge_calls c JOIN judge_runs r ON r.id = c.run_id JOIN judges j ON j.id = r.judge_id
-             WHERE c.task_id = $2 AND r.id = (
-                 SELECT r2.id FROM judge_runs r2 WHERE r2.judge_id = r.judge_id AND r2.batch_id = $1
-                 ORDER BY r2.created_at DESC, r2.id DESC LIMIT 1)
-             ORDER BY j.name, c.swapped"
+             WHERE c.task_id = $2 AND r.id = {}
+             ORDER BY j.name, c.swapped",
+            standing_run("r.judge_id", "$1")
         );
         let rows = read!(self, |pool| sqlx::query_as::<_, Named>(&sql)
             .bind(batch_id)
@@ -751,30 +783,57 @@ impl super::Store {
         Ok(rows.into_iter().map(|n| (n.judge, n.call)).collect())
     }
 
-    /// The calls of each judge's latest run over a batch, with the responses' lengths,
-    /// for the batch's metrics.
+    /// The calls of the run that stands for each judge over a batch ([`standing_run`]),
+    /// with the responses' lengths, for the batch's metrics.
     pub async fn judge_call_facts(&self, batch_id: Uuid) -> StoreResult<Vec<JudgeCall>> {
-        let rows = read!(self, |pool| {
-            sqlx::query_as::<_, JudgeCallRow>(
-                "SELECT j.name AS judge, c.task_id, c.swapped, c.status, c.fields, c.answers,
-                        CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
-                        CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
-                 FROM judge_calls c
-                 JOIN judge_runs r ON r.id = c.run_id
-                 JOIN judges j ON j.id = r.judge_id
-                 JOIN tasks t ON t.id = c.task_id
-                 WHERE r.batch_id = $1 AND r.id = (
-                     SELECT r2.id FROM judge_runs r2 WHERE r2.judge_id = r.judge_id AND r2.batch_id = $1
-                     ORDER BY r2.created_at DESC, r2.id DESC LIMIT 1)
-                 ORDER BY j.name, c.task_id, c.swapped",
-            )
+        let sql = format!(
+            "{CALL_FACTS} WHERE r.batch_id = $1 AND r.id = {} ORDER BY j.name, c.task_id, c.swapped",
+            standing_run("r.judge_id", "$1")
+        );
+        let rows = read!(self, |pool| sqlx::query_as::<_, JudgeCallRow>(&sql)
             .bind(batch_id)
             .fetch_all(pool)
-            .await
-        })?;
+            .await)?;
+        Ok(rows.into_iter().map(JudgeCall::from).collect())
+    }
+
+    /// The calls of one run, as metrics read them: what the run's own figures (tasks
+    /// rated, orders that disagreed, the lean to the response shown first) come from.
+    pub async fn run_call_facts(&self, run_id: Uuid) -> StoreResult<Vec<JudgeCall>> {
+        let sql = format!("{CALL_FACTS} WHERE c.run_id = $1 ORDER BY c.task_id, c.swapped");
+        let rows = read!(self, |pool| sqlx::query_as::<_, JudgeCallRow>(&sql)
+            .bind(run_id)
+            .fetch_all(pool)
+            .await)?;
         Ok(rows.into_iter().map(JudgeCall::from).collect())
     }
 }
+
+/// The rule that decides which run's answers stand for a judge over a batch (issue 30):
+/// **the judge's latest run over the batch that is not cancelled** (latest by when it was
+/// started; a run resumed later stays where it was). A cancelled run is set aside, and the
+/// run before it stands again. The judge's figures in the batch's metrics, its answers on
+/// the task page, its rows in the batch's export and the ratings stored for it all follow
+/// this one subquery: the id of the run standing for the judge whose id is the SQL
+/// expression `judge` over the batch `batch` (NULL when none stands).
+pub fn standing_run(judge: &str, batch: &str) -> String {
+    format!(
+        "(SELECT s.id FROM judge_runs s WHERE s.judge_id = {judge} AND s.batch_id = {batch}
+            AND s.status <> '{}' ORDER BY s.created_at DESC, s.id DESC LIMIT 1)",
+        RunStatus::Cancelled.as_str()
+    )
+}
+
+/// The calls as metrics read them, with the judge's name and the responses' lengths in
+/// characters (`r` the run, `c` the call): a query's start, its `WHERE` to follow.
+const CALL_FACTS: &str =
+    "SELECT j.name AS judge, c.task_id, c.swapped, c.status, c.fields, c.answers,
+        CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
+        CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
+ FROM judge_calls c
+ JOIN judge_runs r ON r.id = c.run_id
+ JOIN judges j ON j.id = r.judge_id
+ JOIN tasks t ON t.id = c.task_id";
 
 /// A [`JudgeCall`] as the database hands it over (the core's type knows no database).
 #[derive(sqlx::FromRow)]

@@ -179,6 +179,9 @@ columns! {
         pub gold_grade: Option<Json<Grade>> = "r.gold_grade",
         /// Held for review first.
         pub review_first: bool = "r.review_first",
+        /// A judge's rating: the run it came from (always the run standing for the judge:
+        /// the export holds no other judge rating).
+        pub judge_run: Option<Uuid> = "r.judge_run_id",
     }
 }
 
@@ -577,11 +580,16 @@ impl super::Store {
         let sql = format!(
             "SELECT {} FROM ratings r JOIN batches b ON b.id = r.batch_id JOIN users u ON u.id = r.rater_id
              WHERE r.batch_id = $1 AND r.status <> 'draft'
+               AND (r.rater_kind = 'human' OR r.judge_run_id = {})
                AND ($2 IS NULL OR r.outcome = $2) AND ($3 IS NULL OR r.status = $3)
                AND ($4 IS NULL OR u.username = $4)
                AND ($5 IS NULL OR r.submitted_at >= $5) AND ($6 IS NULL OR r.submitted_at < $6)
              ORDER BY r.submitted_at, r.id",
-            ExportRow::COLUMNS
+            ExportRow::COLUMNS,
+            super::judges::standing_run(
+                "(SELECT j.id FROM judges j WHERE j.user_id = r.rater_id)",
+                "r.batch_id"
+            )
         );
         let mut count = 0u64;
         if let Some(path) = self.sqlite_path() {

@@ -837,8 +837,28 @@ async fn ask(
     Ok(call)
 }
 
+/// Stores again the ratings of the run that now stands for `judge` over `batch` (once
+/// a later run is cancelled, the one before it stands again, and the ratings the
+/// cancelled run replaced must be its again).
+pub async fn restore_ratings(store: &Store, judge: Uuid, batch: Uuid) -> ServiceResult<()> {
+    let Some(run) = store.standing_run(judge, batch).await? else {
+        return Ok(());
+    };
+    let run = store.run(run).await?.ok_or(ServiceError::NotFound)?;
+    let judge = store.judge(judge).await?.ok_or(ServiceError::NotFound)?;
+    let plan = &run.plan.0;
+    let rubric = store
+        .rubric(&plan.rubric, plan.rubric_version)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(format!("rubric {} is gone", plan.rubric)))?;
+    for task in store.task_ids(batch).await? {
+        rate_task(store, &rubric, &run, judge.user_id, task).await?;
+    }
+    Ok(())
+}
+
 /// Once every order of a task is read, stores the judge's rating of it when its
-/// answers make a whole one.
+/// answers make a whole one (and the run stands for the judge over the batch).
 async fn rate_task(
     store: &Store,
     rubric: &Rubric,
@@ -874,6 +894,7 @@ async fn rate_task(
         let save = || {
             store.save_judge_rating(
                 judge_user,
+                run.id,
                 run.batch_id,
                 task_id,
                 &combined.answers,

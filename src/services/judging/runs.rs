@@ -15,6 +15,8 @@ use crate::store::judges::{Judge, Run, RunCounts};
 use verdict_core::batch::Batch;
 use verdict_core::judge::{Plan, template};
 use verdict_core::lifecycle::RunStatus;
+use verdict_core::metrics::Accumulator;
+use verdict_core::metrics::judges::Lean;
 use verdict_core::user::User;
 
 /// Tokens a run's calls used.
@@ -52,6 +54,17 @@ pub struct RunView {
     /// show it as text), and when; kept when the run ends.
     pub last_error: Option<String>,
     pub last_error_at: Option<DateTime<Utc>>,
+    /// Tasks the run has a whole rating of so far.
+    pub tasks_rated: u64,
+    /// Tasks whose orders were both read but disagreed (`inconsistent`), so that they
+    /// have no rating though both calls were answered.
+    pub orders_disagreed: u64,
+    /// For a pair: of the decisive preferences read in every call, the share for the
+    /// response shown first (0.5: no lean), with a Wilson interval.
+    pub first_shown_share: Option<Lean>,
+    /// Whether the run's answers stand for its judge over the batch: its latest run that
+    /// is not cancelled (the judge's figures, task pages and exports are this run's).
+    pub stands: bool,
 }
 
 impl RunView {
@@ -84,7 +97,31 @@ impl RunView {
             attempt,
             last_error: run.last_error,
             last_error_at: run.last_error_at,
+            tasks_rated: 0,
+            orders_disagreed: 0,
+            first_shown_share: None,
+            stands: false,
         }
+    }
+
+    /// What came of the run's tasks, in words, as its row, its calls page and the
+    /// command line say it: `3 of 10 tasks rated, 7 orders disagreed, first shown 85%
+    /// (70%–93%)`.
+    pub fn tasks_text(&self) -> String {
+        let mut text = format!(
+            "{} of {} tasks rated, {} orders disagreed",
+            self.tasks_rated, self.tasks, self.orders_disagreed
+        );
+        if let Some(share) = self.first_shown_share.as_ref().and_then(|l| l.share) {
+            text.push_str(&format!(
+                ", first shown {:.0}% ({:.0}%–{:.0}%) of {}",
+                share.value * 100.0,
+                share.low * 100.0,
+                share.high * 100.0,
+                self.first_shown_share.as_ref().map_or(0, |l| l.n),
+            ));
+        }
+        text
     }
 
     /// Where the run stands, in words, as its row and the command line say it: its
@@ -188,7 +225,24 @@ pub async fn run_view(store: &Store, run: Run) -> ServiceResult<RunView> {
         .map(|j| j.name)
         .unwrap_or_default();
     let counts = store.run_counts(run.id).await?;
-    Ok(RunView::new(run, &judge, counts))
+    let stands = store.standing_run(run.judge_id, run.batch_id).await? == Some(run.id);
+    let plan = run.plan.0.clone();
+    let calls = store.run_call_facts(run.id).await?;
+    let mut view = RunView::new(run, &judge, counts);
+    view.stands = stands;
+    if let Some(rubric) = store.rubric(&plan.rubric, plan.rubric_version).await? {
+        // The run's own figures, read as the batch's metrics read a judge's.
+        let figures = Accumulator::new(&rubric, plan.rubric_version, &[])
+            .judges(&rubric, plan.min_explanation, &calls)
+            .into_values()
+            .next();
+        if let Some(figures) = figures {
+            view.tasks_rated = figures.rated;
+            view.orders_disagreed = figures.orders_disagreed;
+            view.first_shown_share = figures.position_bias;
+        }
+    }
+    Ok(view)
 }
 
 /// Starts a run of the judge named (or with the id) `judge` over `batch` for `admin`,
@@ -310,6 +364,10 @@ pub async fn move_run(
         RunStatus::Running => judging.spawn(id),
         _ => judging.stop(id),
     }
+    if to == RunStatus::Cancelled {
+        // A cancelled run no longer stands: the run before it does again, ratings too.
+        super::restore_ratings(store, run.judge_id, run.batch_id).await?;
+    }
     crate::services::audit::record(
         store,
         admin,
@@ -349,7 +407,25 @@ mod tests {
             attempt,
             last_error: last_error.map(str::to_owned),
             last_error_at: None,
+            tasks_rated: 0,
+            orders_disagreed: 3,
+            first_shown_share: None,
+            stands: true,
         }
+    }
+
+    #[test]
+    fn a_run_says_how_many_tasks_it_rated_and_how_many_orders_disagreed() {
+        let mut run = view(RunStatus::Finished, None, None);
+        assert_eq!(run.tasks_text(), "0 of 3 tasks rated, 3 orders disagreed");
+        run.first_shown_share = Some(Lean {
+            n: 6,
+            share: verdict_core::metrics::stats::share(6, 6),
+        });
+        assert_eq!(
+            run.tasks_text(),
+            "0 of 3 tasks rated, 3 orders disagreed, first shown 100% (61%–100%) of 6"
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ use uuid::Uuid;
 use super::pairwise::{PairAgreement, pair_agreement};
 use super::stats::{self, Estimate};
 use super::{Accumulator, Question};
-use crate::judge::{Asked, Fields, combine};
+use crate::judge::{Asked, FieldStatus, Fields, combine};
 use crate::lifecycle::CallStatus;
 use crate::rubric::{Answers, Favours, Rubric, ShownAnswers, Subject};
 
@@ -64,6 +64,9 @@ pub struct JudgeMetrics {
     /// Tasks with a whole rating from the judge, and their share of the tasks asked.
     pub rated: u64,
     pub coverage: Option<f64>,
+    /// Tasks whose orders were both read but disagreed on an answer (`inconsistent`):
+    /// read, and still no whole rating.
+    pub orders_disagreed: u64,
     /// Of a pair's preferences read in both orders, the share that agree once turned
     /// back to the task's sides (all preference questions pooled), with a Wilson interval.
     pub position_consistency: Option<Estimate>,
@@ -174,6 +177,7 @@ impl Accumulator {
             .filter(|&i| self.questions[i].is_preference())
             .collect();
         let mut rated = 0;
+        let mut disagreed = 0;
         let mut field_parsed = vec![0u64; self.questions.len()];
         let mut consensus_pairs = vec![Vec::new(); self.questions.len()];
         let mut rater_pairs: Vec<BTreeMap<String, Vec<(i64, i64)>>> =
@@ -227,6 +231,12 @@ impl Accumulator {
             }
             let combined = combine(rubric, &asked, min_explanation);
             rated += u64::from(combined.complete());
+            disagreed += u64::from(
+                combined
+                    .fields
+                    .values()
+                    .any(|s| *s == FieldStatus::Inconsistent),
+            );
             let (len_a, len_b) = (task_calls[0].len_a, task_calls[0].len_b);
             let raters = humans.get(task);
             for (qi, q) in self.questions.iter().enumerate() {
@@ -306,6 +316,7 @@ impl Accumulator {
             failed: count(CallStatus::Failed),
             rated,
             coverage: (tasks > 0).then(|| rated as f64 / tasks as f64),
+            orders_disagreed: disagreed,
             position_consistency: stats::share(consistent, both),
             position_bias: (orders == 2).then(|| Lean {
                 n: decisive,
@@ -530,6 +541,8 @@ mod tests {
         let j = &judges["j"];
         assert_eq!((j.tasks, j.calls, j.answered, j.rated), (3, 6, 6, 2));
         assert_eq!(j.coverage, Some(2.0 / 3.0));
+        // t3: both orders read, and they disagree on helpfulness.
+        assert_eq!(j.orders_disagreed, 1);
         // helpfulness: 2 of 3 tasks consistent; the five tied aspects all consistent.
         let consistency = j.position_consistency.as_ref().unwrap();
         assert!((consistency.value - 17.0 / 18.0).abs() < 1e-12);
