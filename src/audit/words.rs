@@ -190,6 +190,15 @@ pub fn words(entry: &AuditView) -> EntryWords {
             let run = id(d, "run").map(|r| format!("/judge-runs/{r}/calls"));
             (run, vec![format!("Judge {} started", text(&d["judge"]))])
         }
+        "judge_run.export" => {
+            let run = id(d, "run").map(|r| format!("/judge-runs/{r}/calls"));
+            let line = format!(
+                "Judge {}'s answers, {}",
+                text(&d["judge"]),
+                text(&d["format"])
+            );
+            (run, vec![line])
+        }
         "judge_run.pause" | "judge_run.resume" | "judge_run.cancel" => {
             let run = entry.target.as_deref().and_then(|t| t.parse::<Uuid>().ok());
             (
@@ -300,6 +309,13 @@ mod tests {
             json!({"from": "running", "to": "paused"}),
         ));
         assert_eq!(w.lines, ["Run: running → paused"]);
+        assert_eq!(w.target_href, Some(format!("/judge-runs/{run}/calls")));
+        let w = words(&entry(
+            "judge_run.export",
+            "demo",
+            json!({"judge": "smollm", "run": run, "format": "jsonl"}),
+        ));
+        assert_eq!(w.lines, ["Judge smollm's answers, jsonl"]);
         assert_eq!(w.target_href, Some(format!("/judge-runs/{run}/calls")));
     }
 

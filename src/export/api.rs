@@ -16,7 +16,9 @@ use crate::web::{ApiPath, ApiQuery};
 use utoipa_axum::routes;
 
 pub fn router() -> ApiRouter {
-    ApiRouter::new().routes(routes!(export))
+    ApiRouter::new()
+        .routes(routes!(export))
+        .routes(routes!(judge_export))
 }
 
 /// Chunks the export may run ahead of the client: this bounds its memory.
@@ -77,23 +79,7 @@ pub async fn export(
         }
         let _ = finished.send(written.map(|_| ()).map_err(|e| e.to_string()));
     });
-    // After the last chunk, the writer's outcome: a failure ends the body with an error,
-    // so the connection is cut before the body's proper end and the client sees the
-    // download fail, not a shorter file that looks complete. Fused: the compression layer
-    // polls the body again after its end, and an unfused `unfold` panics on that.
-    let stream =
-        futures_util::stream::unfold((rx, Some(outcome)), |(mut rx, outcome)| async move {
-            if let Some(chunk) = rx.recv().await {
-                return Some((Ok(bytes::Bytes::from(chunk)), (rx, outcome)));
-            }
-            let failed = match outcome?.await {
-                Ok(Ok(())) => return None,
-                Ok(Err(why)) => why,
-                Err(_) => "the export stopped".to_owned(),
-            };
-            Some((Err(std::io::Error::other(failed)), (rx, None)))
-        })
-        .fuse();
+    let stream = body_of(rx, outcome);
     tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
     let mut detail = serde_json::to_value(&query).map_err(AppError::internal)?;
     detail["batch_id"] = serde_json::json!(id);
@@ -111,6 +97,38 @@ pub async fn export(
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         format.extension()
     );
+    download(&filename, format, stream)
+}
+
+/// The body of a streamed export: the chunks the writer sends, then its outcome. A
+/// failure ends the body with an error, so the connection is cut before the body's proper
+/// end and the client sees the download fail, not a shorter file that looks complete.
+/// Fused: the compression layer polls the body again after its end, and an unfused
+/// `unfold` panics on that.
+fn body_of(
+    rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
+    outcome: tokio::sync::oneshot::Receiver<Result<(), String>>,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static {
+    futures_util::stream::unfold((rx, Some(outcome)), |(mut rx, outcome)| async move {
+        if let Some(chunk) = rx.recv().await {
+            return Some((Ok(bytes::Bytes::from(chunk)), (rx, outcome)));
+        }
+        let failed = match outcome?.await {
+            Ok(Ok(())) => return None,
+            Ok(Err(why)) => why,
+            Err(_) => "the export stopped".to_owned(),
+        };
+        Some((Err(std::io::Error::other(failed)), (rx, None)))
+    })
+    .fuse()
+}
+
+/// A download of `stream` named `filename`, never cached.
+fn download(
+    filename: &str,
+    format: super::Format,
+    stream: impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static,
+) -> AppResult<Response> {
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\""))
         .map_err(AppError::internal)?;
     Ok((
@@ -125,6 +143,87 @@ pub async fn export(
         Body::from_stream(stream),
     )
         .into_response())
+}
+
+/// The judge export's query.
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct JudgeExportQuery {
+    /// `csv` (default) or `jsonl`.
+    #[param(schema_with = crate::web::openapi::export_formats)]
+    pub format: Option<String>,
+}
+
+/// Every answer of a judge run's calls, per question and per order (A first, B first),
+/// with its parse status, and per task what the orders combine into (`combined`), each row
+/// naming the run, with the lengths of the task's responses (admin, or a lead of the
+/// run's batch). With the batch's export, every judge figure of the batch's metrics can be
+/// worked out from the two. Streamed.
+#[utoipa::path(get, path = "/api/v1/judge-runs/{id}/export", tag = "export",
+    params(("id" = Uuid, Path, description = "run id"), JudgeExportQuery),
+    responses((status = 200, description = "CSV (format=csv) or JSON Lines (format=jsonl)",
+            content((String = "text/csv"), (String = "application/x-ndjson"))),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn judge_export(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<JudgeExportQuery>,
+) -> AppResult<Response> {
+    let store = state.store();
+    let run = store.run(id).await?.ok_or(AppError::NotFound)?;
+    let summary = crate::batches::visible(&state, run.batch_id, &lead).await?;
+    let format = match query.format.as_deref() {
+        None => super::Format::Csv,
+        Some(f) => super::Format::parse(f).ok_or_else(|| {
+            AppError::field("format", format!("unknown format {f:?}: use csv or jsonl"))
+        })?,
+    };
+    let judge = store
+        .judge(run.judge_id)
+        .await?
+        .map_or_else(String::new, |j| j.name);
+    let plan = run.plan.0;
+    let rubric = store
+        .rubric(&plan.rubric, plan.rubric_version)
+        .await?
+        .ok_or_else(|| AppError::internal(format!("rubric {} is gone", plan.rubric)))?;
+    let export = super::judge::JudgeExport {
+        run_id: run.id,
+        judge: judge.clone(),
+        batch: summary.batch.name.clone(),
+        rubric,
+        min_explanation: plan.min_explanation,
+        format,
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
+    let (finished, outcome) = tokio::sync::oneshot::channel::<Result<(), String>>();
+    let writer_state = state.clone();
+    tokio::spawn(async move {
+        let _turn = writer_state.heavy_reads().turn().await;
+        let written = super::judge::write(writer_state.store(), export, tx).await;
+        if let Err(err) = &written {
+            tracing::error!(%err, run = %id, "judge export failed part way");
+        }
+        let _ = finished.send(written.map(|_| ()).map_err(|e| e.to_string()));
+    });
+    crate::services::audit::record(
+        store,
+        &lead,
+        "judge_run.export",
+        &summary.batch.name,
+        serde_json::json!({"run": id, "judge": judge, "format": format.extension()}),
+    )
+    .await;
+    let filename = format!(
+        "{}-judge-{}-{}.{}",
+        slug(&summary.batch.name),
+        slug(&judge),
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        format.extension()
+    );
+    download(&filename, format, body_of(rx, outcome))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use verdict_core::rubric::Rubric;
 use verdict_core::rubric::Side;
 
 pub mod api;
+pub mod judge;
 
 pub fn api_router() -> crate::web::openapi::ApiRouter {
     api::router()

@@ -2,7 +2,7 @@
 //! over the batch that is not cancelled, on the metrics, the task page and the batch's
 //! export alike, each judge row naming its run; and a run's own figures (tasks rated,
 //! orders that disagreed, the lean to the response shown first) on its JSON, the batch
-//! page and the calls page.
+//! page and the calls page. The helpers here serve `judge_export.rs` too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -21,6 +21,7 @@ mod input;
 mod instances;
 mod judge_agreement;
 mod judge_endpoints;
+mod judge_export;
 mod judge_gold;
 mod judge_model;
 mod judge_pages;

@@ -155,6 +155,7 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("POST", "/api/v1/judge-runs/{run}/resume", [401, 403, 403, 403, 409, 401]),
     ("POST", "/api/v1/judge-runs/{run}/cancel", [401, 403, 403, 403, 409, 401]),
     ("GET", "/api/v1/judge-runs/{run}/calls", [401, 403, 403, 200, 200, 401]),
+    ("GET", "/api/v1/judge-runs/{run}/export", [401, 403, 403, 200, 200, 401]),
     // Their pages: only the CSRF token names no judge (422), so no run starts and no
     // worker writes; the run's buttons find it cancelled and the batch page says so (409).
     ("GET", "/admin/judges", [303, 403, 403, 403, 200, 303]),

@@ -797,6 +797,32 @@ impl super::Store {
         Ok(rows.into_iter().map(JudgeCall::from).collect())
     }
 
+    /// The calls of a run about the tasks after the one at `after_seq` (in upload
+    /// order), at most `limit` of them, A first before B first: the judge export reads a
+    /// run this way, a page at a time, without the raw outputs.
+    pub async fn export_calls(
+        &self,
+        run_id: Uuid,
+        after_seq: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<ExportCall>> {
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, ExportCall>(
+                "SELECT t.seq, t.external_id, c.task_id, c.swapped, c.status, c.fields, c.answers,
+                        CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
+                        CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
+                 FROM judge_calls c JOIN tasks t ON t.id = c.task_id
+                 WHERE c.run_id = $1 AND t.seq > $2
+                 ORDER BY t.seq, c.swapped LIMIT $3",
+            )
+            .bind(run_id)
+            .bind(after_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+        })?)
+    }
+
     /// The calls of one run, as metrics read them: what the run's own figures (tasks
     /// rated, orders that disagreed, the lean to the response shown first) come from.
     pub async fn run_call_facts(&self, run_id: Uuid) -> StoreResult<Vec<JudgeCall>> {
@@ -834,6 +860,22 @@ const CALL_FACTS: &str =
  JOIN judge_runs r ON r.id = c.run_id
  JOIN judges j ON j.id = r.judge_id
  JOIN tasks t ON t.id = c.task_id";
+
+/// A call as the judge export reads it: what was read, the task it was about (its place
+/// in the batch and the lengths of its responses, in characters).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ExportCall {
+    pub seq: i64,
+    pub external_id: String,
+    pub task_id: Uuid,
+    pub swapped: bool,
+    #[sqlx(try_from = "String")]
+    pub status: CallStatus,
+    pub fields: Json<Fields>,
+    pub answers: Json<ShownAnswers>,
+    pub len_a: i64,
+    pub len_b: i64,
+}
 
 /// A [`JudgeCall`] as the database hands it over (the core's type knows no database).
 #[derive(sqlx::FromRow)]

@@ -8,6 +8,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub mod combine;
+pub mod export;
 mod found;
 pub mod parse;
 pub mod schema;
