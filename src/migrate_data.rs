@@ -34,14 +34,15 @@ pub const TABLES: &[&str] = &[
     "batch_members",
     "tasks",
     "gold_tasks",
+    // A judge's rating names its run (migration 0019): runs come before ratings.
+    "judges",
+    "judge_runs",
     "assignments",
     "ratings",
     "rating_history",
     "reviews",
     "audit_log",
     "login_attempts",
-    "judges",
-    "judge_runs",
     "judge_calls",
 ];
 
