@@ -86,7 +86,7 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
                 }
             };
             if over.is_none() {
-                work_here(store, &judging, &judge, &run).await?;
+                work_here(store, &judging, &run).await?;
             }
             let view = runs::run_view(store, store.run(run.id).await?.context("the run is gone")?)
                 .await
@@ -129,7 +129,6 @@ pub(super) async fn judge(store: &Store, cmd: JudgeCommand) -> anyhow::Result<()
 async fn work_here(
     store: &Store,
     judging: &Judging,
-    judge: &crate::store::judges::Judge,
     run: &crate::store::judges::Run,
 ) -> anyhow::Result<()> {
     let done = store.run_counts(run.id).await?;

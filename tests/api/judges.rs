@@ -1421,7 +1421,7 @@ async fn the_command_line_takes_over_a_run_whose_worker_fell_silent(db: &TestDb)
     );
     assert!(err.contains("taking run "), "{err}");
     assert!(
-        out.contains("finished — 12 answered, 0 unparsed, 0 failed of 12 calls"),
+        out.contains("finished — 12 of 12 tasks rated, 0 orders disagreed; 12 answered, 0 unparsed, 0 failed of 12 calls"),
         "{out}"
     );
     assert_eq!(stored_calls(db).await.len(), 12);
@@ -1464,7 +1464,7 @@ async fn the_command_line_takes_over_at_once_from_a_dead_process_of_this_machine
     );
     assert!(!err.contains("taking it over in"), "no waiting: {err}");
     assert!(
-        out.contains("finished — 12 answered, 0 unparsed, 0 failed of 12 calls"),
+        out.contains("finished — 12 of 12 tasks rated, 0 orders disagreed; 12 answered, 0 unparsed, 0 failed of 12 calls"),
         "{out}"
     );
     // Generous: the lease is ten minutes, the work a few seconds.
