@@ -21,11 +21,12 @@ use verdict_core::lifecycle::CallStatus;
 use verdict_core::rubric::Rubric;
 
 /// The CSV columns, in order (the JSON Lines keys are the same).
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 15] = [
     "judge_run",
     "judge",
     "batch",
     "external_id",
+    "gold",
     "task_rated",
     "len_a",
     "len_b",
@@ -54,6 +55,7 @@ pub struct JudgeExport {
 /// The task a row is about.
 struct TaskFacts<'a> {
     external_id: &'a str,
+    gold: bool,
     rated: bool,
     len_a: i64,
     len_b: i64,
@@ -66,6 +68,7 @@ struct JsonRow<'a> {
     judge: &'a str,
     batch: &'a str,
     external_id: &'a str,
+    gold: bool,
     task_rated: bool,
     len_a: i64,
     len_b: i64,
@@ -87,12 +90,13 @@ fn cell(value: Option<&Value>) -> String {
     }
 }
 
-fn csv_record(export: &JudgeExport, task: &TaskFacts<'_>, row: &AnswerRow) -> [String; 14] {
+fn csv_record(export: &JudgeExport, task: &TaskFacts<'_>, row: &AnswerRow) -> [String; 15] {
     [
         export.run_id.to_string(),
         neutral(&export.judge),
         neutral(&export.batch),
         neutral(task.external_id),
+        task.gold.to_string(),
         task.rated.to_string(),
         task.len_a.to_string(),
         task.len_b.to_string(),
@@ -127,6 +131,7 @@ fn task(export: &JudgeExport, calls: &[ExportCall], buffer: &mut Vec<u8>) -> App
     let (rated, rows) = task_rows(&export.rubric, export.min_explanation, &asked);
     let facts = TaskFacts {
         external_id: &first.external_id,
+        gold: first.gold,
         rated,
         len_a: first.len_a,
         len_b: first.len_b,
@@ -150,6 +155,7 @@ fn task(export: &JudgeExport, calls: &[ExportCall], buffer: &mut Vec<u8>) -> App
                     judge: &export.judge,
                     batch: &export.batch,
                     external_id: facts.external_id,
+                    gold: facts.gold,
                     task_rated: facts.rated,
                     len_a: facts.len_a,
                     len_b: facts.len_b,

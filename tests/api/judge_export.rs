@@ -50,6 +50,7 @@ async fn rate(app: &TestApp, batch: &str, answer: impl Fn(usize, usize) -> Value
 struct Answer {
     run: String,
     task: String,
+    gold: bool,
     task_rated: bool,
     len_a: i64,
     len_b: i64,
@@ -81,6 +82,7 @@ fn judge_rows_csv(text: &str) -> Vec<Answer> {
             Answer {
                 run: at("judge_run"),
                 task: at("external_id"),
+                gold: at("gold") == "true",
                 task_rated: at("task_rated") == "true",
                 len_a: at("len_a").parse().expect("a length"),
                 len_b: at("len_b").parse().expect("a length"),
@@ -105,6 +107,7 @@ fn judge_rows_jsonl(text: &str) -> Vec<Answer> {
             Answer {
                 run: text("judge_run"),
                 task: text("external_id"),
+                gold: row["gold"] == true,
                 task_rated: row["task_rated"] == true,
                 len_a: row["len_a"].as_i64().expect("a length"),
                 len_b: row["len_b"].as_i64().expect("a length"),
@@ -254,6 +257,9 @@ impl Question {
 /// The judge's figures, worked out from the judge export's rows and the batch export's
 /// ratings alone.
 fn rebuild(rubric: &Rubric, answers: &[Answer], ratings: &[Rating]) -> JudgeMetrics {
+    // Gold tasks grade the judge apart, and count in none of these figures.
+    let answers: Vec<Answer> = answers.iter().filter(|a| !a.gold).cloned().collect();
+    let answers = &answers[..];
     let questions = questions(rubric);
     let pair = rubric.subject == verdict_core::rubric::Subject::Pair;
     // The raters' counted answers per task, by rater name.

@@ -809,6 +809,7 @@ impl super::Store {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, ExportCall>(
                 "SELECT t.seq, t.external_id, c.task_id, c.swapped, c.status, c.fields, c.answers,
+                        EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id) AS gold,
                         CAST(LENGTH(t.response_a) AS BIGINT) AS len_a,
                         CAST(LENGTH(t.response_b) AS BIGINT) AS len_b
                  FROM judge_calls c JOIN tasks t ON t.id = c.task_id
@@ -873,6 +874,8 @@ pub struct ExportCall {
     pub status: CallStatus,
     pub fields: Json<Fields>,
     pub answers: Json<ShownAnswers>,
+    /// A gold task: graded apart (`gold.judges`), in none of the judge's other figures.
+    pub gold: bool,
     pub len_a: i64,
     pub len_b: i64,
 }
