@@ -70,6 +70,40 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// Starts a run of `judge` over `batch` and polls it (every `poll`) until it is over:
+/// the run's id and its last view.
+async fn run_to_end(
+    admin: &reqwest::Client,
+    server: &Server,
+    batch: &str,
+    judge: &str,
+    poll: Duration,
+) -> (String, Value) {
+    let run = admin
+        .post(server.url(&format!("/api/v1/batches/{batch}/judge-runs")))
+        .json(&json!({"judge": judge}))
+        .send()
+        .await
+        .expect("run");
+    assert_eq!(run.status(), StatusCode::ACCEPTED, "run refused");
+    let run: Value = run.json().await.expect("JSON");
+    let run = run["id"].as_str().expect("id").to_owned();
+    loop {
+        let view: Value = admin
+            .get(server.url(&format!("/api/v1/judge-runs/{run}")))
+            .send()
+            .await
+            .expect("run")
+            .json()
+            .await
+            .expect("JSON");
+        if view["status"] != "running" {
+            return (run, view);
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
 struct RunResult {
     calls: u64,
     seconds: f64,
@@ -106,29 +140,7 @@ async fn bench_run(database_url: Option<&str>, tasks_n: usize) -> RunResult {
     let pid = server.child.id();
     let cpu_before = cpu_seconds(pid);
     let started = Instant::now();
-    let run = admin
-        .post(server.url(&format!("/api/v1/batches/{batch}/judge-runs")))
-        .json(&json!({"judge": "bench"}))
-        .send()
-        .await
-        .expect("run");
-    assert_eq!(run.status(), StatusCode::ACCEPTED, "run refused");
-    let run: Value = run.json().await.expect("JSON");
-    let run = run["id"].as_str().expect("id").to_owned();
-    let view = loop {
-        let view: Value = admin
-            .get(server.url(&format!("/api/v1/judge-runs/{run}")))
-            .send()
-            .await
-            .expect("run")
-            .json()
-            .await
-            .expect("JSON");
-        if view["status"] == "finished" {
-            break view;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (_, view) = run_to_end(&admin, &server, &batch, "bench", Duration::from_millis(20)).await;
     let seconds = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds(pid) - cpu_before;
     let metrics: Value = admin
@@ -259,29 +271,8 @@ async fn readable_share() -> Vec<Readable> {
         let batch: Value = upload.json().await.expect("JSON");
         let batch = batch["id"].as_str().expect("id").to_owned();
         let started = Instant::now();
-        let run = admin
-            .post(server.url(&format!("/api/v1/batches/{batch}/judge-runs")))
-            .json(&json!({"judge": "smollm"}))
-            .send()
-            .await
-            .expect("run");
-        assert_eq!(run.status(), StatusCode::ACCEPTED, "run refused");
-        let run: Value = run.json().await.expect("JSON");
-        let run = run["id"].as_str().expect("id").to_owned();
-        let view = loop {
-            let view: Value = admin
-                .get(server.url(&format!("/api/v1/judge-runs/{run}")))
-                .send()
-                .await
-                .expect("run")
-                .json()
-                .await
-                .expect("JSON");
-            if view["status"] != "running" {
-                break view;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        };
+        let (run, view) =
+            run_to_end(&admin, &server, &batch, "smollm", Duration::from_secs(1)).await;
         let seconds = started.elapsed().as_secs_f64();
         let calls: Value = admin
             .get(server.url(&format!(
