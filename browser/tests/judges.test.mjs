@@ -151,11 +151,15 @@ async function violations(page, within) {
 }
 
 test("a run against a judge whose server is down says live that it retries, then that it failed", async () => {
-  // A port nothing listens on: every call is refused at once, as when the server is down.
-  const closed = createServer();
-  await new Promise((resolve) => closed.listen(0, "127.0.0.1", resolve));
-  const deadBase = `http://127.0.0.1:${closed.address().port}/v1`;
-  await new Promise((resolve) => closed.close(resolve));
+  // Down behind its proxy: every request answers 503, which is retried (a refused port
+  // or a server that does not speak HTTP fails at once, so it is not this test's).
+  const down = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(503).end("down for maintenance"));
+  });
+  await new Promise((resolve) => down.listen(0, "127.0.0.1", resolve));
+  after(() => new Promise((resolve) => down.close(resolve)));
+  const deadBase = `http://127.0.0.1:${down.address().port}/v1`;
 
   const page = await signedIn("admin");
   await page.goto(`${env.server.base}/admin/judges`);
@@ -180,13 +184,13 @@ test("a run against a judge whose server is down says live that it retries, then
 
   // While the calls wait to be asked again, the row says so, with the attempt and why,
   // and the live region says it once.
-  const saysRetrying = /^retrying · attempt [2-6] · connection failed: .*Connection refused/;
+  const saysRetrying = /^retrying · attempt [2-6] · HTTP 503 Service Unavailable from the endpoint$/;
   await page.waitForFunction(
     () => document.getElementById("judge-runs-live").textContent.startsWith("The run of down-judge is retrying: "),
     null,
     { timeout: 30_000 },
   );
-  assert.match(await page.textContent("#judge-runs-live"), /^The run of down-judge is retrying: connection failed: .*Connection refused/);
+  assert.match(await page.textContent("#judge-runs-live"), /^The run of down-judge is retrying: HTTP 503 Service Unavailable from the endpoint/);
   assert.match(await status.textContent(), saysRetrying);
   assert.equal(await status.locator("*").count(), 0, "the error is text, not markup");
   assert.equal(await row.getAttribute("data-status"), "running");
@@ -200,7 +204,7 @@ test("a run against a judge whose server is down says live that it retries, then
   assert.match(await checker.textContent(`${rowId} [data-field="status"]`), saysRetrying);
   assert.deepEqual(await violations(checker, rowId), [], "the row of a run that retries");
 
-  // Every call's six attempts refused: the run failed, and says why, without a reload.
+  // Every call's six attempts answered 503: the run failed, and says why, without a reload.
   await page.waitForFunction(
     (selector) => document.querySelector(selector).dataset.status === "failed",
     rowId,
@@ -208,7 +212,7 @@ test("a run against a judge whose server is down says live that it retries, then
   );
   assert.equal(await page.evaluate(() => window.__sameDocument), true, "the page was not reloaded");
   const failed = await status.textContent();
-  assert.match(failed, /^failed · connection failed: .*Connection refused/);
+  assert.match(failed, /^failed · HTTP 503 Service Unavailable from the endpoint$/);
   assert.equal(await row.locator('[data-field="done"]').textContent(), "0");
   assert.equal(await row.locator('[data-field="failed"]').textContent(), "6");
   assert.notEqual(await row.locator('[data-field="finished"]').textContent(), "—");
@@ -219,7 +223,7 @@ test("a run against a judge whose server is down says live that it retries, then
   assert.equal(await row.locator('button[data-action="cancel"]').isVisible(), false);
   assert.match(
     await page.textContent("#judge-runs-live"),
-    /^The run of down-judge failed: 0 of 6 calls over, 6 failed\. The last error: connection failed: /,
+    /^The run of down-judge failed: 0 of 6 calls over, 6 failed\. The last error: HTTP 503 Service Unavailable from the endpoint/,
   );
 
   // Reloaded, the page serves the row as it was left.
