@@ -212,7 +212,7 @@ pub fn combine(rubric: &Rubric, asked: &[Asked<'_>], min_explanation: usize) -> 
 }
 
 /// `a.x` for `b.x` and the other way round; other paths stay.
-fn mirror_path(path: &str) -> String {
+pub(crate) fn mirror_path(path: &str) -> String {
     match path.split_once('.') {
         Some(("a", key)) => format!("b.{key}"),
         Some(("b", key)) => format!("a.{key}"),
@@ -220,7 +220,7 @@ fn mirror_path(path: &str) -> String {
     }
 }
 
-fn at<'a>(answers: &'a Answers, path: &str) -> Option<&'a Value> {
+pub(crate) fn at<'a>(answers: &'a Answers, path: &str) -> Option<&'a Value> {
     match path.split_once('.') {
         Some((side, key)) => answers.get(side)?.get(key),
         None => answers.get(path),

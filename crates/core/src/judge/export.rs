@@ -9,6 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::combine::{at, mirror_path};
 use super::{Asked, FieldStatus, Fields, Plan, combine};
 use crate::lifecycle::CallStatus;
 use crate::rubric::{Answers, Rubric, ShownAnswers};
@@ -96,7 +97,7 @@ pub fn task_rows(
         }
         for shown in shown_paths {
             let path = if call.swapped {
-                mirror(&shown)
+                mirror_path(&shown)
             } else {
                 shown.clone()
             };
@@ -152,22 +153,6 @@ fn paths(fields: &Fields, answers: &Answers) -> Vec<String> {
     paths.sort();
     paths.dedup();
     paths
-}
-
-fn mirror(path: &str) -> String {
-    match path.split_once('.') {
-        Some(("a", key)) => format!("b.{key}"),
-        Some(("b", key)) => format!("a.{key}"),
-        _ => path.to_owned(),
-    }
-}
-
-fn at<'a>(answers: &'a Answers, path: &str) -> Option<&'a Value> {
-    match path.split_once('.') {
-        Some((side, key)) => answers.get(side)?.get(key),
-        None => answers.get(path),
-    }
-    .filter(|v| !v.is_null())
 }
 
 #[cfg(test)]
