@@ -169,6 +169,8 @@ async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Impor
         name: Some(batch.name.into()),
         rubric: Some(batch.rubric.into()),
         overlap: Some(2),
+        max_overlap: None,
+        escalate: None,
         randomize: batch.randomize,
         raters_see_external_ids: None,
     };

@@ -21,7 +21,7 @@
     // Settings left empty are not sent: a new batch takes the defaults, and tasks added
     // to an existing batch keep its own.
     const params = new URLSearchParams({ name: form.elements.name.value });
-    for (const setting of ["rubric", "overlap", "randomize", "raters_see_external_ids"]) {
+    for (const setting of ["rubric", "overlap", "max_overlap", "escalate", "randomize", "raters_see_external_ids"]) {
       const value = form.elements[setting].value.trim();
       if (value !== "") params.set(setting, value);
     }

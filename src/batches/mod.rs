@@ -37,8 +37,14 @@ pub struct BatchView {
     /// The version of the rubric the batch was created with; its ratings follow it.
     pub rubric_version: i32,
     pub state: BatchState,
-    /// How many distinct raters must rate each task.
+    /// How many distinct raters must rate each task, first.
     pub overlap: i32,
+    /// The most raters a task is asked of, one more at a time while its answers
+    /// disagree (`overlap`: no escalation).
+    pub max_overlap: i32,
+    /// The rule for one more rater, written out (`side:sxs`); `null` for the rubric's
+    /// default.
+    pub escalate: Option<String>,
     /// Show each assignment's A and B in a random order.
     pub randomize: bool,
     /// Raters see each task's external id; otherwise each task is named to its rater by
@@ -96,6 +102,11 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         rubric_version: batch.rubric_version,
         state: batch.state,
         overlap: batch.overlap,
+        max_overlap: batch
+            .max_overlap
+            .unwrap_or(batch.overlap)
+            .max(batch.overlap),
+        escalate: batch.escalate,
         randomize: batch.randomize,
         raters_see_external_ids: batch.raters_see_external_ids,
         lease_minutes: batch.lease_minutes,

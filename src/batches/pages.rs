@@ -176,6 +176,12 @@ impl QuestionRow {
 struct SettingsForm {
     state: String,
     overlap: String,
+    /// Blank for the same as `overlap` (no escalation); `None` when the form did not
+    /// send it (a form from before the setting): kept.
+    max_overlap: Option<String>,
+    /// The rule for one more rater as typed; blank for the rubric's default. `None`
+    /// when the form did not send it: kept.
+    escalate: Option<String>,
     randomize: bool,
     raters_see_external_ids: bool,
     lease_minutes: String,
@@ -216,6 +222,12 @@ impl SettingsForm {
         Self {
             state: settings.state.to_string(),
             overlap: settings.overlap.to_string(),
+            max_overlap: Some(if settings.max_overlap == settings.overlap {
+                String::new()
+            } else {
+                settings.max_overlap.to_string()
+            }),
+            escalate: Some(settings.escalate.clone().unwrap_or_default()),
             randomize: settings.randomize,
             raters_see_external_ids: settings.raters_see_external_ids,
             lease_minutes: settings.lease_minutes.to_string(),
@@ -258,6 +270,8 @@ impl SettingsForm {
             match name.as_str() {
                 "state" => form.state = value,
                 "overlap" => form.overlap = value,
+                "max_overlap" => form.max_overlap = Some(value),
+                "escalate" => form.escalate = Some(value),
                 "randomize" => form.randomize = true,
                 "raters_see_external_ids" => form.raters_see_external_ids = true,
                 "lease_minutes" => form.lease_minutes = value,
@@ -293,6 +307,11 @@ impl SettingsForm {
             }
         };
         let overlap = number("overlap", &self.overlap);
+        let max_overlap = match self.max_overlap.as_deref().map(str::trim) {
+            None => None,
+            Some("") => overlap,
+            Some(text) => number("max_overlap", text),
+        };
         let lease_minutes = number("lease_minutes", &self.lease_minutes);
         let min_explanation_len = number("min_explanation_len", &self.min_explanation_len);
         let bradley_terry_prior = self.bradley_terry_prior.as_ref().and_then(|text| {
@@ -356,6 +375,11 @@ impl SettingsForm {
         let request = SettingsChange {
             state: Some(self.state.clone()),
             overlap,
+            max_overlap,
+            escalate: self
+                .escalate
+                .as_ref()
+                .map(|text| Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
             randomize: Some(self.randomize),
             raters_see_external_ids: Some(self.raters_see_external_ids),
             lease_minutes,

@@ -17,6 +17,17 @@ pub struct SettingsRequest {
     pub state: Option<String>,
     #[schema(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,
+    /// The most raters a task is asked of, one more at a time while its answers
+    /// disagree by `escalate`; equal to `overlap`, no escalation.
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_overlap: Option<i32>,
+    /// When a task needs one more rater: `side`, `points:<n>`, `no_majority` or
+    /// `spread:<n>`, each optionally naming its question (`points:sxs:3`); `null` for the
+    /// rubric's default (`side` on its first preference, else `no_majority` on its first
+    /// choice).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, max_length = 200)]
+    pub escalate: Option<Option<String>>,
     pub randomize: Option<bool>,
     /// Whether raters see each task's external id; otherwise each task is named to its
     /// rater by its number among theirs (`Task 17`). Leads and admins always see them.
@@ -55,6 +66,8 @@ impl From<SettingsRequest> for SettingsChange {
         Self {
             state: r.state,
             overlap: r.overlap,
+            max_overlap: r.max_overlap,
+            escalate: r.escalate,
             randomize: r.randomize,
             raters_see_external_ids: r.raters_see_external_ids,
             lease_minutes: r.lease_minutes,

@@ -26,6 +26,8 @@ pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()
         name: Some(args.name),
         rubric: args.rubric,
         overlap: args.overlap,
+        max_overlap: args.max_overlap,
+        escalate: args.escalate,
         randomize: args.no_randomize.then_some(false),
         raters_see_external_ids: args.raters_see_external_ids.then_some(true),
     };

@@ -232,6 +232,15 @@ struct ImportArgs {
     /// must be the batch's (change it with the batch's settings).
     #[arg(long)]
     overlap: Option<i32>,
+    /// The most raters a task of a new batch is asked of, one more at a time while its
+    /// answers disagree (default: --overlap, no escalation).
+    #[arg(long)]
+    max_overlap: Option<i32>,
+    /// When a task needs one more rater: side, points:<n>, no_majority or spread:<n>,
+    /// each optionally naming its question (points:sxs:3); default: side on the
+    /// rubric's first preference, else no_majority on its first choice.
+    #[arg(long)]
+    escalate: Option<String>,
     /// Show A and B in a fixed order (a new batch randomises by default); when adding to
     /// an existing batch, the batch must already show them so.
     #[arg(long)]

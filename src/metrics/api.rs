@@ -60,6 +60,13 @@ pub async fn measure(
         batch.review_first_below,
         store.held_count(id).await?,
     );
+    let (tasks_asked, escalated, raters_added) = store.escalation_counts(id).await?;
+    let overlap = verdict_core::metrics::OverlapFigures::new(
+        &verdict_core::overlap::Plan::of(batch, &rubric),
+        tasks_asked,
+        escalated,
+        raters_added,
+    );
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
     let prior = batch.bradley_terry_prior;
@@ -71,6 +78,7 @@ pub async fn measure(
         let metrics = Metrics {
             judges,
             gold,
+            overlap,
             ..acc.finish(tasks, prior)
         };
         (folded, metrics)

@@ -17,6 +17,7 @@ use verdict_core::assignment::Assignment;
 use verdict_core::batch::Batch;
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::AssignmentState;
+use verdict_core::overlap::Plan;
 use verdict_core::rating::{Extras, Finish, Rating};
 use verdict_core::rubric::{Mode, Rubric, ShownAnswers};
 use verdict_core::submission::{self, Form, NewRating, RatingRequest, TimeSpent};
@@ -309,7 +310,7 @@ async fn finish_with(
             &finish,
             &extras,
             time.unwrap_or_default(),
-            owned.batch.overlap,
+            &Plan::of(&owned.batch, &owned.rubric),
         )
         .await??)
 }

@@ -9,6 +9,7 @@ use super::rating::{Access, Viewer};
 use super::{ServiceError, ServiceResult};
 use crate::store::Store;
 use verdict_core::lifecycle::{Outcome, Refusal};
+use verdict_core::overlap::Plan;
 use verdict_core::rating::{Extras, Rating};
 use verdict_core::rubric::{Mode, ShownAnswers, TaskAnswers};
 use verdict_core::submission::{self, Form, RevisionRequest, TimeSpent};
@@ -138,7 +139,7 @@ pub async fn revise(
             &finish,
             &extras,
             time,
-            access.batch.overlap,
+            &Plan::of(&access.batch, &access.rubric),
         )
         .await??)
 }

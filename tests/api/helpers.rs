@@ -124,6 +124,26 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// Rows of two text columns from the database.
+    pub async fn pairs(&self, sql: &str) -> Vec<(String, String)> {
+        match self.backend {
+            Backend::Sqlite => {
+                let pool = sqlx::SqlitePool::connect(&self.url).await.expect("connect");
+                let rows = sqlx::query_as(sql).fetch_all(&pool).await.expect(sql);
+                pool.close().await;
+                rows
+            }
+            Backend::Postgres => {
+                let pool = sqlx::PgPool::connect(&self.url).await.expect("connect");
+                let rows = sqlx::query_as(sql).fetch_all(&pool).await.expect(sql);
+                pool.close().await;
+                rows
+            }
+        }
+    }
+}
+
 impl Fixture for TestDb {
     async fn setup(backend: Backend) -> Option<Self> {
         match backend {
@@ -698,6 +718,11 @@ impl TestApp {
     /// One number from the app's database.
     pub async fn count(&self, sql: &str) -> i64 {
         self.db.count(sql).await
+    }
+
+    /// Rows of two text columns from the app's database.
+    pub async fn pairs(&self, sql: &str) -> Vec<(String, String)> {
+        self.db.pairs(sql).await
     }
 
     /// Stops an instance and closes its connections (a sibling's end; a fixture's

@@ -33,6 +33,7 @@ mod lists;
 mod metrics_live;
 mod migrate_data;
 mod migrations;
+mod overlap;
 mod pages;
 mod ranking;
 mod rating;

@@ -274,10 +274,15 @@ fn as_served_now(
             }
         }
     };
-    // Every batch view names its prior: the one its rankings always had.
+    // Every batch view names its prior: the one its rankings always had; and, since
+    // adaptive overlap (issue 31), its most raters per task (its overlap: old batches
+    // never escalate) and its rule (none).
     let with_prior = |batch: &mut Value| {
         let batch = batch.as_object_mut().expect("a batch");
         assert_eq!(batch.insert("bradley_terry_prior".into(), json!(0.5)), None);
+        let overlap = batch["overlap"].clone();
+        assert_eq!(batch.insert("max_overlap".into(), overlap), None);
+        assert_eq!(batch.insert("escalate".into(), Value::Null), None);
     };
     if name == "batches.json" {
         let mut batches: Value = serde_json::from_str(&expected).expect("batches.json");
@@ -352,6 +357,16 @@ fn as_served_now(
             "{name}: the old export's skips are the old figures'"
         );
         metrics["counts"]["skip_reasons"] = serde_json::json!(by_reason);
+        // What adaptive overlap asked is counted since issue 31: an old batch asked its
+        // overlap of every task, gold aside, and saved nothing.
+        let view =
+            std::fs::read_to_string(dir.join(batch).join("batch.json")).expect("the batch's view");
+        let view: Value = serde_json::from_str(&view).expect("batch.json");
+        let overlap = view["overlap"].as_i64().expect("an overlap");
+        let tasks = view["progress"]["tasks"].as_i64().expect("its tasks");
+        metrics["overlap"] = json!({"overlap": overlap, "max_overlap": overlap, "tasks": tasks,
+            "escalated": 0, "raters_added": 0, "ratings_needed": tasks * overlap,
+            "ratings_at_max": tasks * overlap, "ratings_saved": 0});
         if let (Some(judges), Served::Json(served)) = (metrics.get_mut("judges"), served) {
             ordered_choices(name, judges, &served["judges"]);
             // Tasks whose orders disagreed are counted since issue 30: at most the tasks

@@ -15,8 +15,14 @@ pub struct Batch {
     pub rubric: String,
     /// The version of the rubric the batch was created with: its ratings follow it.
     pub rubric_version: i32,
-    /// Raters per task.
+    /// Raters per task, first.
     pub overlap: i32,
+    /// The most raters a task is asked of when its answers disagree (see
+    /// [`crate::overlap`]); `None`: always `overlap`.
+    pub max_overlap: Option<i32>,
+    /// The rule for one more rater, as written (see [`crate::overlap::Escalation`]);
+    /// `None`: the rubric's default.
+    pub escalate: Option<String>,
     /// Whether each assignment shows A and B in a random order.
     pub randomize: bool,
     pub state: BatchState,
@@ -61,6 +67,12 @@ pub struct NewBatch {
     /// Raters per task; `None` asks for the default of a new batch (1) and accepts an
     /// existing batch's.
     pub overlap: Option<i32>,
+    /// The most raters per task; `None` asks for the default of a new batch (its
+    /// overlap) and accepts an existing batch's.
+    pub max_overlap: Option<i32>,
+    /// The rule for one more rater, checked and written out whole; `None` asks for the
+    /// default of a new batch (the rubric's) and accepts an existing batch's.
+    pub escalate: Option<String>,
     /// A/B randomisation; `None` asks for the default of a new batch (on) and accepts an
     /// existing batch's.
     pub randomize: Option<bool>,
@@ -77,6 +89,13 @@ impl NewBatch {
     pub fn fits(&self, batch: &Batch) -> bool {
         self.rubric == batch.rubric
             && self.overlap.is_none_or(|o| o == batch.overlap)
+            && self
+                .max_overlap
+                .is_none_or(|m| m == batch.max_overlap.unwrap_or(batch.overlap))
+            && self
+                .escalate
+                .as_ref()
+                .is_none_or(|e| Some(e) == batch.escalate.as_ref())
             && self.randomize.is_none_or(|r| r == batch.randomize)
             && self
                 .raters_see_external_ids

@@ -19,6 +19,7 @@ pub mod import;
 pub mod judge;
 pub mod lifecycle;
 pub mod metrics;
+pub mod overlap;
 pub mod rating;
 pub mod render;
 pub mod role;

@@ -4,9 +4,11 @@
 use serde_json::Value;
 
 /// Every setting's name in the API, in the order the settings page asks them.
-pub const SETTINGS: [&str; 10] = [
+pub const SETTINGS: [&str; 12] = [
     "state",
     "overlap",
+    "max_overlap",
+    "escalate",
     "randomize",
     "raters_see_external_ids",
     "lease_minutes",
@@ -22,6 +24,8 @@ pub fn label(setting: &str) -> &'static str {
     match setting {
         "state" => "State",
         "overlap" => "Raters per task",
+        "max_overlap" => "Most raters per task",
+        "escalate" => "One more rater when",
         "randomize" => "Random A/B order",
         "raters_see_external_ids" => "Raters see external ids",
         "lease_minutes" => "Lease",
@@ -41,6 +45,7 @@ pub fn describe(setting: &str, value: &Value) -> String {
             if *on { "on" } else { "off" }.into()
         }
         ("lease_minutes", Value::Number(n)) => format!("{n} minutes"),
+        ("escalate", Value::Null) => "the rubric's default".into(),
         ("min_explanation_len", Value::Number(n)) => format!("{n} characters"),
         ("bradley_terry_prior", Value::Number(n)) if n.as_f64() == Some(0.0) => {
             "none (plain maximum likelihood)".into()
@@ -101,6 +106,8 @@ mod tests {
         assert_eq!(describe("randomize", &json!(false)), "off");
         assert_eq!(describe("lease_minutes", &json!(30)), "30 minutes");
         assert_eq!(describe("raters", &Value::Null), "every rater");
+        assert_eq!(describe("escalate", &Value::Null), "the rubric's default");
+        assert_eq!(describe("escalate", &json!("points:sxs:3")), "points:sxs:3");
         assert_eq!(describe("leads", &json!(["ada", "bo"])), "ada, bo");
         let question = json!([{"key": "language", "label": "Language", "multiple": true,
                                "required": false, "options": ["python", "rust"]}]);

@@ -1,8 +1,12 @@
 //! Handing tasks to raters: leases, the pool, and the exactly-k rule.
 //!
 //! `tasks.claimed` counts a task's completed ratings plus its open assignments, and
-//! `tasks.is_full` says it has reached the batch's overlap. Every change to either
-//! happens in the same transaction as the assignment change that causes it.
+//! `tasks.is_full` says it has reached the raters it needs: the batch's overlap plus the
+//! ones it gained by escalating (`tasks.extra`, see [`verdict_core::overlap`]). Every
+//! change to any of them happens in the same transaction as the assignment or rating
+//! change that causes it.
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
@@ -12,7 +16,9 @@ use uuid::Uuid;
 use super::{StoreError, StoreResult, read, transaction};
 use verdict_core::assignment::{Assignment, Draft};
 use verdict_core::batch::Batch;
-use verdict_core::lifecycle::AssignmentState;
+use verdict_core::lifecycle::{AssignmentState, Outcome};
+use verdict_core::overlap::Plan;
+use verdict_core::rubric::Answers;
 use verdict_core::task::Task;
 
 /// An assignment as its row holds it (see [`Assignment`]).
@@ -138,11 +144,74 @@ impl AssignmentForm {
 }
 
 /// Gives one of a task's slots back to the pool (`$1` the task, `$2` the batch's
-/// overlap): after an expired lease, a skip, or a rejected rating. A gold task claims
-/// no slot (it is never in the pool), so it has none to give back.
+/// overlap, to which the task adds the raters it gained by escalating, `extra`): after
+/// an expired lease, a skip, or a rejected rating. A gold task claims no slot (it is
+/// never in the pool), so it has none to give back.
 pub(crate) const RELEASE_SLOT: &str =
-    "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2) WHERE id = $1
+    "UPDATE tasks SET claimed = claimed - 1, is_full = (claimed - 1 >= $2 + extra) WHERE id = $1
        AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1)";
+
+/// The task's escalation count, read under its lock on PostgreSQL (`{}` takes
+/// [`Store::no_key_lock_clause`](super::Store::no_key_lock_clause): the rating just
+/// inserted holds a key-share lock on the task, which a plain `FOR UPDATE` of two
+/// finishing raters would each wait on), so that raters finishing a task's last slots at
+/// once are taken in turn and the later one sees the earlier one's answers. Gold tasks
+/// never escalate.
+pub(crate) const TASK_EXTRA: &str = "SELECT extra FROM tasks WHERE id = $1
+       AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1){}";
+
+/// A task's human ratings that hold their slot to the end (finished and neither skipped
+/// nor rejected), with their outcome and answers: what its escalation rule reads.
+pub(crate) const FINISHED_OF_TASK: &str = "SELECT outcome, answers FROM ratings
+     WHERE task_id = $1 AND rater_kind = 'human'
+       AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'";
+
+/// Asks one more rater of a task (`$1`; `$2` the batch's overlap).
+pub(crate) const ESCALATE: &str =
+    "UPDATE tasks SET extra = extra + 1, is_full = (claimed >= $2 + extra + 1) WHERE id = $1";
+
+/// Asks one more rater of task `$task` when its batch's plan says its answers now call
+/// for one (see [`verdict_core::overlap::Plan::needs_one_more`]); run in the transaction
+/// that finished or changed one of its ratings, after that change. `$extra_sql` is
+/// [`TASK_EXTRA`] with the store's no-key lock clause. Evaluates to whether it did. A macro for
+/// the reason `insert_history!` is one.
+macro_rules! escalate {
+    ($tx:expr, $extra_sql:expr, $task:expr, $plan:expr) => {
+        async {
+            let plan: &verdict_core::overlap::Plan<'_> = $plan;
+            if plan.max_extra() == 0 {
+                return Ok::<bool, sqlx::Error>(false);
+            }
+            let Some((extra,)) = sqlx::query_as::<_, (i32,)>($extra_sql)
+                .bind($task)
+                .fetch_optional(&mut *$tx)
+                .await?
+            else {
+                return Ok(false);
+            };
+            let finished: Vec<(String, sqlx::types::Json<verdict_core::rubric::Answers>)> =
+                sqlx::query_as($crate::assignments::FINISHED_OF_TASK)
+                    .bind($task)
+                    .fetch_all(&mut *$tx)
+                    .await?;
+            let rated = finished
+                .iter()
+                .filter(|(outcome, _)| outcome == verdict_core::lifecycle::Outcome::Rated.as_str())
+                .map(|(_, answers)| &answers.0);
+            if !plan.needs_one_more(extra, finished.len(), rated) {
+                return Ok(false);
+            }
+            sqlx::query($crate::assignments::ESCALATE)
+                .bind($task)
+                .bind(plan.overlap)
+                .execute(&mut *$tx)
+                .await?;
+            Ok(true)
+        }
+        .await
+    };
+}
+pub(crate) use escalate;
 
 /// An open assignment as a lead sees it on the batch page.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -158,7 +227,7 @@ pub struct Held {
 
 /// Gives back the slot of an assignment's task whatever its batch (`$1` the task).
 const RELEASE_SLOT_OF_TASK: &str = "UPDATE tasks SET claimed = claimed - 1,
-       is_full = (claimed - 1 >= (SELECT b.overlap FROM batches b WHERE b.id = tasks.batch_id))
+       is_full = (claimed - 1 >= (SELECT b.overlap FROM batches b WHERE b.id = tasks.batch_id) + extra)
      WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1)";
 
 /// Which open assignments to end, their tasks going back to the pool.
@@ -230,6 +299,76 @@ impl super::Store {
             found
         });
         Ok(released)
+    }
+
+    /// Asks one more rater of each task of a batch whose finished answers call for one
+    /// under `plan` now (after its settings changed: a higher most, another rule), in
+    /// one transaction holding the batch's tasks. Returns how many tasks escalated.
+    pub async fn escalate_batch(&self, batch_id: Uuid, plan: &Plan<'_>) -> StoreResult<u64> {
+        if plan.max_extra() == 0 {
+            return Ok(0);
+        }
+        let tasks_sql = format!(
+            "SELECT id, extra FROM tasks WHERE batch_id = $1
+               AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = tasks.id)
+             ORDER BY id{}",
+            self.no_key_lock_clause()
+        );
+        let escalated = transaction!(self, |tx| {
+            let tasks: Vec<(Uuid, i32)> = sqlx::query_as(&tasks_sql)
+                .bind(batch_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let finished: Vec<(Uuid, String, Json<Answers>)> = sqlx::query_as(
+                "SELECT task_id, outcome, answers FROM ratings
+                 WHERE batch_id = $1 AND rater_kind = 'human'
+                   AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'",
+            )
+            .bind(batch_id)
+            .fetch_all(&mut *tx)
+            .await?;
+            let mut by_task: HashMap<Uuid, (usize, Vec<&Answers>)> = HashMap::new();
+            for (task, outcome, answers) in &finished {
+                let (count, rated) = by_task.entry(*task).or_default();
+                *count += 1;
+                if outcome == Outcome::Rated.as_str() {
+                    rated.push(&answers.0);
+                }
+            }
+            let mut escalated = 0u64;
+            for (task, extra) in tasks {
+                let Some((count, rated)) = by_task.get(&task) else {
+                    continue;
+                };
+                if plan.needs_one_more(extra, *count, rated.iter().copied()) {
+                    sqlx::query(ESCALATE)
+                        .bind(task)
+                        .bind(plan.overlap)
+                        .execute(&mut *tx)
+                        .await?;
+                    escalated += 1;
+                }
+            }
+            escalated
+        });
+        Ok(escalated)
+    }
+
+    /// A batch's tasks (gold aside), how many escalated, and the raters they gained.
+    pub async fn escalation_counts(&self, batch_id: Uuid) -> StoreResult<(i64, i64, i64)> {
+        let (tasks, escalated, added): (i64, i64, i64) = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT COUNT(*),
+                        COALESCE(SUM(CASE WHEN extra > 0 THEN 1 ELSE 0 END), 0),
+                        COALESCE(SUM(extra), 0)
+                 FROM tasks WHERE batch_id = $1
+                   AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = tasks.id)",
+            )
+            .bind(batch_id)
+            .fetch_one(pool)
+            .await
+        })?;
+        Ok((tasks, escalated, added))
     }
 
     /// A batch's open assignments, oldest first (at most `limit`).
@@ -384,8 +523,8 @@ impl super::Store {
         // whether any task is still open to this rater at all before saying none is.
         let postgres = self.backend() == super::Backend::Postgres;
         let claim_first_sql = format!(
-            "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $3)
-             WHERE id = ({}) AND claimed < $3 RETURNING id",
+            "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $3 + extra)
+             WHERE id = ({}) AND claimed < $3 + extra RETURNING id",
             pick("")
         );
         let wait_sql = pick(self.lock_clause());
@@ -477,8 +616,8 @@ impl super::Store {
                         (None, None) => None,
                         (None, Some((task_id,))) => {
                             let claimed = sqlx::query(
-                                "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $2)
-                                 WHERE id = $1 AND claimed < $2",
+                                "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $2 + extra)
+                                 WHERE id = $1 AND claimed < $2 + extra",
                             )
                             .bind(task_id)
                             .bind(batch.overlap)

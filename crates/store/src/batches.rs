@@ -45,6 +45,8 @@ pub(crate) struct BatchRow {
     rubric: String,
     rubric_version: i32,
     overlap: i32,
+    max_overlap: Option<i32>,
+    escalate: Option<String>,
     randomize: bool,
     #[sqlx(try_from = "String")]
     state: BatchState,
@@ -69,6 +71,8 @@ impl From<BatchRow> for Batch {
             rubric: row.rubric,
             rubric_version: row.rubric_version,
             overlap: row.overlap,
+            max_overlap: row.max_overlap,
+            escalate: row.escalate,
             randomize: row.randomize,
             state: row.state,
             lease_minutes: row.lease_minutes,
@@ -86,7 +90,7 @@ impl From<BatchRow> for Batch {
     }
 }
 
-const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.randomize, b.state, b.lease_minutes, \
+const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.max_overlap, b.escalate, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
      b.gold_rate, b.review_first_below, b.raters_see_external_ids, b.bradley_terry_prior, \
      EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
@@ -172,6 +176,9 @@ pub struct Imported {
 pub struct BatchChanges {
     pub state: Option<BatchState>,
     pub overlap: Option<i32>,
+    pub max_overlap: Option<i32>,
+    /// `Some(None)`: the rubric's default rule.
+    pub escalate: Option<Option<String>>,
     pub randomize: Option<bool>,
     pub raters_see_external_ids: Option<bool>,
     pub lease_minutes: Option<i32>,
@@ -440,8 +447,9 @@ impl super::Store {
             // Waits for a concurrent upload creating the same batch, then does nothing.
             let batch_created = sqlx::query(
                 "INSERT INTO batches (id, name, rubric, rubric_version, overlap, randomize, created_by,
-                                      created_at, updated_at, raters_see_external_ids)
-                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7, $9)
+                                      created_at, updated_at, raters_see_external_ids, max_overlap,
+                                      escalate)
+                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7, $9, $10, $11)
                  ON CONFLICT (name) DO NOTHING",
             )
             .bind(Uuid::now_v7())
@@ -453,6 +461,8 @@ impl super::Store {
             .bind(now)
             .bind(new.rubric_version)
             .bind(new.raters_see_external_ids.unwrap_or(false))
+            .bind(new.max_overlap)
+            .bind(&new.escalate)
             .execute(&mut *tx)
             .await?
             .rows_affected()
@@ -587,7 +597,9 @@ impl super::Store {
                     classifications = COALESCE($7, classifications),
                     updated_at = $8,
                     raters_see_external_ids = COALESCE($9, raters_see_external_ids),
-                    bradley_terry_prior = COALESCE($10, bradley_terry_prior)
+                    bradley_terry_prior = COALESCE($10, bradley_terry_prior),
+                    max_overlap = COALESCE($11, max_overlap),
+                    escalate = CASE WHEN $12 THEN $13 ELSE escalate END
                  WHERE id = $1",
             )
             .bind(id)
@@ -600,17 +612,35 @@ impl super::Store {
             .bind(now)
             .bind(changes.raters_see_external_ids)
             .bind(changes.bradley_terry_prior)
+            .bind(changes.max_overlap)
+            .bind(changes.escalate.is_some())
+            .bind(changes.escalate.clone().flatten())
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 1 {
-                if let Some(overlap) = changes.overlap {
-                    // Gold tasks stay full: the pool never hands them out.
+                if changes.overlap.is_some() || changes.max_overlap.is_some() {
+                    // Raters a task gained stay within the new most (a batch that no
+                    // longer escalates keeps none); gold tasks stay full: the pool never
+                    // hands them out.
                     sqlx::query(
-                        "UPDATE tasks SET is_full = (claimed >= $2) WHERE batch_id = $1
+                        "UPDATE tasks SET
+                           extra = (SELECT CASE
+                                      WHEN b.max_overlap IS NULL OR b.max_overlap <= b.overlap THEN 0
+                                      WHEN tasks.extra > b.max_overlap - b.overlap
+                                        THEN b.max_overlap - b.overlap
+                                      ELSE tasks.extra END
+                                    FROM batches b WHERE b.id = $1)
+                         WHERE batch_id = $1 AND extra > 0",
+                    )
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                    sqlx::query(
+                        "UPDATE tasks SET is_full = (claimed >= (SELECT b.overlap FROM batches b WHERE b.id = $1) + extra)
+                         WHERE batch_id = $1
                            AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = tasks.id)",
                     )
                     .bind(id)
-                    .bind(overlap)
                     .execute(&mut *tx)
                     .await?;
                 }

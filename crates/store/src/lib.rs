@@ -314,6 +314,17 @@ impl Store {
         }
     }
 
+    /// Like [`Store::lock_clause`], for a row whose key stays as it is: on PostgreSQL it
+    /// does not conflict with the key-share locks that inserts referring to the row take,
+    /// so a transaction that inserted such a row (a rating of a task) and then locks the
+    /// row it refers to does not deadlock with another that did the same.
+    pub(crate) fn no_key_lock_clause(&self) -> &'static str {
+        match self.backend() {
+            Backend::Postgres => " FOR NO KEY UPDATE",
+            Backend::Sqlite => "",
+        }
+    }
+
     /// Like [`Store::lock_clause`], but passing over rows another transaction holds: for
     /// picking any free row, so concurrent pickers do not queue behind each other.
     pub(crate) fn skip_locked_clause(&self) -> &'static str {

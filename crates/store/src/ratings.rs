@@ -8,7 +8,9 @@ use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::assignments::{ASSIGNMENT_COLUMNS, AssignmentRow, RELEASE_SLOT, TASK_NUMBER};
+use super::assignments::{
+    ASSIGNMENT_COLUMNS, AssignmentRow, RELEASE_SLOT, TASK_EXTRA, TASK_NUMBER, escalate,
+};
 use super::page::{Cursor, Page};
 use super::{StoreResult, read, transaction, write};
 use verdict_core::access;
@@ -16,6 +18,7 @@ use verdict_core::assignment::{Assignment, DraftStep, FinishStep};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
 use verdict_core::lifecycle::{AssignmentState, Outcome, Refusal, SkipReason, Status};
+use verdict_core::overlap::Plan;
 use verdict_core::rating::{EvidenceChange, Extras, Finish, Rating};
 use verdict_core::rubric::TaskAnswers;
 use verdict_core::submission::TimeSpent;
@@ -376,11 +379,12 @@ impl super::Store {
         finish: &Finish,
         extras: &Extras,
         time_spent: TimeSpent,
-        overlap: i32,
+        plan: &Plan<'_>,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
         let seconds = time_spent.seconds();
         let assignment_sql = self.locked_assignment_sql();
+        let extra_sql = TASK_EXTRA.replace("{}", self.no_key_lock_clause());
         let rating_sql = rating_of_assignment_sql();
         let (answers, skip_reason, note) = finish.parts();
         let (evidence_given, evidence) = evidence_binds(extras);
@@ -456,9 +460,11 @@ impl super::Store {
                     if outcome.frees_the_task() {
                         sqlx::query(RELEASE_SLOT)
                             .bind(assignment.task_id)
-                            .bind(overlap)
+                            .bind(plan.overlap)
                             .execute(&mut *tx)
                             .await?;
+                    } else {
+                        escalate!(tx, &extra_sql, assignment.task_id, plan)?;
                     }
                     let before = before.filter(|b| !b.status.is_draft());
                     let action = outcome.finish_action();
@@ -481,10 +487,11 @@ impl super::Store {
         finish: &Finish,
         extras: &Extras,
         time_spent: Option<TimeSpent>,
-        overlap: i32,
+        plan: &Plan<'_>,
     ) -> StoreResult<Result<Rating, Refusal>> {
         let now = Utc::now();
         let lock = self.lock_clause();
+        let extra_sql = TASK_EXTRA.replace("{}", self.no_key_lock_clause());
         let sql = format!("SELECT {RATING_COLUMNS} FROM ratings r WHERE r.id = $1{lock}");
         let (answers, skip_reason, note) = finish.parts();
         let (evidence_given, evidence) = evidence_binds(extras);
@@ -531,9 +538,12 @@ impl super::Store {
                         .await?;
                     sqlx::query(RELEASE_SLOT)
                         .bind(before.task_id)
-                        .bind(overlap)
+                        .bind(plan.overlap)
                         .execute(&mut *tx)
                         .await?;
+                } else {
+                    // New answers may disagree where the old ones did not.
+                    escalate!(tx, &extra_sql, before.task_id, plan)?;
                 }
                 let after: Rating = sqlx::query_as::<_, RatingRow>(&sql.replace(lock, ""))
                     .bind(rating_id)

@@ -58,6 +58,17 @@ pub struct UploadParams {
     /// must be the batch's.
     #[param(minimum = 1, maximum = 100)]
     pub overlap: Option<i32>,
+    /// The most raters a task of a new batch is asked of when its answers disagree
+    /// (default: `overlap`, no escalation); for an existing batch, if given, it must be
+    /// the batch's.
+    #[param(minimum = 1, maximum = 100)]
+    pub max_overlap: Option<i32>,
+    /// When a task needs one more rater: `side`, `points:<n>`, `no_majority` or
+    /// `spread:<n>`, each optionally naming its question after the rule
+    /// (`points:sxs:3`); default: `side` on the rubric's first preference, else
+    /// `no_majority` on its first choice.
+    #[param(max_length = 200)]
+    pub escalate: Option<String>,
     /// Randomise A/B per assignment in a new batch (default true); for an existing batch,
     /// if given, it must be the batch's.
     pub randomize: Option<bool>,
@@ -118,6 +129,53 @@ pub async fn new_batch(
     {
         fields.insert("overlap".into(), format!("must be from 1 to {MAX_OVERLAP}"));
     }
+    if params
+        .max_overlap
+        .is_some_and(|most| !(1..=MAX_OVERLAP).contains(&most))
+    {
+        fields.insert(
+            "max_overlap".into(),
+            format!("must be from 1 to {MAX_OVERLAP}"),
+        );
+    } else if let Some(most) = params.max_overlap
+        && most < params.overlap.unwrap_or(1)
+    {
+        fields.insert(
+            "max_overlap".into(),
+            format!(
+                "must be at least the raters per task ({})",
+                params.overlap.unwrap_or(1)
+            ),
+        );
+    }
+    // A rule is checked against the rubric and kept as read, its defaults written out.
+    let mut escalate = None;
+    if let Some((_, rubric)) = &latest {
+        match params.escalate.as_deref().map(str::trim) {
+            Some(text) if !text.is_empty() => {
+                match verdict_core::overlap::Escalation::parse(text, rubric) {
+                    Ok(rule) => escalate = Some(rule.to_string()),
+                    Err(why) => {
+                        fields.insert("escalate".into(), why);
+                    }
+                }
+            }
+            _ => {
+                let escalates = params
+                    .max_overlap
+                    .is_some_and(|most| most > params.overlap.unwrap_or(1));
+                if escalates && verdict_core::overlap::Escalation::default_for(rubric).is_none() {
+                    fields.insert(
+                        "escalate".into(),
+                        format!(
+                            "the rubric {rubric_name} has no preference or choice to escalate on by default: name a rule, e.g. spread:<n>",
+                            rubric_name = rubric.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
     if !fields.is_empty() {
         return Err(ServiceError::Invalid(fields));
     }
@@ -127,6 +185,8 @@ pub async fn new_batch(
         rubric_version: latest.map_or(1, |(v, _)| v),
         subject,
         overlap: params.overlap,
+        max_overlap: params.max_overlap,
+        escalate,
         randomize: match subject {
             Subject::Single => Some(false),
             Subject::Pair => params.randomize,
@@ -245,6 +305,23 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> ServiceResult<()> {
     };
     if new.overlap.is_some_and(|o| o != batch.overlap) {
         differs("overlap", batch.overlap.to_string());
+    }
+    let most = batch.max_overlap.unwrap_or(batch.overlap);
+    if new.max_overlap.is_some_and(|m| m != most) {
+        differs("max_overlap", most.to_string());
+    }
+    if new
+        .escalate
+        .as_ref()
+        .is_some_and(|e| Some(e) != batch.escalate.as_ref())
+    {
+        differs(
+            "escalate",
+            batch
+                .escalate
+                .clone()
+                .unwrap_or_else(|| "the rubric's default rule".into()),
+        );
     }
     if new.randomize.is_some_and(|r| r != batch.randomize) {
         differs("randomize", batch.randomize.to_string());

@@ -25,6 +25,11 @@ pub struct SettingsChange {
     /// `open` or `closed`, as given (checked here).
     pub state: Option<String>,
     pub overlap: Option<i32>,
+    /// The most raters a task is asked of (see [`verdict_core::overlap`]).
+    pub max_overlap: Option<i32>,
+    /// The rule for one more rater, as written; `Some(None)` goes back to the rubric's
+    /// default.
+    pub escalate: Option<Option<String>>,
     pub randomize: Option<bool>,
     pub raters_see_external_ids: Option<bool>,
     pub lease_minutes: Option<i32>,
@@ -45,6 +50,8 @@ impl From<Settings> for SettingsChange {
         Self {
             state: Some(s.state.to_string()),
             overlap: Some(s.overlap),
+            max_overlap: Some(s.max_overlap),
+            escalate: Some(s.escalate),
             randomize: Some(s.randomize),
             raters_see_external_ids: Some(s.raters_see_external_ids),
             lease_minutes: Some(s.lease_minutes),
@@ -63,6 +70,12 @@ impl From<Settings> for SettingsChange {
 pub struct Settings {
     pub state: BatchState,
     pub overlap: i32,
+    /// The most raters a task is asked of when its answers disagree; `overlap` when the
+    /// batch does not escalate.
+    pub max_overlap: i32,
+    /// The rule for one more rater, as the batch keeps it (`<rule>:<question>[:<n>]`);
+    /// `None`: the rubric's default.
+    pub escalate: Option<String>,
     pub randomize: bool,
     pub raters_see_external_ids: bool,
     pub lease_minutes: i32,
@@ -92,6 +105,11 @@ impl Settings {
         Self {
             state: batch.state,
             overlap: batch.overlap,
+            max_overlap: batch
+                .max_overlap
+                .unwrap_or(batch.overlap)
+                .max(batch.overlap),
+            escalate: batch.escalate.clone(),
             randomize: batch.randomize,
             raters_see_external_ids: batch.raters_see_external_ids,
             lease_minutes: batch.lease_minutes,
@@ -108,6 +126,8 @@ impl Settings {
         let values = [
             json!(self.state),
             json!(self.overlap),
+            json!(self.max_overlap),
+            json!(self.escalate),
             json!(self.randomize),
             json!(self.raters_see_external_ids),
             json!(self.lease_minutes),
@@ -121,10 +141,14 @@ impl Settings {
     }
 
     /// The settings that differ in `after`, in the order the settings page asks them.
+    /// The most raters of a batch that does not escalate follows its overlap, and is no
+    /// change of its own.
     pub fn changes_to(&self, after: &Settings) -> Vec<Change> {
+        let follows = self.max_overlap == self.overlap && after.max_overlap == after.overlap;
         self.values()
             .into_iter()
             .zip(after.values())
+            .filter(|((setting, _), _)| !(follows && *setting == "max_overlap"))
             .filter(|((_, before), (_, after))| before != after)
             .map(|((setting, before), (_, after))| Change {
                 setting: setting.to_owned(),
@@ -195,6 +219,7 @@ pub async fn preview(
     };
     let ranges = [
         ("overlap", request.overlap, 1, MAX_OVERLAP),
+        ("max_overlap", request.max_overlap, 1, MAX_OVERLAP),
         ("lease_minutes", request.lease_minutes, 1, MAX_LEASE_MINUTES),
         (
             "min_explanation_len",
@@ -218,6 +243,51 @@ pub async fn preview(
     if let Some(questions) = &request.classifications {
         check_questions(questions, fields);
     }
+    // The most raters follow the first when the batch does not escalate; a rule is
+    // checked against the rubric version the batch pins, and kept as read (its defaults
+    // written out), so that it means the same however the rubric's defaults move.
+    let overlap = request.overlap.unwrap_or(before.overlap);
+    let max_overlap = request
+        .max_overlap
+        .unwrap_or(if before.max_overlap == before.overlap {
+            overlap
+        } else {
+            before.max_overlap
+        });
+    if max_overlap < overlap && !fields.contains_key("max_overlap") {
+        fields.insert(
+            "max_overlap".into(),
+            format!("must be at least the raters per task ({overlap})"),
+        );
+    }
+    let rubric = store.batch_rubric(&batch).await?;
+    let escalate = match request.escalate {
+        Some(Some(text)) if !text.trim().is_empty() => {
+            match verdict_core::overlap::Escalation::parse(&text, &rubric) {
+                Ok(rule) => Some(Some(rule.to_string())),
+                Err(why) => {
+                    fields.insert("escalate".into(), why);
+                    None
+                }
+            }
+        }
+        Some(_) => Some(None),
+        None => None,
+    };
+    let escalate = escalate.unwrap_or_else(|| before.escalate.clone());
+    if max_overlap > overlap
+        && escalate.is_none()
+        && verdict_core::overlap::Escalation::default_for(&rubric).is_none()
+        && !fields.contains_key("max_overlap")
+    {
+        fields.insert(
+            "escalate".into(),
+            format!(
+                "the rubric {} has no preference or choice to escalate on by default: name a rule, e.g. spread:<n>",
+                rubric.name
+            ),
+        );
+    }
     let raters = members(store, "raters", request.raters, Role::Rater, fields).await?;
     let leads = members(store, "leads", request.leads, Role::Lead, fields).await?;
     if !known.is_empty() {
@@ -236,7 +306,9 @@ pub async fn preview(
     };
     let after = Settings {
         state: batch_state.unwrap_or(before.state),
-        overlap: request.overlap.unwrap_or(before.overlap),
+        overlap,
+        max_overlap,
+        escalate,
         randomize: request.randomize.unwrap_or(before.randomize),
         raters_see_external_ids: request
             .raters_see_external_ids
@@ -304,6 +376,8 @@ pub async fn apply(
     let write = BatchChanges {
         state: changed("state").then_some(after.state),
         overlap: changed("overlap").then_some(after.overlap),
+        max_overlap: changed("max_overlap").then_some(after.max_overlap),
+        escalate: changed("escalate").then(|| after.escalate.clone()),
         randomize: changed("randomize").then_some(after.randomize),
         raters_see_external_ids: changed("raters_see_external_ids")
             .then_some(after.raters_see_external_ids),
@@ -318,6 +392,15 @@ pub async fn apply(
         .update_batch(batch.id, &write)
         .await?
         .ok_or(ServiceError::NotFound)?;
+    if write.overlap.is_some() || write.max_overlap.is_some() || write.escalate.is_some() {
+        // Tasks already finished whose answers now call for one more rater get one.
+        let rubric = store.batch_rubric(&batch).await?;
+        let plan = verdict_core::overlap::Plan::of(&batch, &rubric);
+        let escalated = store.escalate_batch(batch.id, &plan).await?;
+        if escalated > 0 {
+            tracing::info!(batch = %batch.name, escalated, "tasks escalated after a settings change");
+        }
+    }
     if write.raters.is_some() {
         // Raters taken off the batch lose the tasks they held; their drafts stay theirs.
         let released = store
@@ -427,6 +510,8 @@ mod tests {
         Settings {
             state: BatchState::Open,
             overlap: 2,
+            max_overlap: 2,
+            escalate: None,
             randomize: true,
             raters_see_external_ids: false,
             lease_minutes: 45,

@@ -254,6 +254,60 @@ pub struct Metrics {
     /// Each rater's accuracy on the batch's gold tasks (see [`gold`]). Ratings of gold
     /// tasks, and ratings held for review first until accepted, count in nothing above.
     pub gold: gold::GoldMetrics,
+    /// The raters the batch asks for, with adaptive overlap against a fixed most (see
+    /// [`crate::overlap`]).
+    pub overlap: OverlapFigures,
+}
+
+/// What adaptive overlap asked: the raters a batch's tasks need now (each its overlap,
+/// and those it gained while its answers disagreed) against asking every task of the
+/// most from the start. Gold tasks are left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct OverlapFigures {
+    /// Raters every task is asked of first.
+    pub overlap: i32,
+    /// The most a task is asked of (`overlap` when the batch does not escalate).
+    pub max_overlap: i32,
+    /// The rule for one more rater, written out (`side:sxs`); absent when the batch
+    /// does not escalate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalate: Option<String>,
+    pub tasks: i64,
+    /// Tasks that gained at least one rater.
+    pub escalated: i64,
+    /// The raters gained, over all tasks.
+    pub raters_added: i64,
+    /// Ratings the tasks need now: `tasks * overlap + raters_added`.
+    pub ratings_needed: i64,
+    /// Ratings a fixed overlap of `max_overlap` would need: `tasks * max_overlap`.
+    pub ratings_at_max: i64,
+    /// `ratings_at_max - ratings_needed`.
+    pub ratings_saved: i64,
+}
+
+impl OverlapFigures {
+    /// The figures of a batch with `tasks` tasks of which `escalated` gained
+    /// `raters_added` raters in all, under `plan`.
+    pub fn new(
+        plan: &crate::overlap::Plan<'_>,
+        tasks: i64,
+        escalated: i64,
+        raters_added: i64,
+    ) -> Self {
+        let ratings_needed = tasks * i64::from(plan.overlap) + raters_added;
+        let ratings_at_max = tasks * i64::from(plan.max_overlap);
+        OverlapFigures {
+            overlap: plan.overlap,
+            max_overlap: plan.max_overlap,
+            escalate: plan.escalation.as_ref().map(ToString::to_string),
+            tasks,
+            escalated,
+            raters_added,
+            ratings_needed,
+            ratings_at_max,
+            ratings_saved: ratings_at_max - ratings_needed,
+        }
+    }
 }
 
 /// How metrics read a question beyond its distribution and agreement.

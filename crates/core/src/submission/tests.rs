@@ -17,6 +17,8 @@ fn batch() -> Batch {
         rubric: "blackhat".into(),
         rubric_version: 1,
         overlap: 1,
+        max_overlap: None,
+        escalate: None,
         randomize: true,
         state: BatchState::Open,
         lease_minutes: 30,
