@@ -34,6 +34,7 @@ use crate::lifecycle::{Outcome, Status};
 use crate::rubric::{Answer, Favours, Role, Rubric, Slot};
 
 mod accumulator;
+pub mod aggregate;
 pub mod agreement;
 pub mod bias;
 pub mod bradley_terry;
