@@ -60,6 +60,9 @@ pub async fn measure(
         batch.review_first_below,
         store.held_count(id).await?,
     );
+    // Majority vote and Dawid-Skene are not folded: they are worked out from the
+    // counted ratings at each read, under the same turn.
+    let gathered = crate::export::aggregate::gather(store, id, &rubric).await?;
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
     let prior = batch.bradley_terry_prior;
@@ -71,6 +74,7 @@ pub async fn measure(
         let metrics = Metrics {
             judges,
             gold,
+            aggregation: crate::export::aggregate::summary(&gathered),
             ..acc.finish(tasks, prior)
         };
         (folded, metrics)

@@ -221,9 +221,10 @@ pub fn majority_vote<T: Ord + Clone, R: Ord + Clone, L: Ord + Clone>(
     }
 }
 
-/// Each rater's confusion entries: per rater, per label they gave, the weight of each
-/// true class (a column sums to 1 over the labels the rater gave).
-type Errors = Vec<BTreeMap<usize, Vec<f64>>>;
+/// Each rater's confusion entries: per rater, per label they gave (none for a label they
+/// never gave), the weight of each true class (a column sums to 1 over the labels the
+/// rater gave).
+type Errors = Vec<Vec<Option<Vec<f64>>>>;
 
 fn m_step(
     raters: usize,
@@ -231,28 +232,33 @@ fn m_step(
     rows: &[(usize, usize, usize)],
     probas: &[Vec<f64>],
 ) -> Errors {
-    let mut errors: Errors = vec![BTreeMap::new(); raters];
+    let mut errors: Errors = vec![vec![None; classes]; raters];
     for &(t, r, l) in rows {
-        let entry = errors[r].entry(l).or_insert_with(|| vec![0.0; classes]);
+        let entry = errors[r][l].get_or_insert_with(|| vec![0.0; classes]);
         for (e, p) in entry.iter_mut().zip(&probas[t]) {
             *e += p;
         }
     }
     for rater in &mut errors {
         let mut column = vec![0.0; classes];
-        for entry in rater.values_mut() {
+        for entry in rater.iter_mut().flatten() {
             for (e, sum) in entry.iter_mut().zip(column.iter_mut()) {
                 *e = e.max(EPS);
                 *sum += *e;
             }
         }
-        for entry in rater.values_mut() {
+        for entry in rater.iter_mut().flatten() {
             for (e, sum) in entry.iter_mut().zip(&column) {
                 *e /= sum;
             }
         }
     }
     errors
+}
+
+/// The confusion entries of rater `r` giving label `l` (which they gave).
+fn entry(errors: &Errors, r: usize, l: usize) -> &[f64] {
+    errors[r][l].as_deref().unwrap_or_default()
 }
 
 fn e_step(
@@ -264,7 +270,7 @@ fn e_step(
     let base: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
     let mut logs = vec![base; tasks];
     for &(t, r, l) in rows {
-        for (x, e) in logs[t].iter_mut().zip(&errors[r][&l]) {
+        for (x, e) in logs[t].iter_mut().zip(entry(errors, r, l)) {
             *x += e.log2();
         }
     }
@@ -300,8 +306,8 @@ fn evidence_lower_bound(
     let log_priors: Vec<f64> = priors.iter().map(|p| p.max(EPS).ln()).collect();
     let mut joint = 0.0;
     for &(t, r, l) in rows {
-        for c in 0..priors.len() {
-            joint += probas[t][c] * (errors[r][&l][c].ln() + log_priors[c]);
+        for ((p, e), log_prior) in probas[t].iter().zip(entry(errors, r, l)).zip(&log_priors) {
+            joint += p * (e.ln() + log_prior);
         }
     }
     let entropy: f64 = probas
@@ -361,7 +367,7 @@ pub fn dawid_skene_with<T: Ord + Clone, R: Ord + Clone, L: Ord + Clone>(
         .map(|(r, rater)| RaterAccuracy {
             rater: rater.clone(),
             accuracy: (0..k)
-                .map(|c| priors[c] * errors[r].get(&c).map_or(0.0, |e| e[c]))
+                .map(|c| priors[c] * errors[r][c].as_ref().map_or(0.0, |e| e[c]))
                 .sum(),
             answers: per_rater[r],
         })

@@ -255,6 +255,13 @@ pub struct Metrics {
     /// Each rater's accuracy on the batch's gold tasks (see [`gold`]). Ratings of gold
     /// tasks, and ratings held for review first until accepted, count in nothing above.
     pub gold: gold::GoldMetrics,
+    /// Per question with one answer per task to agree on (a preference, an ordinal or a
+    /// nominal question, yes/no included; by path): how many tasks have an aggregated
+    /// answer, how often majority vote and Dawid-Skene differ, each method's mean
+    /// confidence, and each rater's estimated accuracy (see [`aggregate`]). Worked out
+    /// at each read from the ratings the figures above count, not folded.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub aggregation: BTreeMap<String, aggregate::QuestionAggregation>,
 }
 
 /// How metrics read a question beyond its distribution and agreement.

@@ -139,6 +139,7 @@ impl Accumulator {
             judges: BTreeMap::new(),
             bias: self.bias.finish(),
             gold: gold::GoldMetrics::default(),
+            aggregation: BTreeMap::new(),
         }
     }
 
