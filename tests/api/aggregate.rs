@@ -15,7 +15,8 @@ use verdict_core::metrics::aggregate::{Label, Vote, dawid_skene, majority_vote};
 /// The blackhat questions aggregated, as the ratings export names their columns, with
 /// the rubric's options in order (the sxs scale's points).
 fn questions() -> Vec<(&'static str, Vec<Label>)> {
-    let text = |xs: &[&str]| xs.iter().map(|x| Label::Text((*x).into())).collect();
+    let text =
+        |xs: &[&str]| -> Vec<Label> { xs.iter().map(|x| Label::Text((*x).into())).collect() };
     let executability = text(&["yes_fully", "yes_partially", "no", "no_code"]);
     let following = text(&[
         "no_issues",
