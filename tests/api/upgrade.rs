@@ -214,16 +214,6 @@ fn batch_id(dir: &Path, name: &str) -> String {
     batch["id"].as_str().expect("its id").to_owned()
 }
 
-/// What the old verdict served, changed where the app is meant to serve something
-/// differently now:
-/// - issue 28: answers carry only the parts their rubric has, so a pairwise-aspects
-///   rating (no question asked of each response) is read and exported without the empty
-///   `a` and `b` the old verdict stored and served. Its history keeps what was stored.
-/// - issue 28: a batch has a Bradley-Terry prior (migration 0017 gives every old batch
-///   0.5, the prior every ranking used before), and judges' agreement on a choice of A,
-///   tie or B is also given by order (see [`ordered_choices`]).
-/// - issue 29: a judge run says whether it is retrying and what its latest error was
-///   (see [`with_last_error`]).
 /// What the metrics' `aggregation` (issue 31) makes of the old batch: worked out again
 /// here from its old export's counted ratings, for every question with a nominal or
 /// ordinal agreement (a score's is interval). Tasks, mean confidences and rater
@@ -286,6 +276,17 @@ fn aggregation_now(name: &str, old: &Value, export: &str, served: &Value) -> Val
     Value::Object(out)
 }
 
+/// What the old verdict served, changed where the app is meant to serve something
+/// differently now:
+/// - issue 28: answers carry only the parts their rubric has, so a pairwise-aspects
+///   rating (no question asked of each response) is read and exported without the empty
+///   `a` and `b` the old verdict stored and served. Its history keeps what was stored.
+/// - issue 28: a batch has a Bradley-Terry prior (migration 0017 gives every old batch
+///   0.5, the prior every ranking used before), and judges' agreement on a choice of A,
+///   tie or B is also given by order (see [`ordered_choices`]).
+/// - issue 29: a judge run says whether it is retrying and what its latest error was
+///   (see [`with_last_error`]).
+/// - issue 31: the metrics have `aggregation` (see [`aggregation_now`]).
 fn as_served_now(
     name: &str,
     mut expected: String,
