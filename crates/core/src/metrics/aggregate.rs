@@ -261,6 +261,19 @@ fn entry(errors: &Errors, r: usize, l: usize) -> &[f64] {
     errors[r][l].as_deref().unwrap_or_default()
 }
 
+/// `errors` with `log` applied to every entry: once per (rater, label), not per answer.
+fn logs_of(errors: &Errors, log: fn(f64) -> f64) -> Errors {
+    errors
+        .iter()
+        .map(|rater| {
+            rater
+                .iter()
+                .map(|e| e.as_ref().map(|e| e.iter().map(|x| log(*x)).collect()))
+                .collect()
+        })
+        .collect()
+}
+
 fn e_step(
     tasks: usize,
     rows: &[(usize, usize, usize)],
@@ -268,10 +281,11 @@ fn e_step(
     errors: &Errors,
 ) -> Vec<Vec<f64>> {
     let base: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
+    let log_errors = logs_of(errors, f64::log2);
     let mut logs = vec![base; tasks];
     for &(t, r, l) in rows {
-        for (x, e) in logs[t].iter_mut().zip(entry(errors, r, l)) {
-            *x += e.log2();
+        for (x, e) in logs[t].iter_mut().zip(entry(&log_errors, r, l)) {
+            *x += e;
         }
     }
     for row in &mut logs {
@@ -304,10 +318,15 @@ fn evidence_lower_bound(
     errors: &Errors,
 ) -> f64 {
     let log_priors: Vec<f64> = priors.iter().map(|p| p.max(EPS).ln()).collect();
+    let log_errors = logs_of(errors, f64::ln);
     let mut joint = 0.0;
     for &(t, r, l) in rows {
-        for ((p, e), log_prior) in probas[t].iter().zip(entry(errors, r, l)).zip(&log_priors) {
-            joint += p * (e.ln() + log_prior);
+        for ((p, e), log_prior) in probas[t]
+            .iter()
+            .zip(entry(&log_errors, r, l))
+            .zip(&log_priors)
+        {
+            joint += p * (e + log_prior);
         }
     }
     let entropy: f64 = probas
