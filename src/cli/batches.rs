@@ -81,6 +81,7 @@ pub(super) async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()
         rater: args.rater,
         since: args.since,
         until: args.until,
+        aggregate: None,
     };
     let (format, filter) = crate::export::parse(&query).map_err(describe)?;
     let batch = store

@@ -57,6 +57,7 @@ impl ExportForm {
             rater: given(&self.rater),
             since: since.clone(),
             until: until_query,
+            aggregate: None,
         };
         let mut fields = match crate::export::parse(&query) {
             Ok(_) => FieldErrors::new(),

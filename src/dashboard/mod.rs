@@ -15,6 +15,7 @@ use crate::auth::PageUser;
 use crate::auth::RequireLead;
 use crate::batches::BatchView;
 use crate::error::{AppResult, FieldErrors};
+use crate::metrics::aggregate::QuestionAggregation;
 use crate::metrics::judges::{JudgeField, JudgeMetrics};
 use crate::metrics::several::ChoiceCounts;
 use crate::metrics::{Metrics, PreferenceSummary, ScoreSummary};
@@ -320,6 +321,20 @@ fn agreement_rows(
         .collect()
 }
 
+/// Each aggregated question of `metrics` in the form's order, labelled as the form
+/// labels it.
+fn aggregation_rows(rubric: &Rubric, metrics: &Metrics) -> Vec<(String, QuestionAggregation)> {
+    rubric
+        .slots()
+        .iter()
+        .filter_map(|slot| {
+            let path = slot.path();
+            let summary = metrics.aggregation.get(&path)?;
+            Some((rubric::answer_label(rubric, &path), summary.clone()))
+        })
+        .collect()
+}
+
 /// A judge as the batch page shows it: its figures, its questions in the rubric's order
 /// with their labels, and its chart.
 struct JudgeFigures {
@@ -354,6 +369,9 @@ struct BatchPage {
     fields_chart: Option<String>,
     /// Agreement per question, labelled as the form labels it, in the form's order.
     agreement_rows: Vec<(String, crate::metrics::agreement::Agreement)>,
+    /// One answer per task: each aggregated question, labelled as the form labels it,
+    /// in the form's order.
+    aggregation_rows: Vec<(String, QuestionAggregation)>,
     /// The rows of that chart, labelled as the form labels them, for its table.
     field_rows: Vec<charts::FieldRow>,
     /// One line per question at the top of the figures: ratings, the answer given most
@@ -441,6 +459,11 @@ impl BatchPage {
     /// Whether any question has two counted ratings of a task to compare.
     fn has_agreement(&self) -> bool {
         self.metrics.agreement.values().any(|a| a.pairs > 0)
+    }
+
+    /// Whether any question has a task with an aggregated answer.
+    fn has_aggregation(&self) -> bool {
+        self.aggregation_rows.iter().any(|(_, a)| a.tasks > 0)
     }
 
     /// Whether the answers chart has anything to show.
@@ -642,6 +665,7 @@ async fn build(
         summary: summary_rows(&rubric, &metrics, &field_rows[asked..]),
         field_rows,
         agreement_chart: charts::agreement(&agreement_rows),
+        aggregation_rows: aggregation_rows(&rubric, &metrics),
         agreement_rows,
         bias_chart: metrics
             .position_bias

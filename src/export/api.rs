@@ -45,7 +45,10 @@ fn slug(name: &str) -> String {
 }
 
 /// Every non-draft rating of the batch, one per row, answers in canonical orientation,
-/// with `counts_in_metrics`. Streamed: memory stays flat however large the batch.
+/// with `counts_in_metrics`. Streamed: memory stays flat however large the batch. With
+/// `aggregate`, instead one row per task and question (`external_id`, `question`,
+/// `answer`, `confidence`, `method`, `raters`): the answer majority vote or Dawid-Skene
+/// gives from the ratings the metrics count.
 #[utoipa::path(get, path = "/api/v1/batches/{id}/export", tag = "export", params(("id" = Uuid, Path, description = "batch id"), ExportQuery),
     responses((status = 200, description = "CSV (format=csv) or JSON Lines (format=jsonl)",
             content((String = "text/csv"), (String = "application/x-ndjson"))),
@@ -58,6 +61,9 @@ pub async fn export(
 ) -> AppResult<Response> {
     let summary = crate::batches::visible(&state, id, &lead).await?;
     let rubric = state.store().batch_rubric(&summary.batch).await?;
+    if let Some(aggregate) = &query.aggregate {
+        return aggregated(&state, &lead, &summary.batch, &rubric, &query, aggregate).await;
+    }
     let (format, filter) = parse(&query)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
     let (finished, outcome) = tokio::sync::oneshot::channel::<Result<(), String>>();
@@ -97,6 +103,39 @@ pub async fn export(
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         format.extension()
     );
+    download(&filename, format, stream)
+}
+
+/// The aggregated export (`aggregate=majority|dawid_skene`): read whole under a heavy
+/// read's turn, then sent.
+async fn aggregated(
+    state: &AppState,
+    lead: &verdict_core::user::User,
+    batch: &verdict_core::batch::Batch,
+    rubric: &verdict_core::rubric::Rubric,
+    query: &ExportQuery,
+    aggregate: &str,
+) -> AppResult<Response> {
+    let (format, method) = super::aggregate::parse(query, aggregate)?;
+    let turn = state.heavy_reads().turn().await;
+    let gathered = super::aggregate::gather(state.store(), batch.id, rubric).await?;
+    let body =
+        tokio::task::spawn_blocking(move || super::aggregate::render(&gathered, method, format))
+            .await
+            .map_err(AppError::internal)??;
+    drop(turn);
+    tracing::info!(lead = %lead.username, batch = %batch.name, method = method.as_str(), "aggregated export");
+    let mut detail = serde_json::to_value(query).map_err(AppError::internal)?;
+    detail["batch_id"] = serde_json::json!(batch.id);
+    crate::services::audit::record(state.store(), lead, "batch.export", &batch.name, detail).await;
+    let filename = format!(
+        "{}-{}-{}.{}",
+        slug(&batch.name),
+        method.as_str(),
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        format.extension()
+    );
+    let stream = futures_util::stream::once(async move { Ok(bytes::Bytes::from(body)) });
     download(&filename, format, stream)
 }
 

@@ -16,6 +16,7 @@ use verdict_core::lifecycle::{Outcome, SkipReason, Status};
 use verdict_core::rubric::Rubric;
 use verdict_core::rubric::Side;
 
+pub mod aggregate;
 pub mod api;
 pub mod judge;
 
@@ -75,6 +76,10 @@ pub struct ExportQuery {
     /// Submitted before (RFC 3339, or a date).
     #[param(pattern = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$")]
     pub until: Option<String>,
+    /// `majority` or `dawid_skene`: instead of the ratings, one aggregated answer per
+    /// task and question, with its confidence (no other filter then).
+    #[param(schema_with = crate::web::openapi::aggregates)]
+    pub aggregate: Option<String>,
 }
 
 fn time(field: &str, text: &str, fields: &mut FieldErrors) -> Option<DateTime<Utc>> {
@@ -224,7 +229,7 @@ fn json_cell<T: serde::Serialize>(value: &T, empty: bool) -> String {
 }
 
 /// A cell a spreadsheet would run as a formula gets a leading apostrophe.
-fn neutral(text: &str) -> String {
+pub(crate) fn neutral(text: &str) -> String {
     if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {

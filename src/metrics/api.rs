@@ -67,6 +67,9 @@ pub async fn measure(
         escalated,
         raters_added,
     );
+    // Majority vote and Dawid-Skene are not folded: they are worked out from the
+    // counted ratings at each read, under the same turn.
+    let gathered = crate::export::aggregate::gather(store, id, &rubric).await?;
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
     let prior = batch.bradley_terry_prior;
@@ -79,6 +82,7 @@ pub async fn measure(
             judges,
             gold,
             overlap,
+            aggregation: crate::export::aggregate::summary(&gathered),
             ..acc.finish(tasks, prior)
         };
         (folded, metrics)

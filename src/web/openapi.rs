@@ -42,6 +42,10 @@ pub(crate) fn export_formats() -> utoipa::openapi::Object {
     one_of(&["csv", "jsonl"])
 }
 
+pub(crate) fn aggregates() -> utoipa::openapi::Object {
+    one_of(&["majority", "dawid_skene"])
+}
+
 pub(crate) fn outcomes() -> utoipa::openapi::Object {
     one_of(verdict_core::lifecycle::Outcome::NAMES)
 }

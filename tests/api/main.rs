@@ -4,6 +4,7 @@
 mod helpers;
 
 mod access_cache;
+mod aggregate;
 mod audit;
 mod auth;
 mod batches;

@@ -214,6 +214,68 @@ fn batch_id(dir: &Path, name: &str) -> String {
     batch["id"].as_str().expect("its id").to_owned()
 }
 
+/// What the metrics' `aggregation` (issue 31) makes of the old batch: worked out again
+/// here from its old export's counted ratings, for every question with a nominal or
+/// ordinal agreement (a score's is interval). Tasks, mean confidences and rater
+/// accuracies do not depend on the order the answers come in, and are checked; which of
+/// two tied answers a majority takes does (the rubric's option order settles it), so
+/// `differ` is taken as served once it is checked to be a share of the tasks.
+fn aggregation_now(name: &str, old: &Value, export: &str, served: &Value) -> Value {
+    use verdict_core::metrics::aggregate::{Label, Vote, dawid_skene, majority_vote};
+    let records: Vec<Value> = export
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .filter(|r: &Value| r["counts_in_metrics"] == true)
+        .collect();
+    let mut out = serde_json::Map::new();
+    for (path, agreement) in old["agreement"].as_object().expect("agreement") {
+        if path.ends_with(":ordinal") || agreement["level"] == "interval" {
+            continue;
+        }
+        let pointer = format!("/answers/{}", path.replace('.', "/"));
+        let votes: Vec<Vote<String, String, Label>> = records
+            .iter()
+            .filter_map(|r| {
+                Some(Vote {
+                    task: r["external_id"].as_str()?.to_owned(),
+                    rater: r["rater"].as_str()?.to_owned(),
+                    label: Label::from_json(r.pointer(&pointer)?)?,
+                })
+            })
+            .collect();
+        let (mv, ds) = (majority_vote(&votes), dawid_skene(&votes));
+        let now = &served[path];
+        let n = mv.tasks.len();
+        assert_eq!(now["tasks"], n, "{name} {path}: {now}");
+        let close = |key: &str, want: Option<f64>| match (now[key].as_f64(), want) {
+            (Some(got), Some(want)) => assert!((got - want).abs() < 1e-9, "{name} {path} {key}"),
+            (got, want) => assert_eq!(got, want, "{name} {path} {key}"),
+        };
+        let mean = |tasks: &[verdict_core::metrics::aggregate::TaskAnswer<String, Label>]| {
+            (n > 0).then(|| tasks.iter().map(|t| t.confidence).sum::<f64>() / n as f64)
+        };
+        close("majority_confidence", mean(&mv.tasks));
+        close("dawid_skene_confidence", mean(&ds.tasks));
+        let raters = now["raters"].as_object().expect("raters");
+        assert_eq!(raters.len(), ds.raters.len(), "{name} {path}");
+        for rater in &ds.raters {
+            let got = raters[&rater.rater].as_f64().expect("an accuracy");
+            assert!(
+                (got - rater.accuracy).abs() < 1e-9,
+                "{name} {path} {}",
+                rater.rater
+            );
+        }
+        let differ = now["differ"].as_f64();
+        assert!(
+            differ.is_none_or(|d| ((d * n as f64).round() - d * n as f64).abs() < 1e-9),
+            "{name} {path}: {now}"
+        );
+        out.insert(path.clone(), now.clone());
+    }
+    Value::Object(out)
+}
+
 /// What the old verdict served, changed where the app is meant to serve something
 /// differently now:
 /// - issue 28: answers carry only the parts their rubric has, so a pairwise-aspects
@@ -224,6 +286,7 @@ fn batch_id(dir: &Path, name: &str) -> String {
 ///   tie or B is also given by order (see [`ordered_choices`]).
 /// - issue 29: a judge run says whether it is retrying and what its latest error was
 ///   (see [`with_last_error`]).
+/// - issue 31: the metrics have `aggregation` (see [`aggregation_now`]).
 fn as_served_now(
     name: &str,
     mut expected: String,
@@ -380,6 +443,10 @@ fn as_served_now(
                 );
                 old["orders_disagreed"] = now.clone();
             }
+        }
+        if let Served::Json(served) = served {
+            metrics["aggregation"] =
+                aggregation_now(name, &metrics, &export, &served["aggregation"]);
         }
         return metrics.to_string();
     }

@@ -34,6 +34,7 @@ use crate::lifecycle::{Outcome, Status};
 use crate::rubric::{Answer, Favours, Role, Rubric, Slot};
 
 mod accumulator;
+pub mod aggregate;
 pub mod agreement;
 pub mod bias;
 pub mod bradley_terry;
@@ -257,6 +258,13 @@ pub struct Metrics {
     /// The raters the batch asks for, with adaptive overlap against a fixed most (see
     /// [`crate::overlap`]).
     pub overlap: OverlapFigures,
+    /// Per question with one answer per task to agree on (a preference, an ordinal or a
+    /// nominal question, yes/no included; by path): how many tasks have an aggregated
+    /// answer, how often majority vote and Dawid-Skene differ, each method's mean
+    /// confidence, and each rater's estimated accuracy (see [`aggregate`]). Worked out
+    /// at each read from the ratings the figures above count, not folded.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub aggregation: BTreeMap<String, aggregate::QuestionAggregation>,
 }
 
 /// What adaptive overlap asked: the raters a batch's tasks need now (each its overlap,
