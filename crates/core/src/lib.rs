@@ -21,6 +21,7 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod rating;
 pub mod render;
+pub mod report;
 pub mod role;
 pub mod rubric;
 pub mod settings;
