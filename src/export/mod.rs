@@ -224,7 +224,7 @@ fn json_cell<T: serde::Serialize>(value: &T, empty: bool) -> String {
 }
 
 /// A cell a spreadsheet would run as a formula gets a leading apostrophe.
-fn neutral(text: &str) -> String {
+pub(crate) fn neutral(text: &str) -> String {
     if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {
