@@ -36,6 +36,7 @@ mod migrations;
 mod pages;
 mod ranking;
 mod rating;
+mod reports;
 mod review;
 mod review_queue;
 mod routes;
