@@ -214,7 +214,7 @@ pub fn repeated(explained: &[Explained]) -> Vec<Repeated> {
                 })
             })
             .collect();
-        found.sort_by(|x, y| y.ratings.len().cmp(&x.ratings.len()));
+        found.sort_by_key(|r| std::cmp::Reverse(r.ratings.len()));
         out.extend(found);
     }
     out
