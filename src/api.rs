@@ -12,7 +12,8 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::{
-    assign, audit, batches, error, export, judges, metrics, ratings, review, rubrics, store, users,
+    assign, audit, batches, error, export, judges, metrics, ratings, reports, review, rubrics,
+    store, users,
 };
 
 /// The document's frame: what it says of itself, its security schemes and shared
@@ -117,6 +118,7 @@ pub fn routes() -> ApiRouter {
         .merge(metrics::api::router())
         .merge(rubrics::api_router())
         .merge(judges::api_router())
+        .merge(reports::api_router())
 }
 
 /// The API's routes, and its OpenAPI document (with the errors every route shares).

@@ -43,6 +43,7 @@ pub mod judges;
 pub mod metrics;
 pub mod migrate_data;
 pub mod ratings;
+pub mod reports;
 pub mod review;
 pub mod rubrics;
 pub mod runner;
@@ -80,6 +81,7 @@ pub fn router(state: AppState) -> Router {
         .merge(assign::page_router())
         .merge(ratings::page_router())
         .merge(review::page_router())
+        .merge(reports::page_router())
         .merge(audit::page_router())
         .merge(dashboard::page_router())
         .merge(rubrics::page_router())

@@ -14,6 +14,7 @@ use crate::Store;
 mod accounts;
 mod batches;
 mod judges;
+mod reports;
 mod rubrics;
 mod server;
 
@@ -53,6 +54,9 @@ enum Command {
     Import(ImportArgs),
     /// Export a batch's ratings (canonical orientation, one row per rating).
     Export(ExportArgs),
+    /// Reports for programme leads.
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// Write a consistent copy of a SQLite database to a new file, while it is in use
     /// (on PostgreSQL, use pg_dump; the error says how).
     Backup(BackupArgs),
@@ -217,6 +221,37 @@ struct ExportArgs {
     /// Submitted before this date or RFC 3339 time.
     #[arg(long)]
     until: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCommand {
+    /// The team's hours: per rater and per day or ISO week (UTC), finished ratings,
+    /// tasks rated, skips by reason, out of scope, active seconds and the median seconds
+    /// per rated task, from people's finished ratings by the time they were submitted
+    /// (what `GET /api/v1/reports/hours` answers).
+    Hours(HoursArgs),
+}
+
+#[derive(Debug, Args)]
+struct HoursArgs {
+    /// Only this batch (its name); by default every batch.
+    #[arg(long)]
+    batch: Option<String>,
+    /// Ratings submitted at or after this time, or from the start of this date (UTC).
+    #[arg(long)]
+    from: Option<String>,
+    /// Ratings submitted before this time, or up to the end of this date (UTC).
+    #[arg(long)]
+    to: Option<String>,
+    /// day or week (ISO weeks, from Monday).
+    #[arg(long, default_value = "day")]
+    by: String,
+    /// json or csv (the file a team pays from).
+    #[arg(long, default_value = "json")]
+    format: String,
+    /// Where to write (default: standard output).
+    #[arg(long)]
+    output: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -470,6 +505,7 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Judge(cmd) => judges::judge(&store, cmd).await,
         Command::Import(args) => batches::import(&store, args).await,
         Command::Export(args) => batches::export(&store, args).await,
+        Command::Report(ReportCommand::Hours(args)) => reports::hours(&store, args).await,
         Command::Backup(args) => server::backup(&store, &args, &cli.database_url).await,
         Command::Demo(_) | Command::MigrateData(_) => unreachable!("handled above"),
     };

@@ -38,6 +38,7 @@ mod overlap;
 mod pages;
 mod ranking;
 mod rating;
+mod reports;
 mod review;
 mod review_queue;
 mod routes;

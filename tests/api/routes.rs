@@ -117,6 +117,10 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     // No decision in the form: nothing decided, and back to the queue that says so.
     ("POST", "/review/selected", [303, 403, 403, 303, 303, 303]),
     ("POST", "/api/v1/review/accept", [401, 403, 403, 200, 200, 401]),
+    // The team's hours and the flags (issue 31): the flags name no batch here, so 422.
+    ("GET", "/reports/hours", [303, 403, 403, 200, 200, 303]),
+    ("GET", "/api/v1/reports/hours", [401, 403, 403, 200, 200, 401]),
+    ("GET", "/api/v1/reports/flags", [401, 403, 403, 422, 422, 401]),
     // Admins only.
     ("GET", "/admin/users", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/users", [303, 403, 403, 403, 422, 303]),

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod overlap;
 pub mod rating;
 pub mod render;
+pub mod report;
 pub mod role;
 pub mod rubric;
 pub mod settings;

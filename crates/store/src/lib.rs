@@ -34,6 +34,7 @@ pub mod judges;
 pub mod login_attempts;
 pub mod page;
 pub mod ratings;
+pub mod reports;
 pub mod review;
 pub mod rubrics;
 mod scan;
