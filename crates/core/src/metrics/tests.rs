@@ -423,6 +423,10 @@ fn fixture_figures(metrics: Metrics) -> Value {
     // accumulator leaves them empty for the page to fill in.
     assert_eq!(got["gold"]["raters"], serde_json::json!([]));
     got.as_object_mut().unwrap().remove("gold");
+    // And what adaptive overlap asked (tests in `tests/api/overlap.rs`), which the
+    // metrics API reads from the tasks.
+    assert_eq!(got["overlap"]["tasks"], 0);
+    got.as_object_mut().unwrap().remove("overlap");
     // And the issue categories (tests in
     // `issue_categories_are_counted_per_response_per_model_and_pooled` and
     // `tests/api/seed_rules.rs`): the fixture's answers pick none.
