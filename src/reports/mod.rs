@@ -29,7 +29,8 @@ pub fn page_router() -> axum::Router<AppState> {
     pages::router()
 }
 
-/// The hours report's query. Empty values (as a form sends them) are as if absent.
+/// The hours report's query. Empty values (as a form sends them) are as if absent, and
+/// the patterns say so; spaces around a value are left out.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -38,11 +39,15 @@ pub struct HoursQuery {
     #[param(format = Uuid)]
     pub batch: Option<String>,
     /// Ratings submitted at or after this time, or from the start of this date (UTC).
-    #[param(pattern = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$")]
+    #[param(
+        pattern = r"^\s*(\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?)?\s*$"
+    )]
     pub from: Option<String>,
     /// Ratings submitted before this time, or up to the end of this date (UTC): a date
     /// includes its day.
-    #[param(pattern = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$")]
+    #[param(
+        pattern = r"^\s*(\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?)?\s*$"
+    )]
     pub to: Option<String>,
     /// `day` (default) or `week` (ISO weeks, from Monday).
     #[param(schema_with = periods)]
@@ -92,6 +97,13 @@ fn bound(
     end_of_day: bool,
     fields: &mut FieldErrors,
 ) -> Option<DateTime<Utc>> {
+    if !documented_shape(text) {
+        fields.insert(
+            field.into(),
+            "must be a date (2026-11-21) or an RFC 3339 time (2026-11-21T09:00:00Z)".into(),
+        );
+        return None;
+    }
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Some(t.to_utc());
     }
@@ -113,6 +125,38 @@ fn bound(
         "must be a date (2026-11-21) or an RFC 3339 time (2026-11-21T09:00:00Z)".into(),
     );
     None
+}
+
+/// Whether `text` has the shape the query's pattern documents (the OpenAPI document
+/// gives it): `dddd-dd-dd`, optionally followed by `T` or a space, `dd:dd:dd`, an
+/// optional fraction and `Z` or `+dd:dd`/`-dd:dd`. chrono alone would also read
+/// `2026-1-1` or a lowercase `t`, which the document says are refused.
+fn documented_shape(text: &str) -> bool {
+    let fits = |text: &[u8], shape: &[u8]| {
+        text.len() == shape.len()
+            && text.iter().zip(shape).all(|(c, s)| match s {
+                b'd' => c.is_ascii_digit(),
+                b'T' => *c == b'T' || *c == b' ',
+                b'+' => *c == b'+' || *c == b'-',
+                s => c == s,
+            })
+    };
+    let b = text.as_bytes();
+    if b.len() < 19 {
+        return fits(b, b"dddd-dd-dd");
+    }
+    let (stamp, mut rest) = b.split_at(19);
+    if !fits(stamp, b"dddd-dd-ddTdd:dd:dd") {
+        return false;
+    }
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return false;
+        }
+        rest = &fraction[digits..];
+    }
+    rest == b"Z" || fits(rest, b"+dd:dd")
 }
 
 /// Checks the query: every bad parameter is reported, by name.
@@ -459,4 +503,32 @@ pub async fn batch_flags(state: &AppState, summary: &BatchSummary) -> AppResult<
         thresholds: THRESHOLDS,
         flags: found,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::documented_shape;
+
+    #[test]
+    fn only_the_documented_shapes_of_a_bound_are_read() {
+        for good in [
+            "2026-11-21",
+            "2026-11-21T09:00:00Z",
+            "2026-11-21 09:00:00+01:00",
+            "2026-11-21T09:00:00.125-05:30",
+        ] {
+            assert!(documented_shape(good), "{good}");
+        }
+        for bad in [
+            "",
+            "2026-1-1",
+            "2026-11-21t09:00:00z",
+            "2026-11-21T09:00:00",
+            "2026-11-21T09:00:00.Z",
+            "2026-11-21T9:00:00Z",
+            "2026-11-21T09:00:00+0100",
+        ] {
+            assert!(!documented_shape(bad), "{bad}");
+        }
+    }
 }
