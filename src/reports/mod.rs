@@ -35,8 +35,11 @@ pub fn page_router() -> axum::Router<AppState> {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct HoursQuery {
-    /// Only this batch's ratings (its id); by default every batch you may see.
-    #[param(format = Uuid)]
+    /// Only this batch's ratings (its id, hyphenated); by default every batch you may
+    /// see.
+    #[param(
+        pattern = r"^\s*([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})?\s*$"
+    )]
     pub batch: Option<String>,
     /// Ratings submitted at or after this time, or from the start of this date (UTC).
     #[param(
@@ -163,9 +166,15 @@ fn documented_shape(text: &str) -> bool {
 pub fn parse(query: &HoursQuery) -> AppResult<HoursRequest> {
     let mut fields = FieldErrors::new();
     let batch = given(query.batch.as_ref()).and_then(|b| {
-        Uuid::parse_str(b)
-            .map_err(|_| fields.insert("batch".into(), "must be a batch's id (a UUID)".into()))
-            .ok()
+        // Hyphenated only, as the document's pattern says (the parser also reads other
+        // spellings of a UUID).
+        let id = Some(b)
+            .filter(|b| b.len() == 36)
+            .and_then(|b| Uuid::parse_str(b).ok());
+        if id.is_none() {
+            fields.insert("batch".into(), "must be a batch's id (a UUID)".into());
+        }
+        id
     });
     let from = given(query.from.as_ref()).and_then(|t| bound("from", t, false, &mut fields));
     let until = given(query.to.as_ref()).and_then(|t| bound("to", t, true, &mut fields));
