@@ -233,9 +233,39 @@ impl Turn {
     /// is durable.
     pub async fn leave<T, E: From<sqlx::Error>>(mut self, outcome: Result<T, E>) -> Result<T, E> {
         let writer = self.writer.clone();
+        let kept = outcome.is_ok();
+        // The savepoint's end and the COMMIT run in a task of their own: were the
+        // caller dropped half-way (a client gone, a SIGTERM), a COMMIT that went
+        // through would otherwise leave the group marked open with no transaction
+        // behind it, and the next writer's work would commit on its own and then fail.
+        self.left = true;
+        let ended = tokio::spawn(async move { self.end(kept).await });
+        let (ended, group) = match ended.await {
+            Ok(ended) => ended,
+            // The runtime is shutting down: the work may or may not be saved.
+            Err(_) => return Err(sqlx::Error::Protocol(FAILED.into()).into()),
+        };
+        match ended {
+            Ended::Failed(e) => Err(e.into()),
+            Ended::Uncommitted if kept => Err(sqlx::Error::Protocol(FAILED.into()).into()),
+            Ended::Uncommitted | Ended::Committed => outcome,
+            Ended::LeftToLater => {
+                let value = outcome?;
+                writer.wait_for(group).await?;
+                Ok(value)
+            }
+        }
+    }
+
+    /// Keeps or undoes the savepoint, then commits the group if nobody is queued
+    /// behind (or the group is full).
+    async fn end(mut self, kept: bool) -> (Ended, u64) {
+        let writer = self.writer.clone();
         let inner = &mut *self.guard;
-        let conn = inner.conn.as_mut().ok_or_else(closed)?;
-        let savepoint = if outcome.is_ok() {
+        let Some(conn) = inner.conn.as_mut() else {
+            return (Ended::Failed(closed()), inner.group);
+        };
+        let savepoint = if kept {
             "RELEASE SAVEPOINT writer"
         } else {
             "ROLLBACK TO SAVEPOINT writer; RELEASE SAVEPOINT writer"
@@ -243,34 +273,40 @@ impl Turn {
         let ended = conn.execute(savepoint).await;
         if ended.is_ok() {
             inner.interrupted = false;
-            if outcome.is_ok() {
+            if kept {
                 inner.members += 1;
             }
         }
         let group = inner.group;
         let last = writer.queued.load(Ordering::SeqCst) == 0 || inner.members >= MAX_GROUP;
-        if ended.is_err() || last {
-            let committed = ended.is_ok() && conn.execute("COMMIT").await.is_ok();
-            if !committed {
-                // Whatever the state, leave no transaction behind.
-                let _ = conn.execute("ROLLBACK").await;
-                inner.interrupted = false;
-            }
-            writer.finish_group(inner, committed);
-            self.left = true;
-            drop(self);
-            ended?;
-            if !committed && outcome.is_ok() {
-                return Err(sqlx::Error::Protocol(FAILED.into()).into());
-            }
-            return outcome;
+        if ended.is_ok() && !last {
+            return (Ended::LeftToLater, group);
         }
-        self.left = true;
-        drop(self);
-        let value = outcome?;
-        writer.wait_for(group).await?;
-        Ok(value)
+        let committed = ended.is_ok() && conn.execute("COMMIT").await.is_ok();
+        if !committed {
+            // Whatever the state, leave no transaction behind.
+            let _ = conn.execute("ROLLBACK").await;
+            inner.interrupted = false;
+        }
+        writer.finish_group(inner, committed);
+        match ended {
+            Err(e) => (Ended::Failed(e), group),
+            Ok(_) if committed => (Ended::Committed, group),
+            Ok(_) => (Ended::Uncommitted, group),
+        }
     }
+}
+
+/// How a turn ended.
+enum Ended {
+    /// The savepoint could not be ended; the group was rolled back.
+    Failed(sqlx::Error),
+    /// This writer committed the group.
+    Committed,
+    /// This writer's COMMIT failed; nothing of the group was saved.
+    Uncommitted,
+    /// A writer queued behind commits the group.
+    LeftToLater,
 }
 
 #[cfg(test)]
@@ -383,6 +419,36 @@ mod tests {
         // The connection is usable again.
         assert_eq!(insert(&writer, 3, false).await.expect("insert"), 3);
         assert_eq!(stored(&options).await, vec![1, 3]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_dropped_at_any_point_leaves_the_next_writers_work_committed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (writer, options) = writer(&dir).await;
+        let mut acknowledged = Vec::new();
+        for round in 0..300_i64 {
+            // Dropped after a varying number of polls: in its work, its savepoint's
+            // end, its COMMIT or after.
+            let dropped = {
+                let writer = writer.clone();
+                tokio::spawn(async move { insert(&writer, round, false).await })
+            };
+            for _ in 0..round % 23 {
+                tokio::task::yield_now().await;
+            }
+            dropped.abort();
+            if let Ok(Ok(n)) = dropped.await {
+                acknowledged.push(n);
+            }
+            let next = 1000 + round;
+            let saved = insert(&writer, next, false).await;
+            assert_eq!(saved.ok(), Some(next), "round {round}");
+            acknowledged.push(next);
+        }
+        let stored = stored(&options).await;
+        for n in &acknowledged {
+            assert!(stored.contains(n), "{n} was acknowledged but is not stored");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
