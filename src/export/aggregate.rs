@@ -36,16 +36,7 @@ pub fn parse(query: &ExportQuery, aggregate: &str) -> AppResult<(Format, Method)
             format!("unknown aggregate {aggregate:?}: use majority or dawid_skene"),
         );
     }
-    let format = match query.format.as_deref() {
-        None => Some(Format::Csv),
-        Some(f) => Format::parse(f).or_else(|| {
-            fields.insert(
-                "format".into(),
-                format!("unknown format {f:?}: use csv or jsonl"),
-            );
-            None
-        }),
-    };
+    let format = super::format_of(query.format.as_deref(), &mut fields);
     for (name, given) in [
         ("outcome", &query.outcome),
         ("status", &query.status),

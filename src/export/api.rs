@@ -213,12 +213,9 @@ pub async fn judge_export(
     let store = state.store();
     let run = store.run(id).await?.ok_or(AppError::NotFound)?;
     let summary = crate::batches::visible(&state, run.batch_id, &lead).await?;
-    let format = match query.format.as_deref() {
-        None => super::Format::Csv,
-        Some(f) => super::Format::parse(f).ok_or_else(|| {
-            AppError::field("format", format!("unknown format {f:?}: use csv or jsonl"))
-        })?,
-    };
+    let mut fields = crate::error::FieldErrors::new();
+    let format = super::format_of(query.format.as_deref(), &mut fields)
+        .ok_or_else(|| AppError::invalid(fields))?;
     let judge = store
         .judge(run.judge_id)
         .await?

@@ -96,10 +96,10 @@ fn time(field: &str, text: &str, fields: &mut FieldErrors) -> Option<DateTime<Ut
     None
 }
 
-/// Checks the query: every bad parameter is reported.
-pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
-    let mut fields = FieldErrors::new();
-    let format = match query.format.as_deref() {
+/// An export's `format` (CSV when not given); `None`, with the reason under `format` in
+/// `fields`, for one there is not.
+pub fn format_of(given: Option<&str>, fields: &mut FieldErrors) -> Option<Format> {
+    match given {
         None => Some(Format::Csv),
         Some(f) => Format::parse(f).or_else(|| {
             fields.insert(
@@ -108,7 +108,13 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
             );
             None
         }),
-    };
+    }
+}
+
+/// Checks the query: every bad parameter is reported.
+pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
+    let mut fields = FieldErrors::new();
+    let format = format_of(query.format.as_deref(), &mut fields);
     let mut refuse = |unknown: verdict_core::lifecycle::UnknownName| {
         let (name, v) = (unknown.what, &unknown.given);
         let allowed = unknown.allowed.join(", ");
