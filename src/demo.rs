@@ -173,6 +173,8 @@ async fn demo_batch(state: &AppState, batch: &DemoBatch) -> anyhow::Result<Impor
         escalate: None,
         randomize: batch.randomize,
         raters_see_external_ids: None,
+        route_by: None,
+        routing: None,
     };
     let new = batches::new_batch(state.store(), &params, None)
         .await

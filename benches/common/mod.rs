@@ -233,6 +233,11 @@ pub fn persona(db: &Database, username: &str, role: &str) -> Client {
         .expect("token")
         .trim()
         .to_owned();
+    bearer(&token)
+}
+
+/// A client that sends `token` as its bearer token.
+pub fn bearer(token: &str) -> Client {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         "authorization",

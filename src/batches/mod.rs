@@ -45,6 +45,11 @@ pub struct BatchView {
     /// The rule for one more rater, written out (`side:sxs`); `null` for the rubric's
     /// default.
     pub escalate: Option<String>,
+    /// The task field tasks are routed by (`metadata.language`); `null`: no routing.
+    pub route_by: Option<String>,
+    /// `prefer` (tasks matching a rater's skills first) or `strict` (only those).
+    #[schema(schema_with = crate::web::openapi::routings)]
+    pub routing: String,
     /// Show each assignment's A and B in a random order.
     pub randomize: bool,
     /// Raters see each task's external id; otherwise each task is named to its rater by
@@ -95,6 +100,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
     } else {
         (None, None)
     };
+    let max_overlap = batch.most_raters();
     Ok(BatchView {
         id: batch.id,
         name: batch.name,
@@ -102,11 +108,10 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         rubric_version: batch.rubric_version,
         state: batch.state,
         overlap: batch.overlap,
-        max_overlap: batch
-            .max_overlap
-            .unwrap_or(batch.overlap)
-            .max(batch.overlap),
+        max_overlap,
         escalate: batch.escalate,
+        route_by: batch.route_by.as_ref().map(ToString::to_string),
+        routing: batch.routing.to_string(),
         randomize: batch.randomize,
         raters_see_external_ids: batch.raters_see_external_ids,
         lease_minutes: batch.lease_minutes,

@@ -182,6 +182,10 @@ struct SettingsForm {
     /// The rule for one more rater as typed; blank for the rubric's default. `None`
     /// when the form did not send it: kept.
     escalate: Option<String>,
+    /// The task field to route by as typed; blank for none. `None` when the form did
+    /// not send it: kept (as `routing`).
+    route_by: Option<String>,
+    routing: Option<String>,
     randomize: bool,
     raters_see_external_ids: bool,
     lease_minutes: String,
@@ -228,6 +232,8 @@ impl SettingsForm {
                 settings.max_overlap.to_string()
             }),
             escalate: Some(settings.escalate.clone().unwrap_or_default()),
+            route_by: Some(settings.route_by.clone().unwrap_or_default()),
+            routing: Some(settings.routing.clone()),
             randomize: settings.randomize,
             raters_see_external_ids: settings.raters_see_external_ids,
             lease_minutes: settings.lease_minutes.to_string(),
@@ -272,6 +278,8 @@ impl SettingsForm {
                 "overlap" => form.overlap = value,
                 "max_overlap" => form.max_overlap = Some(value),
                 "escalate" => form.escalate = Some(value),
+                "route_by" => form.route_by = Some(value),
+                "routing" => form.routing = Some(value),
                 "randomize" => form.randomize = true,
                 "raters_see_external_ids" => form.raters_see_external_ids = true,
                 "lease_minutes" => form.lease_minutes = value,
@@ -380,6 +388,11 @@ impl SettingsForm {
                 .escalate
                 .as_ref()
                 .map(|text| Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
+            route_by: self
+                .route_by
+                .as_ref()
+                .map(|text| Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
+            routing: self.routing.as_ref().map(|text| text.trim().to_owned()),
             randomize: Some(self.randomize),
             raters_see_external_ids: Some(self.raters_see_external_ids),
             lease_minutes,

@@ -28,6 +28,18 @@ pub struct SettingsRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 200)]
     pub escalate: Option<Option<String>>,
+    /// The task field to route tasks by, `metadata.<key>` (e.g. `metadata.language`):
+    /// raters are offered the tasks whose value is one of their skills first, or only
+    /// (`routing`); `null` or blank routes nothing. Changing it starts the dashboard's
+    /// "after routing" counts anew.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub route_by: Option<Option<String>>,
+    /// `prefer` (tasks matching a rater's skills first, then any) or `strict` (matching
+    /// tasks, and tasks without the field, only; the rest wait for a rater with the
+    /// skill).
+    #[schema(schema_with = crate::web::openapi::routings)]
+    pub routing: Option<String>,
     pub randomize: Option<bool>,
     /// Whether raters see each task's external id; otherwise each task is named to its
     /// rater by its number among theirs (`Task 17`). Leads and admins always see them.
@@ -68,6 +80,8 @@ impl From<SettingsRequest> for SettingsChange {
             overlap: r.overlap,
             max_overlap: r.max_overlap,
             escalate: r.escalate,
+            route_by: r.route_by,
+            routing: r.routing,
             randomize: r.randomize,
             raters_see_external_ids: r.raters_see_external_ids,
             lease_minutes: r.lease_minutes,

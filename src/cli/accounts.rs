@@ -69,15 +69,19 @@ pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> 
             println!("created {} ({})", user.username, user.role);
         }
         UserCommand::List => {
-            println!("{:<32} {:<6} {:<8} created", "username", "role", "active");
+            println!(
+                "{:<32} {:<6} {:<8} {:<17} skills",
+                "username", "role", "active", "created"
+            );
             for u in store.list_users().await? {
                 let active = if u.active { "yes" } else { "no" };
-                let created = u.created_at.format("%Y-%m-%d %H:%M");
+                let created = u.created_at.format("%Y-%m-%d %H:%M").to_string();
                 println!(
-                    "{:<32} {:<6} {:<8} {created}",
+                    "{:<32} {:<6} {:<8} {created:<17} {}",
                     u.username,
                     u.role.as_str(),
-                    active
+                    active,
+                    u.skills.join(", ")
                 );
             }
         }
@@ -98,6 +102,23 @@ pub(super) async fn user(store: &Store, cmd: UserCommand) -> anyhow::Result<()> 
                 "password changed for {username}; their sessions have ended and their API \
                  tokens are revoked"
             );
+        }
+        UserCommand::Skills { username, skills } => {
+            let user = find_user(store, &username).await?;
+            let skills = verdict_core::routing::parse_skills_text(&skills)
+                .map_err(|why| anyhow::anyhow!("skills {why}"))?;
+            let changes = Changes {
+                skills: Some(skills),
+                ..Changes::default()
+            };
+            let user = accounts::update_user(store, &cli_hasher(), Actor::Cli, user.id, changes)
+                .await
+                .map_err(refused)?;
+            if user.skills.is_empty() {
+                println!("{username} has no skills now");
+            } else {
+                println!("{username}'s skills: {}", user.skills.join(", "));
+            }
         }
         UserCommand::Deactivate { username } => {
             let user = find_user(store, &username).await?;

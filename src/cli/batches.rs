@@ -28,6 +28,8 @@ pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()
         overlap: args.overlap,
         max_overlap: args.max_overlap,
         escalate: args.escalate,
+        route_by: args.route_by,
+        routing: args.routing,
         randomize: args.no_randomize.then_some(false),
         raters_see_external_ids: args.raters_see_external_ids.then_some(true),
     };

@@ -276,6 +276,15 @@ struct ImportArgs {
     /// rubric's first preference, else no_majority on its first choice.
     #[arg(long)]
     escalate: Option<String>,
+    /// Route a new batch's tasks by this task field, metadata.<key> (e.g.
+    /// metadata.language): raters are offered the tasks whose value is one of their
+    /// skills (`verdict user skills`) first, or only with --routing strict.
+    #[arg(long)]
+    route_by: Option<String>,
+    /// prefer (matching tasks first, the default) or strict (matching tasks, and tasks
+    /// without the field, only).
+    #[arg(long)]
+    routing: Option<String>,
     /// Show A and B in a fixed order (a new batch randomises by default); when adding to
     /// an existing batch, the batch must already show them so.
     #[arg(long)]
@@ -407,6 +416,15 @@ enum UserCommand {
     Deactivate {
         #[arg(long)]
         username: String,
+    },
+    /// Set what a person knows (languages, subjects): a batch routed by a task field
+    /// offers them the tasks whose value is one of these first, or only.
+    Skills {
+        #[arg(long)]
+        username: String,
+        /// Comma-separated (e.g. "rust, python"); "" for none. Compared trimmed and in
+        /// lower case.
+        skills: String,
     },
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
-use crate::store::review::RatingsMark;
+use crate::store::review::{RatingsFingerprint, RatingsMark};
 use verdict_core::metrics::Accumulator;
 use verdict_core::rubric::Classification;
 
@@ -26,7 +26,16 @@ pub struct Folded {
     /// classifications differ is counted afresh.
     pub version: i32,
     pub classifications: Vec<Classification>,
+    /// The batch's aggregated answers (majority vote and Dawid-Skene, which are not
+    /// folded), with the fingerprint of the ratings they were worked out from (see
+    /// [`Store::ratings_fingerprint`](crate::store::Store::ratings_fingerprint)): kept
+    /// while no rating of the batch changes.
+    pub aggregation: Option<(RatingsFingerprint, Aggregation)>,
 }
+
+/// The aggregated answers' summary per question, as the metrics show it.
+pub type Aggregation =
+    std::collections::BTreeMap<String, verdict_core::metrics::aggregate::QuestionAggregation>;
 
 /// A batch's place in the cache: empty until its first count, and while a count that
 /// failed part way is to be made again. Held for the whole of one request, so that two

@@ -67,13 +67,31 @@ pub async fn measure(
         escalated,
         raters_added,
     );
+    let routing = match &batch.route_by {
+        Some(route_by) => Some(routing_figures(state, batch, route_by, &rubric).await?),
+        None => None,
+    };
     // Majority vote and Dawid-Skene are not folded: they are worked out from the
-    // counted ratings at each read, under the same turn.
-    let gathered = crate::export::aggregate::gather(store, id, &rubric).await?;
+    // counted ratings, under the same turn, whenever a rating of the batch changed
+    // since they last were (Dawid-Skene takes seconds on a large batch).
+    let fingerprint = store.ratings_fingerprint(id).await?;
+    let gathered = match &folded.aggregation {
+        Some((of, _)) if *of == fingerprint => None,
+        _ => Some(crate::export::aggregate::gather(store, id, &rubric).await?),
+    };
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
     let prior = batch.bradley_terry_prior;
     let (folded, metrics) = tokio::task::spawn_blocking(move || {
+        let mut folded = folded;
+        if let Some(gathered) = gathered {
+            folded.aggregation = Some((fingerprint, crate::export::aggregate::summary(&gathered)));
+        }
+        let aggregation = folded
+            .aggregation
+            .as_ref()
+            .map(|(_, a)| a.clone())
+            .unwrap_or_default();
         let acc = &folded.acc;
         let judges = acc.judges(&judged, min_explanation, &calls);
         gold.judges =
@@ -82,7 +100,8 @@ pub async fn measure(
             judges,
             gold,
             overlap,
-            aggregation: crate::export::aggregate::summary(&gathered),
+            routing,
+            aggregation,
             ..acc.finish(tasks, prior)
         };
         (folded, metrics)
@@ -94,6 +113,41 @@ pub async fn measure(
     drop(turn);
     Ok((metrics, rubric))
 }
+
+/// What routing did for `batch`, routed by `route_by`: suggestions come from skips
+/// for the rubric's reason `unfamiliar`, when it offers that reason.
+async fn routing_figures(
+    state: &AppState,
+    batch: &verdict_core::batch::Batch,
+    route_by: &verdict_core::routing::RouteBy,
+    rubric: &Rubric,
+) -> AppResult<verdict_core::routing::RoutingFigures> {
+    let store = state.store();
+    let since = batch.routed_since.unwrap_or(batch.created_at);
+    let (before, after) = store.skips_around(batch.id, since).await?;
+    let skills = store.allowed_raters_skills(batch.id).await?;
+    let skills: Vec<Vec<String>> = skills.into_values().collect();
+    let unmatched =
+        verdict_core::routing::unmatched(&store.open_tasks_by_key(batch.id).await?, &skills);
+    let suggestions = if rubric.skip_options().iter().any(|r| r.value == UNFAMILIAR) {
+        store.routing_suggestions(batch.id, UNFAMILIAR).await?
+    } else {
+        Vec::new()
+    };
+    Ok(verdict_core::routing::RoutingFigures {
+        route_by: route_by.to_string(),
+        routing: batch.routing.to_string(),
+        since,
+        before,
+        after,
+        unmatched_tasks: unmatched.values().sum(),
+        unmatched,
+        suggestions,
+    })
+}
+
+/// The skip reason that says a rater does not know the task's language or subject.
+const UNFAMILIAR: &str = "unfamiliar";
 
 /// The batch's ratings folded, brought up to date: the instance's folded copy with the
 /// ratings changed since its last read folded in, or on the first request (or after the
@@ -128,6 +182,7 @@ async fn fold(
                 mark,
                 version: batch.rubric_version,
                 classifications: batch.classifications.clone(),
+                aggregation: None,
             }
         }
     };

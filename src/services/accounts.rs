@@ -122,6 +122,33 @@ pub struct Changes {
     pub active: Option<bool>,
     /// A new password; ends every session of the account.
     pub password: Option<String>,
+    /// What the person knows, as given (checked here, and kept trimmed, in lower case
+    /// and sorted: see [`verdict_core::routing::parse_skills`]).
+    pub skills: Option<Vec<String>>,
+}
+
+/// Whether `actor` may make `changes` to account `id`: an admin anything (the rules of
+/// [`update_user`] still hold), a lead only a rater's skills; forbidden otherwise.
+pub async fn may_change(
+    store: &Store,
+    actor: &User,
+    id: Uuid,
+    changes: &Changes,
+) -> ServiceResult<()> {
+    if actor.can_administer() {
+        return Ok(());
+    }
+    if !actor.can_lead() {
+        return Err(ServiceError::Forbidden);
+    }
+    let only_skills =
+        changes.role.is_none() && changes.active.is_none() && changes.password.is_none();
+    let target = find_user(store, id).await?;
+    if only_skills && target.role == Role::Rater {
+        Ok(())
+    } else {
+        Err(ServiceError::Forbidden)
+    }
 }
 
 /// The account with this id, or not found.
@@ -161,6 +188,18 @@ pub async fn update_user(
     {
         fields.insert("password".into(), why);
     }
+    let skills = match changes
+        .skills
+        .as_deref()
+        .map(verdict_core::routing::parse_skills)
+    {
+        Some(Ok(skills)) => Some(skills),
+        Some(Err(why)) => {
+            fields.insert("skills".into(), why);
+            None
+        }
+        None => None,
+    };
     if let Actor::User(admin) = actor
         && admin.id == id
     {
@@ -195,11 +234,19 @@ pub async fn update_user(
     if changes.password.is_some() {
         changed.push("password");
     }
+    if let Some(skills) = skills.as_ref().filter(|s| **s != user.skills) {
+        changed.push("skills");
+        before.insert("skills".into(), user.skills.clone().into());
+        after.insert("skills".into(), skills.clone().into());
+    }
     if let Some(role) = role {
         store.set_role(user.id, role).await?;
     }
     if let Some(active) = changes.active {
         store.set_active(user.id, active).await?;
+    }
+    if let Some(skills) = &skills {
+        store.set_skills(user.id, skills).await?;
     }
     if let Some(new_password) = changes.password {
         let hash = hasher.hash(new_password).await?;

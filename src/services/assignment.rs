@@ -140,7 +140,9 @@ pub async fn next(store: &Store, batch_id: Uuid, user: &User) -> ServiceResult<O
     // A gold task at the batch's rate: a uniform draw in [0, 1) below it.
     let rate = batch.gold_rate;
     let gold = move || rate > 0.0 && f64::from(OsRng.next_u32()) / 4_294_967_296.0 < rate;
-    Ok(store.next_assignment(&batch, user.id, swap, gold).await?)
+    Ok(store
+        .next_assignment(&batch, user.id, &user.skills, swap, gold)
+        .await?)
 }
 
 /// Releases an open assignment by hand: `lead` must lead its batch (or be an admin);

@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 /// The routes of `/api/v1/me` and `/api/v1/users`.
 pub fn router() -> ApiRouter {
     ApiRouter::new()
-        .routes(routes!(me))
+        .routes(routes!(me, update_me))
         .routes(routes!(list, create))
         .routes(routes!(update))
 }
@@ -28,6 +28,41 @@ pub fn router() -> ApiRouter {
     responses((status = 200, body = UserView), (status = 401, body = ErrorBody)))]
 pub async fn me(CurrentUser { user, .. }: CurrentUser) -> Json<UserView> {
     Json(user.into())
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMe {
+    /// What you know (languages, subjects): at most 50, each 1 to 40 characters without
+    /// commas; kept trimmed, in lower case and sorted.
+    skills: Option<Vec<String>>,
+}
+
+/// Changes the signed-in user's own skills.
+#[utoipa::path(patch, path = "/api/v1/me", tag = "users", request_body = UpdateMe,
+    responses((status = 200, body = UserView), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 415, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn update_me(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<UpdateMe>,
+) -> AppResult<Json<UserView>> {
+    let changes = Changes {
+        skills: body.skills,
+        ..Changes::default()
+    };
+    Ok(Json(
+        accounts::update_user(
+            state.store(),
+            state.hasher(),
+            (&user).into(),
+            user.id,
+            changes,
+        )
+        .await?
+        .into(),
+    ))
 }
 
 /// Every account (admin).
@@ -81,15 +116,19 @@ pub struct UpdateUser {
     active: Option<bool>,
     /// A new password; ends every session of the account.
     password: Option<String>,
+    /// What the person knows (languages, subjects): at most 50, each 1 to 40 characters
+    /// without commas; kept trimmed, in lower case and sorted. A lead may set a rater's.
+    skills: Option<Vec<String>>,
 }
 
-/// Changes an account's role, activation or password (admin).
+/// Changes an account's role, activation, password or skills (admin); a lead may change
+/// a rater's skills, and nothing else.
 #[utoipa::path(patch, path = "/api/v1/users/{id}", tag = "users", request_body = UpdateUser,
     params(("id" = Uuid, Path, description = "user id")),
     responses((status = 200, body = UserView), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn update(
-    RequireAdmin(admin): RequireAdmin,
+    CurrentUser { user: actor, .. }: CurrentUser,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<UpdateUser>,
@@ -98,9 +137,11 @@ pub async fn update(
         role: body.role,
         active: body.active,
         password: body.password,
+        skills: body.skills,
     };
+    accounts::may_change(state.store(), &actor, id, &changes).await?;
     Ok(Json(
-        accounts::update_user(state.store(), state.hasher(), (&admin).into(), id, changes)
+        accounts::update_user(state.store(), state.hasher(), (&actor).into(), id, changes)
             .await?
             .into(),
     ))

@@ -11,6 +11,7 @@ use verdict_core::user::User;
 
 pub mod api;
 pub mod pages;
+pub mod skills;
 pub mod token_pages;
 pub mod tokens;
 
@@ -21,7 +22,9 @@ pub fn api_router() -> crate::web::openapi::ApiRouter {
 
 /// Page routes of this feature.
 pub fn page_router() -> Router<AppState> {
-    pages::router().merge(token_pages::router())
+    pages::router()
+        .merge(token_pages::router())
+        .merge(skills::router())
 }
 
 /// A user as the API shows them.
@@ -32,6 +35,9 @@ pub struct UserView {
     pub role: Role,
     pub active: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// What the person knows (languages, subjects), trimmed, in lower case and sorted:
+    /// a batch routed by a task field offers them the tasks whose value is one of these.
+    pub skills: Vec<String>,
 }
 
 impl From<User> for UserView {
@@ -42,6 +48,7 @@ impl From<User> for UserView {
             role: u.role,
             active: u.active,
             created_at: u.created_at,
+            skills: u.skills,
         }
     }
 }

@@ -173,7 +173,7 @@ async fn update(
     let changes = Changes {
         role: form.role,
         active: form.active.map(|a| a == "true"),
-        password: None,
+        ..Changes::default()
     };
     let actor = (&page_user.user).into();
     accounts::update_user(state.store(), state.hasher(), actor, id, changes).await?;

@@ -34,6 +34,10 @@ pub(crate) fn batch_states() -> utoipa::openapi::Object {
     one_of(verdict_core::lifecycle::BatchState::NAMES)
 }
 
+pub(crate) fn routings() -> utoipa::openapi::Object {
+    one_of(&["prefer", "strict"])
+}
+
 pub(crate) fn decisions() -> utoipa::openapi::Object {
     one_of(verdict_core::lifecycle::Decision::NAMES)
 }

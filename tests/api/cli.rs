@@ -53,7 +53,7 @@ fn help_lists_only_commands_that_work() {
             .unwrap()
             .stdout,
     );
-    for sub in ["add", "list", "set-password", "deactivate"] {
+    for sub in ["add", "list", "set-password", "deactivate", "skills"] {
         assert!(user.contains(sub), "user {sub}");
     }
     assert!(
@@ -292,6 +292,50 @@ async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
     assert!(!token.status.success() && text(&token.stderr).contains("ana is deactivated"));
 }
 db_test!(user_commands_refuse_bad_input_and_change_nothing: TestDb);
+
+async fn the_skills_command_sets_and_checks_skills(db: &TestDb) {
+    let ok = verdict(
+        db,
+        &["user", "add", "--username", "ana", "--password-stdin"],
+        Some("ana's password\n"),
+    );
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    let set = verdict(
+        db,
+        &["user", "skills", "--username", "ana", "Rust, Go"],
+        None,
+    );
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    assert_eq!(text(&set.stdout), "ana's skills: go, rust\n");
+    let list = text(&verdict(db, &["user", "list"], None).stdout);
+    assert!(
+        list.lines().nth(1).is_some_and(|l| l.ends_with("go, rust")),
+        "{list}"
+    );
+    for (args, message) in [
+        (
+            ["user", "skills", "--username", "ana", "go, ,x"],
+            "skills a skill is empty",
+        ),
+        (
+            ["user", "skills", "--username", "nobody", "go"],
+            "no user named \"nobody\"",
+        ),
+    ] {
+        let out = verdict(db, &args, None);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let list = text(&verdict(db, &["user", "list"], None).stdout);
+    assert!(list.contains("go, rust"), "unchanged: {list}");
+    let cleared = verdict(db, &["user", "skills", "--username", "ana", ""], None);
+    assert_eq!(text(&cleared.stdout), "ana has no skills now\n");
+}
+db_test!(the_skills_command_sets_and_checks_skills: TestDb);
 
 async fn import_reads_a_file_and_reports_every_bad_line(db: &TestDb) {
     let dir = tempfile::tempdir().unwrap();

@@ -42,6 +42,7 @@ mod reports;
 mod review;
 mod review_queue;
 mod routes;
+mod routing;
 mod rubrics;
 mod runner;
 mod schema;

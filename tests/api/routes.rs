@@ -54,6 +54,11 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     // Everyone signed in.
     ("GET", "/", [303, 200, 200, 200, 200, 303]),
     ("GET", "/api/v1/me", [401, 200, 200, 200, 200, 401]),
+    ("PATCH", "/api/v1/me", [401, 200, 200, 200, 200, 401]),
+    // Skills: everyone's own; a lead's, raters' too; an admin's, anyone's.
+    ("GET", "/skills", [303, 200, 200, 200, 200, 303]),
+    ("POST", "/skills", [303, 303, 303, 303, 303, 303]),
+    ("POST", "/skills/{user}", [303, 403, 403, 303, 303, 303]),
     ("GET", "/api/v1/tokens", [401, 200, 200, 200, 200, 401]),
     ("POST", "/api/v1/tokens", [401, 422, 422, 422, 422, 401]),
     ("DELETE", "/api/v1/tokens/{token}", [401, 204, 404, 404, 404, 401]),
@@ -129,7 +134,8 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("POST", "/admin/users/{user}/password", [303, 403, 403, 403, 422, 303]),
     ("GET", "/api/v1/users", [401, 403, 403, 403, 200, 401]),
     ("POST", "/api/v1/users", [401, 403, 403, 403, 422, 401]),
-    ("PATCH", "/api/v1/users/{user}", [401, 403, 403, 403, 200, 401]),
+    // A lead may change a rater's skills (and an empty change changes nothing).
+    ("PATCH", "/api/v1/users/{user}", [401, 403, 403, 200, 200, 401]),
     ("GET", "/admin/batches", [303, 403, 403, 403, 200, 303]),
     ("GET", "/admin/batches/{batch}", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/batches/{batch}", [303, 403, 403, 403, 422, 303]),

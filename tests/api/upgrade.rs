@@ -339,14 +339,26 @@ fn as_served_now(
     };
     // Every batch view names its prior: the one its rankings always had; and, since
     // adaptive overlap (issue 31), its most raters per task (its overlap: old batches
-    // never escalate) and its rule (none).
+    // never escalate) and its rule (none); and, since skills routing (issue 31 too), the
+    // field it routes by (none) and the default mode.
     let with_prior = |batch: &mut Value| {
         let batch = batch.as_object_mut().expect("a batch");
         assert_eq!(batch.insert("bradley_terry_prior".into(), json!(0.5)), None);
         let overlap = batch["overlap"].clone();
         assert_eq!(batch.insert("max_overlap".into(), overlap), None);
         assert_eq!(batch.insert("escalate".into(), Value::Null), None);
+        assert_eq!(batch.insert("route_by".into(), Value::Null), None);
+        assert_eq!(batch.insert("routing".into(), json!("prefer")), None);
     };
+    // People have skills since issue 31: nobody had any.
+    if name == "users.json" {
+        let mut users: Value = serde_json::from_str(&expected).expect("users.json");
+        for user in users.as_array_mut().expect("a list") {
+            let user = user.as_object_mut().expect("a user");
+            assert_eq!(user.insert("skills".into(), json!([])), None);
+        }
+        return users.to_string();
+    }
     if name == "batches.json" {
         let mut batches: Value = serde_json::from_str(&expected).expect("batches.json");
         batches

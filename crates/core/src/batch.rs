@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::lifecycle::BatchState;
+use crate::routing::{RouteBy, Routing};
 use crate::rubric::{Classification, Subject};
 
 /// A batch and its settings.
@@ -46,12 +47,25 @@ pub struct Batch {
     /// Pseudo-wins added each way to every compared pair of models in its Bradley-Terry
     /// ranking (see [`crate::metrics::bradley_terry`]).
     pub bradley_terry_prior: f64,
+    /// The task field its tasks are routed by (see [`crate::routing`]); `None`: no
+    /// routing, tasks in upload order to anyone.
+    pub route_by: Option<RouteBy>,
+    /// How it routes, when it routes.
+    pub routing: Routing,
+    /// When its routing last changed (route or mode): skips before and after it are
+    /// compared on its dashboard.
+    pub routed_since: Option<DateTime<Utc>>,
 }
 
 impl Batch {
     /// The shortest explanation its rubric's checks accept, in characters.
     pub fn min_explanation(&self) -> usize {
         usize::try_from(self.min_explanation_len).unwrap_or(0)
+    }
+
+    /// The most raters a task is asked of: `overlap` when the batch does not escalate.
+    pub fn most_raters(&self) -> i32 {
+        self.max_overlap.unwrap_or(self.overlap).max(self.overlap)
     }
 }
 
@@ -79,6 +93,12 @@ pub struct NewBatch {
     /// Whether raters see external ids; `None` asks for the default of a new batch (off)
     /// and accepts an existing batch's.
     pub raters_see_external_ids: Option<bool>,
+    /// The task field to route by; `None` asks for no routing in a new batch and
+    /// accepts an existing batch's.
+    pub route_by: Option<RouteBy>,
+    /// How to route; `None` asks for the default of a new batch (prefer) and accepts an
+    /// existing batch's.
+    pub routing: Option<Routing>,
     /// The admin who uploaded it (`None` from the command line).
     pub created_by: Option<Uuid>,
 }
@@ -89,9 +109,7 @@ impl NewBatch {
     pub fn fits(&self, batch: &Batch) -> bool {
         self.rubric == batch.rubric
             && self.overlap.is_none_or(|o| o == batch.overlap)
-            && self
-                .max_overlap
-                .is_none_or(|m| m == batch.max_overlap.unwrap_or(batch.overlap))
+            && self.max_overlap.is_none_or(|m| m == batch.most_raters())
             && self
                 .escalate
                 .as_ref()
@@ -100,5 +118,10 @@ impl NewBatch {
             && self
                 .raters_see_external_ids
                 .is_none_or(|r| r == batch.raters_see_external_ids)
+            && self
+                .route_by
+                .as_ref()
+                .is_none_or(|r| Some(r) == batch.route_by.as_ref())
+            && self.routing.is_none_or(|r| r == batch.routing)
     }
 }

@@ -24,6 +24,7 @@ pub mod rating;
 pub mod render;
 pub mod report;
 pub mod role;
+pub mod routing;
 pub mod rubric;
 pub mod settings;
 pub mod submission;

@@ -294,10 +294,7 @@ impl<'r> Plan<'r> {
     /// The plan of `batch` with its rubric. A stored rule the rubric no longer reads (it
     /// is checked when set, against the version the batch pins) escalates nothing.
     pub fn of(batch: &crate::batch::Batch, rubric: &'r Rubric) -> Self {
-        let max_overlap = batch
-            .max_overlap
-            .unwrap_or(batch.overlap)
-            .max(batch.overlap);
+        let max_overlap = batch.most_raters();
         let escalation = (max_overlap > batch.overlap)
             .then(|| match &batch.escalate {
                 Some(text) => Escalation::parse(text, rubric).ok(),

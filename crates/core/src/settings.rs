@@ -4,11 +4,13 @@
 use serde_json::Value;
 
 /// Every setting's name in the API, in the order the settings page asks them.
-pub const SETTINGS: [&str; 12] = [
+pub const SETTINGS: [&str; 14] = [
     "state",
     "overlap",
     "max_overlap",
     "escalate",
+    "route_by",
+    "routing",
     "randomize",
     "raters_see_external_ids",
     "lease_minutes",
@@ -26,6 +28,8 @@ pub fn label(setting: &str) -> &'static str {
         "overlap" => "Raters per task",
         "max_overlap" => "Most raters per task",
         "escalate" => "One more rater when",
+        "route_by" => "Route tasks by",
+        "routing" => "Routing",
         "randomize" => "Random A/B order",
         "raters_see_external_ids" => "Raters see external ids",
         "lease_minutes" => "Lease",
@@ -46,6 +50,13 @@ pub fn describe(setting: &str, value: &Value) -> String {
         }
         ("lease_minutes", Value::Number(n)) => format!("{n} minutes"),
         ("escalate", Value::Null) => "the rubric's default".into(),
+        ("route_by", Value::Null) => "nothing (tasks in upload order to anyone)".into(),
+        ("routing", Value::String(mode)) if mode == "prefer" => {
+            "prefer: tasks matching a rater's skills first".into()
+        }
+        ("routing", Value::String(mode)) if mode == "strict" => {
+            "strict: only tasks matching a rater's skills".into()
+        }
         ("min_explanation_len", Value::Number(n)) => format!("{n} characters"),
         ("bradley_terry_prior", Value::Number(n)) if n.as_f64() == Some(0.0) => {
             "none (plain maximum likelihood)".into()
@@ -108,6 +119,15 @@ mod tests {
         assert_eq!(describe("raters", &Value::Null), "every rater");
         assert_eq!(describe("escalate", &Value::Null), "the rubric's default");
         assert_eq!(describe("escalate", &json!("points:sxs:3")), "points:sxs:3");
+        assert_eq!(
+            describe("route_by", &Value::Null),
+            "nothing (tasks in upload order to anyone)"
+        );
+        assert_eq!(
+            describe("route_by", &json!("metadata.language")),
+            "metadata.language"
+        );
+        assert!(describe("routing", &json!("strict")).starts_with("strict: only"));
         assert_eq!(describe("leads", &json!(["ada", "bo"])), "ada, bo");
         let question = json!([{"key": "language", "label": "Language", "multiple": true,
                                "required": false, "options": ["python", "rust"]}]);

@@ -17,6 +17,9 @@ pub struct User {
     pub created_at: DateTime<Utc>,
     /// Sessions and tokens from before it are ended.
     pub password_changed_at: DateTime<Utc>,
+    /// What the person knows (languages, subjects), checked by
+    /// [`crate::routing::parse_skills`]: what a routed batch offers them first or only.
+    pub skills: Vec<String>,
 }
 
 impl User {

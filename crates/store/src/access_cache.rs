@@ -243,6 +243,7 @@ mod tests {
             active: true,
             created_at: Utc::now(),
             password_changed_at: Utc::now(),
+            skills: Vec::new(),
         }
     }
 

@@ -18,6 +18,7 @@ use verdict_core::assignment::{Assignment, Draft};
 use verdict_core::batch::Batch;
 use verdict_core::lifecycle::{AssignmentState, Outcome};
 use verdict_core::overlap::Plan;
+use verdict_core::routing::Routing;
 use verdict_core::rubric::Answers;
 use verdict_core::task::Task;
 
@@ -160,11 +161,42 @@ pub(crate) const RELEASE_SLOT: &str =
 pub(crate) const TASK_EXTRA: &str = "SELECT extra FROM tasks WHERE id = $1
        AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1){}";
 
-/// A task's human ratings that hold their slot to the end (finished and neither skipped
-/// nor rejected), with their outcome and answers: what its escalation rule reads.
-pub(crate) const FINISHED_OF_TASK: &str = "SELECT outcome, answers FROM ratings
-     WHERE task_id = $1 AND rater_kind = 'human'
-       AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'";
+/// The condition on a rating for holding its slot to the end: a person's, finished, and
+/// neither skipped nor rejected. What an escalation rule reads (a macro so that it can be
+/// `concat!`ed into the statements below).
+macro_rules! holds_its_slot {
+    () => {
+        "rater_kind = 'human' AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'"
+    };
+}
+
+/// A task's ratings that hold their slot, with their outcome and answers.
+pub(crate) const FINISHED_OF_TASK: &str = concat!(
+    "SELECT outcome, answers FROM ratings WHERE task_id = $1 AND ",
+    holds_its_slot!()
+);
+
+/// A batch's ratings that hold their slot, by task.
+const FINISHED_OF_BATCH: &str = concat!(
+    "SELECT task_id, outcome, answers FROM ratings WHERE batch_id = $1 AND ",
+    holds_its_slot!()
+);
+
+/// How many of a task's ratings hold their slot, and the answers of those rated, from
+/// their (outcome, answers): what [`Plan::needs_one_more`] reads.
+pub(crate) fn tally<'a>(
+    rows: impl IntoIterator<Item = (&'a str, &'a Answers)>,
+) -> (usize, Vec<&'a Answers>) {
+    let mut count = 0;
+    let mut rated = Vec::new();
+    for (outcome, answers) in rows {
+        count += 1;
+        if outcome == Outcome::Rated.as_str() {
+            rated.push(answers);
+        }
+    }
+    (count, rated)
+}
 
 /// Asks one more rater of a task (`$1`; `$2` the batch's overlap).
 pub(crate) const ESCALATE: &str =
@@ -194,11 +226,12 @@ macro_rules! escalate {
                     .bind($task)
                     .fetch_all(&mut *$tx)
                     .await?;
-            let rated = finished
-                .iter()
-                .filter(|(outcome, _)| outcome == verdict_core::lifecycle::Outcome::Rated.as_str())
-                .map(|(_, answers)| &answers.0);
-            if !plan.needs_one_more(extra, finished.len(), rated) {
+            let (count, rated) = $crate::assignments::tally(
+                finished
+                    .iter()
+                    .map(|(outcome, answers)| (outcome.as_str(), &answers.0)),
+            );
+            if !plan.needs_one_more(extra, count, rated.into_iter()) {
                 return Ok(false);
             }
             sqlx::query($crate::assignments::ESCALATE)
@@ -319,28 +352,24 @@ impl super::Store {
                 .bind(batch_id)
                 .fetch_all(&mut *tx)
                 .await?;
-            let finished: Vec<(Uuid, String, Json<Answers>)> = sqlx::query_as(
-                "SELECT task_id, outcome, answers FROM ratings
-                 WHERE batch_id = $1 AND rater_kind = 'human'
-                   AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'",
-            )
-            .bind(batch_id)
-            .fetch_all(&mut *tx)
-            .await?;
-            let mut by_task: HashMap<Uuid, (usize, Vec<&Answers>)> = HashMap::new();
+            let finished: Vec<(Uuid, String, Json<Answers>)> = sqlx::query_as(FINISHED_OF_BATCH)
+                .bind(batch_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let mut by_task: HashMap<Uuid, Vec<(&str, &Answers)>> = HashMap::new();
             for (task, outcome, answers) in &finished {
-                let (count, rated) = by_task.entry(*task).or_default();
-                *count += 1;
-                if outcome == Outcome::Rated.as_str() {
-                    rated.push(&answers.0);
-                }
+                by_task
+                    .entry(*task)
+                    .or_default()
+                    .push((outcome.as_str(), &answers.0));
             }
             let mut escalated = 0u64;
             for (task, extra) in tasks {
-                let Some((count, rated)) = by_task.get(&task) else {
+                let Some(rows) = by_task.remove(&task) else {
                     continue;
                 };
-                if plan.needs_one_more(extra, *count, rated.iter().copied()) {
+                let (count, rated) = tally(rows);
+                if plan.needs_one_more(extra, count, rated.into_iter()) {
                     sqlx::query(ESCALATE)
                         .bind(task)
                         .bind(plan.overlap)
@@ -469,12 +498,13 @@ impl super::Store {
         &self,
         batch: &Batch,
         rater_id: Uuid,
+        skills: &[String],
         swap: impl Fn() -> bool,
         gold: impl Fn() -> bool,
     ) -> StoreResult<Option<Assignment>> {
         for _ in 0..PICK_ATTEMPTS {
             match self
-                .try_next_assignment(batch, rater_id, swap(), gold())
+                .try_next_assignment(batch, rater_id, skills, swap(), gold())
                 .await
             {
                 // Two requests of the same rater raced to open an assignment, or two
@@ -496,6 +526,7 @@ impl super::Store {
         &self,
         batch: &Batch,
         rater_id: Uuid,
+        skills: &[String],
         swapped: bool,
         gold: bool,
     ) -> StoreResult<Pick> {
@@ -507,28 +538,41 @@ impl super::Store {
         );
         // `is_full = FALSE`, not `NOT is_full`: SQLite only walks the `tasks_pool` index
         // (batch, is_full, seq) for an equality, and would otherwise step over every
-        // full task before the first open one.
-        let pick = |lock: &str| {
+        // full task before the first open one. `route` is a pass's condition on the
+        // task's route key, its skills bound from `$3`.
+        let pick = |lock: &str, route: &str| {
             format!(
                 "SELECT t.id FROM tasks t
-                 WHERE t.batch_id = $1 AND t.is_full = FALSE
+                 WHERE t.batch_id = $1 AND t.is_full = FALSE{route}
                    AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = $2)
                  ORDER BY t.seq LIMIT 1{lock}"
             )
         };
-        let pick_sql = pick(self.skip_locked_clause());
         // On PostgreSQL the pick passes over tasks other pickers hold locked; when it
         // finds nothing, the tasks left may all be held so. It then waits for the first
         // one (which may have filled up meanwhile), and, finding none that way, asks
         // whether any task is still open to this rater at all before saying none is.
         let postgres = self.backend() == super::Backend::Postgres;
-        let claim_first_sql = format!(
-            "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $3 + extra)
-             WHERE id = ({}) AND claimed < $3 + extra RETURNING id",
-            pick("")
-        );
-        let wait_sql = pick(self.lock_clause());
-        let any_sql = pick("");
+        let passes: Vec<PassSql> = Pass::of(batch, skills)
+            .into_iter()
+            .filter_map(|pass| {
+                let route = pass.condition(skills.len(), 3)?;
+                // Its skills follow the claim's own `$3`, the overlap.
+                let claim_route = pass.condition(skills.len(), 4)?;
+                Some(PassSql {
+                    skills: pass.binds_skills(),
+                    pick: pick(self.skip_locked_clause(), &route),
+                    claim_first: format!(
+                        "UPDATE tasks SET claimed = claimed + 1, is_full = (claimed + 1 >= $3 + extra)
+                         WHERE id = ({}) AND claimed < $3 + extra RETURNING id",
+                        pick("", &claim_route)
+                    ),
+                    wait: pick(self.lock_clause(), &route),
+                    any: pick("", &route),
+                })
+            })
+            .collect();
+        let bound = |pass: &PassSql| if pass.skills { skills } else { &[] };
         let pick = transaction!(self, |tx| {
             let own = sqlx::query_as::<_, AssignmentRow>(&own_sql)
                 .bind(rater_id)
@@ -565,34 +609,52 @@ impl super::Store {
                 }
                 // SQLite, without gold: one writer, so nobody else can be claiming the
                 // first open task; it is picked and claimed in one statement.
+                // Each pass in turn (matching tasks first, when the batch prefers them)
+                // until one finds a task.
                 let (candidate, claimed, held_elsewhere) = if !postgres && !gold {
-                    let claimed: Option<(Uuid,)> = sqlx::query_as(&claim_first_sql)
-                        .bind(batch.id)
-                        .bind(rater_id)
-                        .bind(batch.overlap)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                    (claimed, claimed.map(|(id,)| id), false)
-                } else {
-                    let mut candidate: Option<(Uuid,)> = sqlx::query_as(&pick_sql)
-                        .bind(batch.id)
-                        .bind(rater_id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                    let mut held_elsewhere = false;
-                    if candidate.is_none() && postgres {
-                        candidate = sqlx::query_as(&wait_sql)
+                    let mut claimed: Option<(Uuid,)> = None;
+                    for pass in &passes {
+                        let mut claim = sqlx::query_as(&pass.claim_first)
                             .bind(batch.id)
                             .bind(rater_id)
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        if candidate.is_none() {
-                            let any: Option<(Uuid,)> = sqlx::query_as(&any_sql)
-                                .bind(batch.id)
-                                .bind(rater_id)
-                                .fetch_optional(&mut *tx)
-                                .await?;
-                            held_elsewhere = any.is_some();
+                            .bind(batch.overlap);
+                        for skill in bound(pass) {
+                            claim = claim.bind(skill);
+                        }
+                        claimed = claim.fetch_optional(&mut *tx).await?;
+                        if claimed.is_some() {
+                            break;
+                        }
+                    }
+                    (claimed, claimed.map(|(id,)| id), false)
+                } else {
+                    let mut candidate: Option<(Uuid,)> = None;
+                    let mut held_elsewhere = false;
+                    for pass in &passes {
+                        let mut query = sqlx::query_as(&pass.pick).bind(batch.id).bind(rater_id);
+                        for skill in bound(pass) {
+                            query = query.bind(skill);
+                        }
+                        candidate = query.fetch_optional(&mut *tx).await?;
+                        if candidate.is_none() && postgres {
+                            let mut query =
+                                sqlx::query_as(&pass.wait).bind(batch.id).bind(rater_id);
+                            for skill in bound(pass) {
+                                query = query.bind(skill);
+                            }
+                            candidate = query.fetch_optional(&mut *tx).await?;
+                            if candidate.is_none() {
+                                let mut query = sqlx::query_as::<_, (Uuid,)>(&pass.any)
+                                    .bind(batch.id)
+                                    .bind(rater_id);
+                                for skill in bound(pass) {
+                                    query = query.bind(skill);
+                                }
+                                held_elsewhere = query.fetch_optional(&mut *tx).await?.is_some();
+                            }
+                        }
+                        if candidate.is_some() || held_elsewhere {
+                            break;
                         }
                     }
                     // A gold task in place of the pool's, in no fixed order; it claims no
@@ -666,9 +728,88 @@ impl super::Store {
     }
 }
 
+/// One pass of a pick over the pool (see [`verdict_core::routing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Any task.
+    Any,
+    /// Tasks whose route key is one of the rater's skills.
+    Matching,
+    /// Those, and tasks without a route key.
+    MatchingOrUnkeyed,
+}
+
+impl Pass {
+    /// The passes a rater with `skills` makes over `batch`'s pool, in order.
+    fn of(batch: &Batch, skills: &[String]) -> Vec<Pass> {
+        match (&batch.route_by, batch.routing) {
+            (None, _) => vec![Pass::Any],
+            (Some(_), Routing::Prefer) if skills.is_empty() => vec![Pass::Any],
+            (Some(_), Routing::Prefer) => vec![Pass::Matching, Pass::Any],
+            (Some(_), Routing::Strict) => vec![Pass::MatchingOrUnkeyed],
+        }
+    }
+
+    fn binds_skills(self) -> bool {
+        self != Pass::Any
+    }
+
+    /// The pass's condition on a task `t`, its `skills` skills bound from `$first`;
+    /// `None` when it can find nothing (matching, without skills).
+    fn condition(self, skills: usize, first: usize) -> Option<String> {
+        let list = (first..first + skills)
+            .map(|n| format!("${n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match (self, skills) {
+            (Pass::Any, _) => Some(String::new()),
+            (Pass::Matching, 0) => None,
+            (Pass::Matching, _) => Some(format!(" AND t.route_key IN ({list})")),
+            (Pass::MatchingOrUnkeyed, 0) => Some(" AND t.route_key IS NULL".into()),
+            (Pass::MatchingOrUnkeyed, _) => Some(format!(
+                " AND (t.route_key IS NULL OR t.route_key IN ({list}))"
+            )),
+        }
+    }
+}
+
+/// A pass's statements.
+struct PassSql {
+    /// Whether they bind the rater's skills after their own parameters.
+    skills: bool,
+    pick: String,
+    claim_first: String,
+    wait: String,
+    any: String,
+}
+
 enum Pick {
     Found(Option<Assignment>),
     /// The chosen task filled up between the pick and the claim (cannot happen under
     /// the row lock, kept as a guard).
     Raced,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_binds_each_skill_after_the_statements_own_parameters() {
+        assert_eq!(Pass::Any.condition(2, 3).as_deref(), Some(""));
+        assert_eq!(
+            Pass::Matching.condition(2, 4).as_deref(),
+            Some(" AND t.route_key IN ($4, $5)")
+        );
+        assert_eq!(Pass::Matching.condition(0, 3), None);
+        assert_eq!(
+            Pass::MatchingOrUnkeyed.condition(0, 3).as_deref(),
+            Some(" AND t.route_key IS NULL")
+        );
+        assert_eq!(
+            Pass::MatchingOrUnkeyed.condition(1, 3).as_deref(),
+            Some(" AND (t.route_key IS NULL OR t.route_key IN ($3))")
+        );
+        assert!(!Pass::Any.binds_skills() && Pass::Matching.binds_skills());
+    }
 }

@@ -13,6 +13,7 @@ use verdict_core::batch::{Batch, NewBatch};
 use verdict_core::import::NewTask;
 use verdict_core::lifecycle::{BatchState, Outcome};
 use verdict_core::role::Role;
+use verdict_core::routing::{RouteBy, Routing, route_key};
 use verdict_core::rubric::Classification;
 
 /// The SQL condition (on a batch `b`, with the user's id as `$1`) for the batches a
@@ -61,6 +62,10 @@ pub(crate) struct BatchRow {
     has_gold: bool,
     raters_see_external_ids: bool,
     bradley_terry_prior: f64,
+    route_by: Option<String>,
+    #[sqlx(try_from = "String")]
+    routing: Routing,
+    routed_since: Option<DateTime<Utc>>,
 }
 
 impl From<BatchRow> for Batch {
@@ -86,6 +91,10 @@ impl From<BatchRow> for Batch {
             has_gold: row.has_gold,
             raters_see_external_ids: row.raters_see_external_ids,
             bradley_terry_prior: row.bradley_terry_prior,
+            // Written only from a checked route.
+            route_by: row.route_by.and_then(|r| RouteBy::parse(&r).ok()),
+            routing: row.routing,
+            routed_since: row.routed_since,
         }
     }
 }
@@ -93,6 +102,7 @@ impl From<BatchRow> for Batch {
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.max_overlap, b.escalate, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
      b.gold_rate, b.review_first_below, b.raters_see_external_ids, b.bradley_terry_prior, \
+     b.route_by, b.routing, b.routed_since, \
      EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
@@ -185,11 +195,61 @@ pub struct BatchChanges {
     pub min_explanation_len: Option<i32>,
     pub bradley_terry_prior: Option<f64>,
     pub classifications: Option<Vec<Classification>>,
+    /// `Some(None)`: no routing.
+    pub route_by: Option<Option<RouteBy>>,
+    pub routing: Option<Routing>,
     pub raters: Option<Option<Vec<Uuid>>>,
     pub leads: Option<Option<Vec<Uuid>>>,
 }
 
-/// Rows a multi-row INSERT carries: 13 columns each, well under both backends' limits.
+/// Sets the route key of every task of batch `$batch` by `$route` (an
+/// `Option<&RouteBy>`; `None` clears them), in the transaction `$tx`. The keys are worked
+/// out here, by [`route_key`], not in SQL, so that both backends trim and lower-case them
+/// alike (SQLite's `LOWER` knows only ASCII); each distinct key is then one `UPDATE` per
+/// [`INSERT_CHUNK`] tasks. A macro for the reason `insert_history!` is one.
+macro_rules! route_tasks {
+    ($tx:expr, $batch:expr, $route:expr) => {
+        async {
+            let route: Option<&RouteBy> = $route;
+            sqlx::query(
+                "UPDATE tasks SET route_key = NULL WHERE batch_id = $1 AND route_key IS NOT NULL",
+            )
+            .bind($batch)
+            .execute(&mut *$tx)
+            .await?;
+            let Some(route) = route else {
+                return Ok::<(), sqlx::Error>(());
+            };
+            let tasks: Vec<(Uuid, Json<serde_json::Map<String, serde_json::Value>>)> =
+                sqlx::query_as("SELECT id, metadata FROM tasks WHERE batch_id = $1")
+                    .bind($batch)
+                    .fetch_all(&mut *$tx)
+                    .await?;
+            let mut by_key: std::collections::BTreeMap<String, Vec<Uuid>> = Default::default();
+            for (id, Json(metadata)) in tasks {
+                if let Some(key) = route_key(metadata.get(route.key())) {
+                    by_key.entry(key).or_default().push(id);
+                }
+            }
+            for (key, ids) in by_key {
+                for chunk in ids.chunks(INSERT_CHUNK) {
+                    let mut update = sqlx::QueryBuilder::new("UPDATE tasks SET route_key = ");
+                    update.push_bind(&key).push(" WHERE id IN (");
+                    let mut list = update.separated(", ");
+                    for id in chunk {
+                        list.push_bind(*id);
+                    }
+                    update.push(")");
+                    update.build().execute(&mut *$tx).await?;
+                }
+            }
+            Ok(())
+        }
+        .await
+    };
+}
+
+/// Rows a multi-row INSERT carries: 14 columns each, well under both backends' limits.
 const INSERT_CHUNK: usize = 500;
 
 /// The progress columns of a batch `b` as a person of `role` sees them. Each count is
@@ -448,8 +508,9 @@ impl super::Store {
             let batch_created = sqlx::query(
                 "INSERT INTO batches (id, name, rubric, rubric_version, overlap, randomize, created_by,
                                       created_at, updated_at, raters_see_external_ids, max_overlap,
-                                      escalate)
-                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7, $9, $10, $11)
+                                      escalate, route_by, routing, routed_since)
+                 VALUES ($1, $2, $3, $8, $4, $5, $6, $7, $7, $9, $10, $11, $12, $13,
+                         CASE WHEN $12 IS NULL THEN NULL ELSE $7 END)
                  ON CONFLICT (name) DO NOTHING",
             )
             .bind(Uuid::now_v7())
@@ -463,6 +524,8 @@ impl super::Store {
             .bind(new.raters_see_external_ids.unwrap_or(false))
             .bind(new.max_overlap)
             .bind(&new.escalate)
+            .bind(new.route_by.as_ref().map(RouteBy::to_string))
+            .bind(new.routing.unwrap_or_default().as_str())
             .execute(&mut *tx)
             .await?
             .rows_affected()
@@ -502,7 +565,7 @@ impl super::Store {
                 {
                     let mut insert = sqlx::QueryBuilder::new(
                         "INSERT INTO tasks (id, batch_id, seq, external_id, prompt, response_a, response_b, \
-                         model_a, model_b, metadata, content_hash, created_at, is_full) ",
+                         model_a, model_b, metadata, content_hash, created_at, is_full, route_key) ",
                     );
                     // A gold task is stored full, so the pool never hands it out.
                     let mut gold = Vec::new();
@@ -511,6 +574,10 @@ impl super::Store {
                         created += 1;
                         let id = Uuid::now_v7();
                         let is_gold = task.gold.is_some();
+                        let key = batch
+                            .route_by
+                            .as_ref()
+                            .and_then(|r| route_key(task.metadata.get(r.key())));
                         if let Some(expected) = task.gold {
                             gold.push((id, expected));
                         }
@@ -526,7 +593,8 @@ impl super::Store {
                             .push_bind(Json(task.metadata))
                             .push_bind(task.content_hash)
                             .push_bind(now)
-                            .push_bind(is_gold);
+                            .push_bind(is_gold)
+                            .push_bind(key);
                     });
                     insert.build().execute(&mut *tx).await?;
                     for (task_id, expected) in gold {
@@ -599,7 +667,10 @@ impl super::Store {
                     raters_see_external_ids = COALESCE($9, raters_see_external_ids),
                     bradley_terry_prior = COALESCE($10, bradley_terry_prior),
                     max_overlap = COALESCE($11, max_overlap),
-                    escalate = CASE WHEN $12 THEN $13 ELSE escalate END
+                    escalate = CASE WHEN $12 THEN $13 ELSE escalate END,
+                    route_by = CASE WHEN $14 THEN $15 ELSE route_by END,
+                    routing = COALESCE($16, routing),
+                    routed_since = CASE WHEN $14 OR $16 IS NOT NULL THEN $8 ELSE routed_since END
                  WHERE id = $1",
             )
             .bind(id)
@@ -615,9 +686,15 @@ impl super::Store {
             .bind(changes.max_overlap)
             .bind(changes.escalate.is_some())
             .bind(changes.escalate.clone().flatten())
+            .bind(changes.route_by.is_some())
+            .bind(changes.route_by.clone().flatten().map(|r| r.to_string()))
+            .bind(changes.routing.map(Routing::as_str))
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 1 {
+                if let Some(route_by) = &changes.route_by {
+                    route_tasks!(tx, id, route_by.as_ref())?;
+                }
                 if changes.overlap.is_some() || changes.max_overlap.is_some() {
                     // Raters a task gained stay within the new most (a batch that no
                     // longer escalates keeps none); gold tasks stay full: the pool never

@@ -36,6 +36,7 @@ pub mod page;
 pub mod ratings;
 pub mod reports;
 pub mod review;
+pub mod routing;
 pub mod rubrics;
 mod scan;
 pub mod sessions;

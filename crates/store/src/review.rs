@@ -27,6 +27,11 @@ use verdict_core::rubric::TaskAnswers;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RatingsMark(i64);
 
+/// What a batch's ratings come to in two numbers that move whenever any of them changes
+/// (see [`Store::ratings_fingerprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatingsFingerprint(i64, i64);
+
 /// A rating in the review queue, with what the queue's filters and summaries read.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueueRow {
@@ -520,6 +525,22 @@ impl super::Store {
             }
         };
         Ok(RatingsMark(mark))
+    }
+
+    /// The batch's ratings counted and their versions summed: every rating's version
+    /// goes up by one with each change to it, so the pair moves with any change, and
+    /// stays while nothing changes. Reads one number per rating, far less than reading
+    /// the ratings.
+    pub async fn ratings_fingerprint(&self, batch_id: Uuid) -> StoreResult<RatingsFingerprint> {
+        let (count, versions): (i64, i64) = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT COUNT(*), CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM ratings WHERE batch_id = $1",
+            )
+            .bind(batch_id)
+            .fetch_one(pool)
+            .await
+        })?;
+        Ok(RatingsFingerprint(count, versions))
     }
 
     /// Feeds the human ratings of a batch, drafts included, to `each`, one row at a time

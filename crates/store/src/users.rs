@@ -19,6 +19,8 @@ pub(crate) struct UserRow {
     active: bool,
     created_at: DateTime<Utc>,
     password_changed_at: DateTime<Utc>,
+    /// A JSON array of strings (migration 0021).
+    skills: String,
 }
 
 impl From<UserRow> for User {
@@ -30,11 +32,14 @@ impl From<UserRow> for User {
             active: row.active,
             created_at: row.created_at,
             password_changed_at: row.password_changed_at,
+            // Written only by `set_skills`, from checked skills.
+            skills: serde_json::from_str(&row.skills).unwrap_or_default(),
         }
     }
 }
 
-pub(crate) const USER_COLUMNS: &str = "id, username, role, active, created_at, password_changed_at";
+pub(crate) const USER_COLUMNS: &str =
+    "id, username, role, active, created_at, password_changed_at, skills";
 
 impl super::Store {
     /// Creates an account; `Duplicate("username")` when the name is taken.
@@ -52,6 +57,7 @@ impl super::Store {
             active: true,
             created_at: now,
             password_changed_at: now,
+            skills: Vec::new(),
         };
         write!(self, |pool| {
             sqlx::query(
@@ -144,6 +150,20 @@ impl super::Store {
                 .map(|done| done.rows_affected())
         })?;
         self.user_by_id(id).await
+    }
+
+    /// Sets a user's skills (checked by [`verdict_core::routing::parse_skills`]).
+    pub async fn set_skills(&self, id: Uuid, skills: &[String]) -> StoreResult<()> {
+        let skills = serde_json::to_string(skills).unwrap_or_else(|_| "[]".into());
+        write!(self, |pool| {
+            sqlx::query("UPDATE users SET skills = $2 WHERE id = $1")
+                .bind(id)
+                .bind(&skills)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
     }
 
     /// Activates or deactivates a user. Deactivation ends every session of the user and

@@ -11,6 +11,7 @@ use crate::store::batches::{Imported, UploadEntry};
 use crate::store::{Store, StoreError};
 use verdict_core::batch::{Batch, NewBatch};
 use verdict_core::import;
+use verdict_core::routing::{RouteBy, Routing};
 use verdict_core::rubric::Subject;
 use verdict_core::user::User;
 
@@ -76,6 +77,16 @@ pub struct UploadParams {
     /// task is named to its rater by its number among theirs, `Task 17`); for an
     /// existing batch, if given, it must be the batch's.
     pub raters_see_external_ids: Option<bool>,
+    /// The task field a new batch routes its tasks by, `metadata.<key>` (e.g.
+    /// `metadata.language`): raters are offered the tasks whose value is one of their
+    /// skills first, or only (`routing`). Default: no routing. For an existing batch, if
+    /// given, it must be the batch's.
+    #[param(pattern = r"^\s*(metadata\.[A-Za-z0-9_-]{1,64})?\s*$")]
+    pub route_by: Option<String>,
+    /// `prefer` (matching tasks first, default) or `strict` (matching tasks, and tasks
+    /// without the field, only). For an existing batch, if given, it must be the batch's.
+    #[param(pattern = r"^\s*(prefer|strict)?\s*$")]
+    pub routing: Option<String>,
 }
 
 /// An upload's settings, checked.
@@ -176,6 +187,19 @@ pub async fn new_batch(
             }
         }
     }
+    let route_by = match params.route_by.as_deref().map(str::trim) {
+        Some(text) if !text.is_empty() => RouteBy::parse(text)
+            .map_err(|why| fields.insert("route_by".into(), why))
+            .ok(),
+        _ => None,
+    };
+    let routing = match params.routing.as_deref().map(str::trim) {
+        Some(text) if !text.is_empty() => text
+            .parse::<Routing>()
+            .map_err(|why| fields.insert("routing".into(), why))
+            .ok(),
+        _ => None,
+    };
     if !fields.is_empty() {
         return Err(ServiceError::Invalid(fields));
     }
@@ -192,6 +216,8 @@ pub async fn new_batch(
             Subject::Pair => params.randomize,
         },
         raters_see_external_ids: params.raters_see_external_ids,
+        route_by,
+        routing,
         created_by: creator.map(|u| u.id),
     })
 }
@@ -306,7 +332,7 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> ServiceResult<()> {
     if new.overlap.is_some_and(|o| o != batch.overlap) {
         differs("overlap", batch.overlap.to_string());
     }
-    let most = batch.max_overlap.unwrap_or(batch.overlap);
+    let most = batch.most_raters();
     if new.max_overlap.is_some_and(|m| m != most) {
         differs("max_overlap", most.to_string());
     }
@@ -325,6 +351,22 @@ fn settings_differ(batch: &Batch, new: &NewBatch) -> ServiceResult<()> {
     }
     if new.randomize.is_some_and(|r| r != batch.randomize) {
         differs("randomize", batch.randomize.to_string());
+    }
+    if new
+        .route_by
+        .as_ref()
+        .is_some_and(|r| Some(r) != batch.route_by.as_ref())
+    {
+        differs(
+            "route_by",
+            batch
+                .route_by
+                .as_ref()
+                .map_or_else(|| "no routing".into(), ToString::to_string),
+        );
+    }
+    if new.routing.is_some_and(|r| r != batch.routing) {
+        differs("routing", batch.routing.to_string());
     }
     if new
         .raters_see_external_ids

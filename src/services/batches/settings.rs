@@ -15,6 +15,7 @@ use crate::store::batches::BatchChanges;
 use verdict_core::batch::Batch;
 use verdict_core::lifecycle::BatchState;
 use verdict_core::role::Role;
+use verdict_core::routing::{RouteBy, Routing};
 use verdict_core::rubric::Classification;
 use verdict_core::user::User;
 
@@ -30,6 +31,11 @@ pub struct SettingsChange {
     /// The rule for one more rater, as written; `Some(None)` goes back to the rubric's
     /// default.
     pub escalate: Option<Option<String>>,
+    /// The task field to route by, as written (`metadata.<key>`); `Some(None)` (or
+    /// blank) routes nothing.
+    pub route_by: Option<Option<String>>,
+    /// `prefer` or `strict`, as given (checked here).
+    pub routing: Option<String>,
     pub randomize: Option<bool>,
     pub raters_see_external_ids: Option<bool>,
     pub lease_minutes: Option<i32>,
@@ -52,6 +58,8 @@ impl From<Settings> for SettingsChange {
             overlap: Some(s.overlap),
             max_overlap: Some(s.max_overlap),
             escalate: Some(s.escalate),
+            route_by: Some(s.route_by),
+            routing: Some(s.routing),
             randomize: Some(s.randomize),
             raters_see_external_ids: Some(s.raters_see_external_ids),
             lease_minutes: Some(s.lease_minutes),
@@ -76,6 +84,10 @@ pub struct Settings {
     /// The rule for one more rater, as the batch keeps it (`<rule>:<question>[:<n>]`);
     /// `None`: the rubric's default.
     pub escalate: Option<String>,
+    /// The task field the batch routes by (`metadata.<key>`); `None`: no routing.
+    pub route_by: Option<String>,
+    /// `prefer` or `strict`.
+    pub routing: String,
     pub randomize: bool,
     pub raters_see_external_ids: bool,
     pub lease_minutes: i32,
@@ -105,11 +117,10 @@ impl Settings {
         Self {
             state: batch.state,
             overlap: batch.overlap,
-            max_overlap: batch
-                .max_overlap
-                .unwrap_or(batch.overlap)
-                .max(batch.overlap),
+            max_overlap: batch.most_raters(),
             escalate: batch.escalate.clone(),
+            route_by: batch.route_by.as_ref().map(ToString::to_string),
+            routing: batch.routing.to_string(),
             randomize: batch.randomize,
             raters_see_external_ids: batch.raters_see_external_ids,
             lease_minutes: batch.lease_minutes,
@@ -128,6 +139,8 @@ impl Settings {
             json!(self.overlap),
             json!(self.max_overlap),
             json!(self.escalate),
+            json!(self.route_by),
+            json!(self.routing),
             json!(self.randomize),
             json!(self.raters_see_external_ids),
             json!(self.lease_minutes),
@@ -288,6 +301,25 @@ pub async fn preview(
             ),
         );
     }
+    let route_by = match request.route_by {
+        Some(Some(text)) if !text.trim().is_empty() => match RouteBy::parse(&text) {
+            Ok(route) => Some(Some(route.to_string())),
+            Err(why) => {
+                fields.insert("route_by".into(), why);
+                None
+            }
+        },
+        Some(_) => Some(None),
+        None => None,
+    };
+    let routing = match request.routing.as_deref().map(str::parse::<Routing>) {
+        Some(Ok(routing)) => Some(routing.to_string()),
+        Some(Err(why)) => {
+            fields.insert("routing".into(), why);
+            None
+        }
+        None => None,
+    };
     let raters = members(store, "raters", request.raters, Role::Rater, fields).await?;
     let leads = members(store, "leads", request.leads, Role::Lead, fields).await?;
     if !known.is_empty() {
@@ -309,6 +341,8 @@ pub async fn preview(
         overlap,
         max_overlap,
         escalate,
+        route_by: route_by.unwrap_or_else(|| before.route_by.clone()),
+        routing: routing.unwrap_or_else(|| before.routing.clone()),
         randomize: request.randomize.unwrap_or(before.randomize),
         raters_see_external_ids: request
             .raters_see_external_ids
@@ -378,6 +412,16 @@ pub async fn apply(
         overlap: changed("overlap").then_some(after.overlap),
         max_overlap: changed("max_overlap").then_some(after.max_overlap),
         escalate: changed("escalate").then(|| after.escalate.clone()),
+        // Both were checked in the preview.
+        route_by: changed("route_by").then(|| {
+            after
+                .route_by
+                .as_deref()
+                .and_then(|r| RouteBy::parse(r).ok())
+        }),
+        routing: changed("routing")
+            .then(|| after.routing.parse::<Routing>().ok())
+            .flatten(),
         randomize: changed("randomize").then_some(after.randomize),
         raters_see_external_ids: changed("raters_see_external_ids")
             .then_some(after.raters_see_external_ids),
@@ -512,6 +556,8 @@ mod tests {
             overlap: 2,
             max_overlap: 2,
             escalate: None,
+            route_by: None,
+            routing: "prefer".into(),
             randomize: true,
             raters_see_external_ids: false,
             lease_minutes: 45,

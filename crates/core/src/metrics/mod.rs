@@ -258,6 +258,10 @@ pub struct Metrics {
     /// The raters the batch asks for, with adaptive overlap against a fixed most (see
     /// [`crate::overlap`]).
     pub overlap: OverlapFigures,
+    /// What skills routing did (see [`crate::routing`]); absent when the batch does not
+    /// route its tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<crate::routing::RoutingFigures>,
     /// Per question with one answer per task to agree on (a preference, an ordinal or a
     /// nominal question, yes/no included; by path): how many tasks have an aggregated
     /// answer, how often majority vote and Dawid-Skene differ, each method's mean

@@ -32,6 +32,9 @@ fn batch() -> Batch {
         has_gold: false,
         raters_see_external_ids: true,
         bradley_terry_prior: 0.5,
+        route_by: None,
+        routing: crate::routing::Routing::Prefer,
+        routed_since: None,
     }
 }
 

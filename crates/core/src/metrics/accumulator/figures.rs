@@ -140,6 +140,7 @@ impl Accumulator {
             bias: self.bias.finish(),
             gold: gold::GoldMetrics::default(),
             overlap: super::super::OverlapFigures::default(),
+            routing: None,
             aggregation: BTreeMap::new(),
         }
     }

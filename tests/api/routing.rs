@@ -1,0 +1,620 @@
+//! Skills routing (issue 31): people have skills; a batch routed by a task field offers a
+//! rater the tasks whose value is one of their skills first (`prefer`) or only
+//! (`strict`); skips before and after routing, tasks nobody allowed can take, and
+//! suggestions from unfamiliar skips reach the lead; skills are set by admins, by leads
+//! for raters, and by each person for themselves, from the API, the pages and the CLI.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use verdict::auth::Role;
+
+/// Tasks `t1`, `t2`, ... with these `metadata.language` values (`None`: no such key).
+fn tasks_in(languages: &[Option<Value>]) -> String {
+    jsonl(languages.iter().enumerate().map(|(i, language)| {
+        let mut task = pair_task(
+            &format!("t{}", i + 1),
+            &format!("Write a function that returns {i} squared."),
+            ["def f(): return 1", "f = lambda: 1"],
+            ["alpha", "beta"],
+        );
+        if let Some(language) = language {
+            task["metadata"] = json!({ "language": language });
+        }
+        task
+    }))
+}
+
+fn lang(name: &str) -> Option<Value> {
+    Some(json!(name))
+}
+
+/// Sets `who`'s skills as `by`, answering with the status and body.
+async fn set_skills(
+    app: &TestApp,
+    by: &Persona,
+    who: &Persona,
+    skills: Value,
+) -> (StatusCode, Value) {
+    let response = by
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", who.id)))
+        .json(&json!({ "skills": skills }))
+        .go()
+        .await;
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The external ids `rater` is offered in turn, rating each (the batches here show
+/// external ids to raters).
+async fn offered(app: &TestApp, rater: &Persona, batch: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Some(next) = app.next(rater, batch).await {
+        seen.push(
+            next["task"]["external_id"]
+                .as_str()
+                .expect("external id")
+                .to_owned(),
+        );
+        let done = app
+            .act(rater, &assignment_id(&next), "submit", &complete_answers())
+            .await;
+        json_with(done, StatusCode::OK).await;
+    }
+    seen
+}
+
+async fn strict_routing_offers_a_rater_only_the_tasks_they_know(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "strict",
+            &tasks_in(&[
+                lang("rust"),
+                lang("python"),
+                lang(" Rust "),
+                lang("go"),
+                None,
+                Some(json!(3)),
+            ]),
+            "&route_by=metadata.language&routing=strict&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    let view = app.batch_view(&admin, &batch).await;
+    assert_eq!(view["route_by"], "metadata.language");
+    assert_eq!(view["routing"], "strict");
+    assert_eq!(
+        set_skills(app, &admin, &ana, json!(["RUST"])).await.0,
+        StatusCode::OK
+    );
+
+    // Rust (whatever its case and spaces) and the tasks without a language, in order.
+    assert_eq!(offered(app, &ana, &batch).await, ["t1", "t3", "t5", "t6"]);
+    // No skills: only tasks without a language, and those are taken.
+    assert!(app.next(&bo, &batch).await.is_none());
+    let routing = &app.metrics(&lead, &batch).await["routing"];
+    assert_eq!(routing["route_by"], "metadata.language");
+    assert_eq!(routing["unmatched"], json!({"go": 1, "python": 1}));
+    assert_eq!(routing["unmatched_tasks"], 2);
+    let page = page_text(
+        app,
+        &app.login("lead", PASSWORD).await,
+        &format!("/batches/{batch}"),
+    )
+    .await;
+    assert!(
+        page.contains("2 tasks with room left wait for a rater with the skill"),
+        "{page}"
+    );
+
+    // A lead gives bo Python: bo gets the Python task, and only it.
+    let (status, user) = set_skills(app, &lead, &bo, json!(["Python"])).await;
+    assert_eq!(status, StatusCode::OK, "{user}");
+    assert_eq!(user["skills"], json!(["python"]));
+    assert_eq!(offered(app, &bo, &batch).await, ["t2"]);
+    let routing = &app.metrics(&lead, &batch).await["routing"];
+    assert_eq!(routing["unmatched"], json!({"go": 1}));
+}
+db_test!(strict_routing_offers_a_rater_only_the_tasks_they_know: TestApp);
+
+async fn prefer_routing_offers_matching_tasks_first_then_any(app: &TestApp) {
+    let admin = app.admin().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let cy = app.persona("cy", Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "prefer",
+            &tasks_in(&[lang("python"), lang("rust"), lang("python"), lang("rust")]),
+            "&overlap=3&route_by=metadata.language&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    assert_eq!(app.batch_view(&admin, &batch).await["routing"], "prefer");
+    set_skills(app, &admin, &ana, json!(["rust"])).await;
+    set_skills(app, &admin, &cy, json!(["go", "python"])).await;
+    assert_eq!(offered(app, &ana, &batch).await, ["t2", "t4", "t1", "t3"]);
+    assert_eq!(offered(app, &bo, &batch).await, ["t1", "t2", "t3", "t4"]);
+    assert_eq!(offered(app, &cy, &batch).await, ["t1", "t3", "t2", "t4"]);
+}
+db_test!(prefer_routing_offers_matching_tasks_first_then_any: TestApp);
+
+async fn routing_set_later_keys_the_tasks_and_counts_skips_before_and_after(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "later",
+            &tasks_in(&[lang("rust"), lang("go"), lang("rust"), lang("go")]),
+            "&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    assert_eq!(
+        app.batch_view(&admin, &batch).await["route_by"],
+        Value::Null
+    );
+    assert!(app.metrics(&lead, &batch).await.get("routing").is_none());
+    // Before routing, bo skips a Rust task as unfamiliar.
+    let next = app.next(&bo, &batch).await.expect("a task");
+    assert_eq!(next["task"]["external_id"], "t1");
+    let skipped = app
+        .act(
+            &bo,
+            &assignment_id(&next),
+            "skip",
+            &json!({"reason": "unfamiliar"}),
+        )
+        .await;
+    json_with(skipped, StatusCode::OK).await;
+
+    let patch = |body: Value| {
+        admin
+            .api
+            .patch(app.url(&format!("/api/v1/batches/{batch}")))
+            .json(&body)
+            .go()
+    };
+    let changed = json_with(
+        patch(json!({"route_by": "metadata.language", "routing": "strict"})).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(changed["route_by"], "metadata.language", "{changed}");
+    set_skills(app, &admin, &ana, json!(["rust"])).await;
+    assert_eq!(offered(app, &ana, &batch).await, ["t1", "t3"]);
+    let routing = &app.metrics(&lead, &batch).await["routing"];
+    assert_eq!(routing["routing"], "strict");
+    assert_eq!(
+        routing["before"],
+        json!({"finished": 1, "skipped": 1, "skipped_share": 1.0, "by_reason": {"unfamiliar": 1}})
+    );
+    assert_eq!(
+        routing["after"],
+        json!({"finished": 2, "skipped": 0, "skipped_share": 0.0, "by_reason": {}})
+    );
+    assert_eq!(routing["unmatched"], json!({"go": 2}));
+
+    // Routed by nothing again: every task is anyone's, in order.
+    json_with(patch(json!({"route_by": null})).await, StatusCode::OK).await;
+    assert!(app.metrics(&lead, &batch).await.get("routing").is_none());
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM tasks WHERE route_key IS NOT NULL")
+            .await,
+        0
+    );
+    assert_eq!(offered(app, &bo, &batch).await, ["t2", "t4"]);
+    // The audit log says what changed, in words.
+    let audit = page_text(app, &app.login("admin", PASSWORD).await, "/admin/audit").await;
+    assert!(audit.contains("Route tasks by"), "{audit}");
+}
+db_test!(routing_set_later_keys_the_tasks_and_counts_skips_before_and_after: TestApp);
+
+async fn unfamiliar_skips_make_a_suggestion_for_the_lead(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let cy = app.persona("cy", Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "skips",
+            &tasks_in(&[
+                lang("rust"),
+                lang("rust"),
+                lang("rust"),
+                lang("rust"),
+                lang("go"),
+            ]),
+            "&route_by=metadata.language&randomize=false",
+        )
+        .await;
+    set_skills(app, &admin, &cy, json!(["rust"])).await;
+    for _ in 0..3 {
+        let next = app.next(&cy, &batch).await.expect("a task");
+        let skipped = app
+            .act(
+                &cy,
+                &assignment_id(&next),
+                "skip",
+                &json!({"reason": "unfamiliar"}),
+            )
+            .await;
+        json_with(skipped, StatusCode::OK).await;
+    }
+    app.rate(&cy, &batch, &complete_answers()).await;
+    let routing = &app.metrics(&lead, &batch).await["routing"];
+    assert_eq!(
+        routing["suggestions"],
+        json!([{"rater": "cy", "key": "rust", "skipped": 3, "finished": 4, "has_skill": true}])
+    );
+    let page = page_text(
+        app,
+        &app.login("lead", PASSWORD).await,
+        &format!("/batches/{batch}"),
+    )
+    .await;
+    assert!(
+        page.contains("cy skipped 3 of 4 rust tasks as unfamiliar; rust is one of their skills"),
+        "{page}"
+    );
+}
+db_test!(unfamiliar_skips_make_a_suggestion_for_the_lead: TestApp);
+
+async fn skills_are_set_by_admins_leads_and_oneself_and_checked(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let other_lead = app.persona("lea", Role::Lead).await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+
+    let (status, user) = set_skills(app, &admin, &ana, json!([" Rust", "python", "rust"])).await;
+    assert_eq!(status, StatusCode::OK, "{user}");
+    assert_eq!(user["skills"], json!(["python", "rust"]));
+    // A lead sets a rater's skills, and nothing else.
+    assert_eq!(
+        set_skills(app, &lead, &ana, json!(["go"])).await.0,
+        StatusCode::OK
+    );
+    for (by, who, body) in [
+        (&lead, &ana, json!({"role": "lead"})),
+        (&lead, &ana, json!({"skills": ["go"], "active": false})),
+        (&lead, &other_lead, json!({"skills": ["go"]})),
+        (&bo, &ana, json!({"skills": ["go"]})),
+    ] {
+        let response = by
+            .api
+            .patch(app.url(&format!("/api/v1/users/{}", who.id)))
+            .json(&body)
+            .go()
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::FORBIDDEN,
+            "{} on {}: {body}",
+            by.username,
+            who.username
+        );
+    }
+    // Oneself, through /api/v1/me: skills only.
+    let mine = bo
+        .api
+        .patch(app.url("/api/v1/me"))
+        .json(&json!({"skills": ["SQL", "go"]}))
+        .go()
+        .await;
+    assert_eq!(
+        json_with(mine, StatusCode::OK).await["skills"],
+        json!(["go", "sql"])
+    );
+    let me = json_with(bo.api.get(app.url("/api/v1/me")).go().await, StatusCode::OK).await;
+    assert_eq!(me["skills"], json!(["go", "sql"]));
+    assert_eq!(me["role"], "rater");
+    let sneaky = bo
+        .api
+        .patch(app.url("/api/v1/me"))
+        .json(&json!({"skills": ["go"], "role": "admin"}))
+        .go()
+        .await;
+    assert!(sneaky.status().is_client_error(), "{}", sneaky.status());
+    let me = json_with(bo.api.get(app.url("/api/v1/me")).go().await, StatusCode::OK).await;
+    assert_eq!(
+        (me["role"].clone(), me["skills"].clone()),
+        (json!("rater"), json!(["go", "sql"]))
+    );
+
+    // Broken skills are refused naming the field, and change nothing.
+    let many: Vec<String> = (0..51).map(|n| format!("s{n}")).collect();
+    for bad in [
+        json!([""]),
+        json!(["a,b"]),
+        json!(["x".repeat(41)]),
+        json!(many),
+    ] {
+        let (status, body) = set_skills(app, &admin, &ana, bad.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+        assert!(body.to_string().contains("skills"), "{body}");
+    }
+    let (status, _) = set_skills(app, &admin, &ana, json!("rust")).await;
+    assert!(status.is_client_error(), "{status}");
+    let users = json_with(
+        admin.api.get(app.url("/api/v1/users")).go().await,
+        StatusCode::OK,
+    )
+    .await;
+    let ana_now = users
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["username"] == "ana")
+        .unwrap();
+    assert_eq!(ana_now["skills"], json!(["go"]));
+
+    // Every change is in the audit log, before and after.
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM audit_log WHERE action = 'user.update' AND target = 'ana'")
+            .await,
+        2
+    );
+}
+db_test!(skills_are_set_by_admins_leads_and_oneself_and_checked: TestApp);
+
+async fn a_broken_route_is_refused_naming_the_field(app: &TestApp) {
+    let admin = app.admin().await;
+    for (query, field) in [
+        ("&route_by=language", "route_by"),
+        ("&route_by=metadata.a%20b", "route_by"),
+        ("&route_by=metadata.language&routing=loose", "routing"),
+    ] {
+        let response = admin
+            .api
+            .post(app.url(&format!("/api/v1/batches?name=broken{query}")))
+            .header("content-type", "application/x-ndjson")
+            .body(tasks_jsonl(2))
+            .go()
+            .await;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(status.is_client_error(), "{query}: {status}");
+        if status == StatusCode::UNPROCESSABLE_ENTITY {
+            assert!(body["fields"].get(field).is_some(), "{query}: {body}");
+        }
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM batches").await, 0);
+
+    let batch = app
+        .batch(
+            &admin,
+            "routed",
+            &tasks_jsonl(2),
+            "&route_by=metadata.language",
+        )
+        .await;
+    for (body, field) in [
+        (json!({"route_by": "metadata."}), "route_by"),
+        (json!({"routing": "loose"}), "routing"),
+    ] {
+        let response = admin
+            .api
+            .patch(app.url(&format!("/api/v1/batches/{batch}")))
+            .json(&body)
+            .go()
+            .await;
+        let refused = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert!(refused["fields"].get(field).is_some(), "{body}: {refused}");
+    }
+    let view = app.batch_view(&admin, &batch).await;
+    assert_eq!(
+        (view["route_by"].clone(), view["routing"].clone()),
+        (json!("metadata.language"), json!("prefer"))
+    );
+    // Adding tasks names a route only the batch's.
+    let response = admin
+        .api
+        .post(app.url("/api/v1/batches?name=routed&route_by=metadata.topic"))
+        .header("content-type", "application/x-ndjson")
+        .body(tasks_jsonl_from(3, 1))
+        .go()
+        .await;
+    let refused = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        refused["fields"]["route_by"]
+            .as_str()
+            .is_some_and(|why| why.contains("metadata.language")),
+        "{refused}"
+    );
+    // Tasks added later are keyed as they come.
+    app.batch(&admin, "routed", &tasks_jsonl_from(3, 1), "")
+        .await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM tasks WHERE route_key = 'python'")
+            .await,
+        3
+    );
+}
+db_test!(a_broken_route_is_refused_naming_the_field: TestApp);
+
+/// Many raters with skills take a strictly routed batch at once, on two instances: every
+/// task gets exactly its overlap of ratings, each from a rater who has its language.
+async fn strict_routing_holds_exactly_k_under_concurrency(app: &TestApp) {
+    const TASKS: usize = 24;
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let languages = ["rust", "go", "python"];
+    let tasks: Vec<Option<Value>> = (0..TASKS).map(|i| lang(languages[i % 3])).collect();
+    let batch = app
+        .batch(
+            &admin,
+            "busy",
+            &tasks_in(&tasks),
+            "&overlap=2&route_by=metadata.language&routing=strict&randomize=false",
+        )
+        .await;
+    let mut raters = Vec::new();
+    for i in 0..8 {
+        let rater = app.persona(&format!("r{i}"), Role::Rater).await;
+        let skills = json!([languages[i % 3], languages[(i + 1) % 3]]);
+        set_skills(app, &admin, &rater, skills).await;
+        raters.push((rater, [languages[i % 3], languages[(i + 1) % 3]]));
+    }
+    let sibling = app.sibling().await;
+    let mut workers = tokio::task::JoinSet::new();
+    for (i, (rater, _)) in raters.iter().enumerate() {
+        let base = if i % 2 == 0 {
+            app.url("")
+        } else {
+            sibling.url("")
+        };
+        let api = rater.api.clone();
+        let batch = batch.clone();
+        workers.spawn(async move {
+            let mut rated = 0;
+            loop {
+                let next = api
+                    .post(format!("{base}/api/v1/batches/{batch}/next"))
+                    .go()
+                    .await;
+                if next.status() == StatusCode::NO_CONTENT {
+                    return rated;
+                }
+                let next = json_with(next, StatusCode::OK).await;
+                let done = api
+                    .post(format!(
+                        "{base}/api/v1/assignments/{}/submit",
+                        assignment_id(&next)
+                    ))
+                    .json(&complete_answers())
+                    .go()
+                    .await;
+                json_with(done, StatusCode::OK).await;
+                rated += 1;
+            }
+        });
+    }
+    let mut rated = 0;
+    while let Some(done) = workers.join_next().await {
+        rated += done.expect("worker");
+    }
+    assert_eq!(rated, 2 * TASKS);
+    let rows = app
+        .pairs(
+            "SELECT t.route_key, u.username FROM ratings r
+             JOIN tasks t ON t.id = r.task_id JOIN users u ON u.id = r.rater_id
+             WHERE r.status <> 'draft'",
+        )
+        .await;
+    assert_eq!(rows.len(), 2 * TASKS);
+    for (key, username) in &rows {
+        let (_, skills) = raters
+            .iter()
+            .find(|(r, _)| &r.username == username)
+            .expect("a rater");
+        assert!(
+            skills.contains(&key.as_str()),
+            "{username} rated a {key} task"
+        );
+    }
+    let per_task = app
+        .count(
+            "SELECT COUNT(*) FROM (SELECT task_id FROM ratings WHERE status <> 'draft'
+             GROUP BY task_id HAVING COUNT(*) <> 2) off",
+        )
+        .await;
+    assert_eq!(per_task, 0, "every task has exactly two ratings");
+    assert_eq!(
+        app.metrics(&lead, &batch).await["routing"]["unmatched_tasks"],
+        0
+    );
+    sibling.close().await;
+}
+db_test!(strict_routing_holds_exactly_k_under_concurrency: TestApp);
+
+/// The skills page: everyone sets their own; a lead sets raters'; a refused list is
+/// shown again with why; the CLI sets them too.
+async fn the_skills_page_and_command_set_skills(app: &TestApp) {
+    let _admin = app.admin().await;
+    let _lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let rater = app.login("ana", PASSWORD).await;
+    let html = page_text(app, &rater, "/skills").await;
+    assert!(
+        html.contains("Your skills") && !html.contains("Raters' skills"),
+        "{html}"
+    );
+    let csrf = csrf_token(
+        &rater
+            .get(app.url("/skills"))
+            .go()
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    let saved = rater
+        .post(app.url("/skills"))
+        .form(&[("csrf_token", csrf.as_str()), ("skills", "Rust, Go")])
+        .go()
+        .await;
+    assert!(
+        saved.status().is_success() || saved.status().is_redirection(),
+        "{}",
+        saved.status()
+    );
+    let me = json_with(
+        ana.api.get(app.url("/api/v1/me")).go().await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(me["skills"], json!(["go", "rust"]));
+    let refused = rater
+        .post(app.url("/skills"))
+        .form(&[("csrf_token", csrf.as_str()), ("skills", "ok, ,x")])
+        .go()
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = refused.text().await.unwrap();
+    assert!(
+        html.contains("a skill is empty") && html.contains("ok, ,x"),
+        "{html}"
+    );
+
+    let lead = app.login("lead", PASSWORD).await;
+    let html = page_text(app, &lead, "/skills").await;
+    assert!(
+        html.contains("Raters' skills") && html.contains("Skills of ana"),
+        "{html}"
+    );
+    let csrf = csrf_token(
+        &lead
+            .get(app.url("/skills"))
+            .go()
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    let saved = lead
+        .post(app.url(&format!("/skills/{}", ana.id)))
+        .form(&[("csrf_token", csrf.as_str()), ("skills", "python")])
+        .go()
+        .await;
+    assert!(
+        saved.status().is_success() || saved.status().is_redirection(),
+        "{}",
+        saved.status()
+    );
+    let me = json_with(
+        ana.api.get(app.url("/api/v1/me")).go().await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(me["skills"], json!(["python"]));
+}
+db_test!(the_skills_page_and_command_set_skills: TestApp);
