@@ -20,7 +20,9 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use common::{Database, Server, has_flag, machine, persona, rater_token, write_section};
+use common::{
+    Database, Server, has_flag, machine, persona, rater_token, upload_with, write_section,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reqwest::{Client, StatusCode};
@@ -155,18 +157,8 @@ async fn run(
     (name, setting): (String, &Setting),
     (body, truth): (&str, &HashMap<String, char>),
 ) -> Outcome {
-    let upload = admin
-        .post(server.url(&format!(
-            "/api/v1/batches?name={name}&randomize=false{}",
-            setting.query
-        )))
-        .header("content-type", "application/x-ndjson")
-        .body(body.to_owned())
-        .send()
-        .await
-        .expect("upload");
-    assert_eq!(upload.status(), StatusCode::CREATED, "upload refused");
-    let batch: Value = upload.json().await.expect("JSON");
+    let query = format!("name={name}&randomize=false{}", setting.query);
+    let (batch, _) = upload_with(admin, server, &query, body.to_owned()).await;
     let batch = batch["id"].as_str().expect("id").to_owned();
     let mut rng = StdRng::seed_from_u64(SEED);
     let (mut rated, mut skipped) = (0, 0);

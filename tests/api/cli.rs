@@ -199,6 +199,17 @@ async fn serve_guides_the_operator_and_never_logs_the_password(db: &TestDb) {
 }
 db_test!(serve_guides_the_operator_and_never_logs_the_password: TestDb);
 
+/// Runs `verdict args` (with `stdin`), which must fail saying `message`.
+fn assert_refused(db: &TestDb, args: &[&str], stdin: Option<&str>, message: &str) {
+    let out = verdict(db, args, stdin);
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(
+        text(&out.stderr).contains(message),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+}
+
 async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
     let ok = verdict(
         db,
@@ -270,13 +281,7 @@ async fn user_commands_refuse_bad_input_and_change_nothing(db: &TestDb) {
         ),
     ];
     for (args, stdin, message) in cases {
-        let out = verdict(db, args, stdin);
-        assert!(!out.status.success(), "{args:?} should fail");
-        assert!(
-            text(&out.stderr).contains(message),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_refused(db, args, stdin, message);
     }
     let list = text(&verdict(db, &["user", "list"], None).stdout);
     assert_eq!(list.lines().count(), 2, "a header and ana only:\n{list}");
@@ -322,13 +327,7 @@ async fn the_skills_command_sets_and_checks_skills(db: &TestDb) {
             "no user named \"nobody\"",
         ),
     ] {
-        let out = verdict(db, &args, None);
-        assert!(!out.status.success(), "{args:?} should fail");
-        assert!(
-            text(&out.stderr).contains(message),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_refused(db, &args, None, message);
     }
     let list = text(&verdict(db, &["user", "list"], None).stdout);
     assert!(list.contains("go, rust"), "unchanged: {list}");

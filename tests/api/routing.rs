@@ -536,9 +536,32 @@ async fn strict_routing_holds_exactly_k_under_concurrency(app: &TestApp) {
 }
 db_test!(strict_routing_holds_exactly_k_under_concurrency: TestApp);
 
+/// Posts the skills form at `path` (`/skills`, or `/skills/{id}`) as `browser`, with the
+/// page's CSRF token.
+async fn post_skills(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    path: &str,
+    skills: &str,
+) -> reqwest::Response {
+    let page = browser.get(app.url("/skills")).go().await;
+    let csrf = csrf_token(&page.text().await.expect("the page"));
+    browser
+        .post(app.url(path))
+        .form(&[("csrf_token", csrf.as_str()), ("skills", skills)])
+        .go()
+        .await
+}
+
+/// `who`'s skills, as they read them through the API.
+async fn skills_of(app: &TestApp, who: &Persona) -> Value {
+    let me = who.api.get(app.url("/api/v1/me")).go().await;
+    json_with(me, StatusCode::OK).await["skills"].clone()
+}
+
 /// The skills page: everyone sets their own; a lead sets raters'; a refused list is
-/// shown again with why; the CLI sets them too.
-async fn the_skills_page_and_command_set_skills(app: &TestApp) {
+/// shown again with why.
+async fn the_skills_page_sets_ones_own_and_raters_skills(app: &TestApp) {
     let _admin = app.admin().await;
     let _lead = app.lead().await;
     let ana = app.persona("ana", Role::Rater).await;
@@ -548,42 +571,17 @@ async fn the_skills_page_and_command_set_skills(app: &TestApp) {
         html.contains("Your skills") && !html.contains("Raters' skills"),
         "{html}"
     );
-    let csrf = csrf_token(
-        &rater
-            .get(app.url("/skills"))
-            .go()
-            .await
-            .text()
-            .await
-            .unwrap(),
-    );
-    let saved = rater
-        .post(app.url("/skills"))
-        .form(&[("csrf_token", csrf.as_str()), ("skills", "Rust, Go")])
-        .go()
-        .await;
-    assert!(
-        saved.status().is_success() || saved.status().is_redirection(),
-        "{}",
-        saved.status()
-    );
-    let me = json_with(
-        ana.api.get(app.url("/api/v1/me")).go().await,
-        StatusCode::OK,
-    )
-    .await;
-    assert_eq!(me["skills"], json!(["go", "rust"]));
-    let refused = rater
-        .post(app.url("/skills"))
-        .form(&[("csrf_token", csrf.as_str()), ("skills", "ok, ,x")])
-        .go()
-        .await;
+    let saved = post_skills(app, &rater, "/skills", "Rust, Go").await;
+    assert!(!saved.status().is_client_error(), "{}", saved.status());
+    assert_eq!(skills_of(app, &ana).await, json!(["go", "rust"]));
+    let refused = post_skills(app, &rater, "/skills", "ok, ,x").await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = refused.text().await.unwrap();
     assert!(
         html.contains("a skill is empty") && html.contains("ok, ,x"),
         "{html}"
     );
+    assert_eq!(skills_of(app, &ana).await, json!(["go", "rust"]));
 
     let lead = app.login("lead", PASSWORD).await;
     let html = page_text(app, &lead, "/skills").await;
@@ -591,30 +589,8 @@ async fn the_skills_page_and_command_set_skills(app: &TestApp) {
         html.contains("Raters' skills") && html.contains("Skills of ana"),
         "{html}"
     );
-    let csrf = csrf_token(
-        &lead
-            .get(app.url("/skills"))
-            .go()
-            .await
-            .text()
-            .await
-            .unwrap(),
-    );
-    let saved = lead
-        .post(app.url(&format!("/skills/{}", ana.id)))
-        .form(&[("csrf_token", csrf.as_str()), ("skills", "python")])
-        .go()
-        .await;
-    assert!(
-        saved.status().is_success() || saved.status().is_redirection(),
-        "{}",
-        saved.status()
-    );
-    let me = json_with(
-        ana.api.get(app.url("/api/v1/me")).go().await,
-        StatusCode::OK,
-    )
-    .await;
-    assert_eq!(me["skills"], json!(["python"]));
+    let saved = post_skills(app, &lead, &format!("/skills/{}", ana.id), "python").await;
+    assert!(!saved.status().is_client_error(), "{}", saved.status());
+    assert_eq!(skills_of(app, &ana).await, json!(["python"]));
 }
-db_test!(the_skills_page_and_command_set_skills: TestApp);
+db_test!(the_skills_page_sets_ones_own_and_raters_skills: TestApp);

@@ -20,6 +20,7 @@ pub mod judge;
 pub mod lifecycle;
 pub mod metrics;
 pub mod overlap;
+pub mod qualification;
 pub mod rating;
 pub mod render;
 pub mod report;
