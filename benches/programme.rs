@@ -157,7 +157,10 @@ async fn run(
     (name, setting): (String, &Setting),
     (body, truth): (&str, &HashMap<String, char>),
 ) -> Outcome {
-    let query = format!("name={name}&randomize=false{}", setting.query);
+    let query = format!(
+        "name={name}&randomize=false&raters_see_external_ids=true{}",
+        setting.query
+    );
     let (batch, _) = upload_with(admin, server, &query, body.to_owned()).await;
     let batch = batch["id"].as_str().expect("id").to_owned();
     let mut rng = StdRng::seed_from_u64(SEED);
