@@ -72,6 +72,7 @@ fn label(setting: &str) -> String {
         "role" => "Role".into(),
         "active" => "Active".into(),
         "password" => "Password".into(),
+        "skills" => "Skills".into(),
         other => verdict_core::settings::label(other).into(),
     }
 }
@@ -135,8 +136,14 @@ pub fn words(entry: &AuditView) -> EntryWords {
         ),
         "user.update" if d.get("changed").is_some() => (
             user_href("user_id"),
-            changes(d, |name, value| match name {
-                "active" => yes_no(value).into(),
+            changes(d, |name, value| match (name, value) {
+                ("active", _) => yes_no(value).into(),
+                ("skills", Value::Array(skills)) if skills.is_empty() => "none".into(),
+                ("skills", Value::Array(skills)) => skills
+                    .iter()
+                    .map(text)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 _ => text(value),
             }),
         ),
@@ -281,6 +288,13 @@ mod tests {
             ["Role: rater → lead", "Active: yes → no", "Password changed"]
         );
         assert_eq!(w.target_href, Some(format!("/admin/users#user-{user}")));
+        let w = words(&entry(
+            "user.update",
+            "noor",
+            json!({"user_id": user, "changed": ["skills"],
+                   "before": {"skills": []}, "after": {"skills": ["go", "rust"]}}),
+        ));
+        assert_eq!(w.lines, ["Skills: none → go, rust"]);
         let rating = Uuid::from_u128(3);
         let w = words(&entry(
             "rating.review",
