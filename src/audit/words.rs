@@ -139,11 +139,9 @@ pub fn words(entry: &AuditView) -> EntryWords {
             changes(d, |name, value| match (name, value) {
                 ("active", _) => yes_no(value).into(),
                 ("skills", Value::Array(skills)) if skills.is_empty() => "none".into(),
-                ("skills", Value::Array(skills)) => skills
-                    .iter()
-                    .map(text)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                ("skills", Value::Array(skills)) => {
+                    skills.iter().map(text).collect::<Vec<_>>().join(", ")
+                }
                 _ => text(value),
             }),
         ),
