@@ -23,6 +23,7 @@ pub fn router() -> ApiRouter {
         .routes(routes!(upload, list))
         .routes(routes!(one, update))
         .routes(routes!(gold, set_gold))
+        .routes(routes!(qualification))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -142,6 +143,21 @@ pub async fn gold(
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<GoldSettings>> {
     Ok(Json(super::gold::settings(&state, id, &lead).await?))
+}
+
+/// The batch's qualification: for a rater of it, where they stand (and, when the batch
+/// reveals them, the expected answers of each try that is over); for a lead of it,
+/// every rater's standing. `qualification` is `null` when the batch asks for none.
+#[utoipa::path(get, path = "/api/v1/batches/{id}/qualification", tag = "batches",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = super::qualification::QualificationView),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn qualification(
+    CurrentUser { user, .. }: CurrentUser,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<super::qualification::QualificationView>> {
+    Ok(Json(super::qualification::view(&state, id, &user).await?))
 }
 
 /// Changes the batch's gold settings (a lead of the batch); an absent field is kept.

@@ -14,6 +14,7 @@ use verdict_core::user::User;
 pub mod api;
 pub mod gold;
 pub mod pages;
+pub mod qualification;
 pub mod settings;
 
 pub use settings::SettingsRequest;
@@ -23,7 +24,7 @@ pub fn api_router() -> crate::web::openapi::ApiRouter {
 }
 
 pub fn page_router() -> Router<AppState> {
-    pages::router()
+    pages::router().merge(qualification::router())
 }
 
 pub use crate::services::batches::UploadParams;

@@ -230,6 +230,14 @@ enum ReportCommand {
     /// per rated task, from people's finished ratings by the time they were submitted
     /// (what `GET /api/v1/reports/hours` answers).
     Hours(HoursArgs),
+    /// Where each rater stands with a batch's qualification (what a lead sees at
+    /// `GET /api/v1/batches/{id}/qualification`): passed, failed or in progress, with
+    /// each try's tasks right of those rated.
+    Qualification {
+        /// The batch's name.
+        #[arg(long)]
+        batch: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -524,6 +532,9 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => batches::import(&store, args).await,
         Command::Export(args) => batches::export(&store, args).await,
         Command::Report(ReportCommand::Hours(args)) => reports::hours(&store, args).await,
+        Command::Report(ReportCommand::Qualification { batch }) => {
+            reports::qualification(&store, &batch).await
+        }
         Command::Backup(args) => server::backup(&store, &args, &cli.database_url).await,
         Command::Demo(_) | Command::MigrateData(_) => unreachable!("handled above"),
     };

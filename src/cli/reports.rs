@@ -51,3 +51,41 @@ pub(super) async fn hours(store: &Store, args: HoursArgs) -> anyhow::Result<()> 
     }
     Ok(())
 }
+
+pub(super) async fn qualification(store: &Store, batch: &str) -> anyhow::Result<()> {
+    let batch = store
+        .batch_by_name(batch)
+        .await?
+        .with_context(|| format!("no batch named {batch:?}"))?;
+    let Some(q) = batch.qualification else {
+        println!("{} asks for no qualification", batch.name);
+        return Ok(());
+    };
+    let standings = crate::services::qualification::standings(store, batch.id, &q)
+        .await
+        .map_err(|e| describe(e.into()))?;
+    println!(
+        "{}: {} gold tasks a try, {:.0}% to pass, {} tr{}",
+        batch.name,
+        q.tasks,
+        q.pass_mark * 100.0,
+        q.tries,
+        if q.tries == 1 { "y" } else { "ies" }
+    );
+    if standings.is_empty() {
+        println!("nobody has started it yet");
+    }
+    for (rater, standing) in standings {
+        let tries: Vec<String> = standing
+            .tries
+            .iter()
+            .map(|t| format!("{} of {}", t.right, t.rated))
+            .collect();
+        println!(
+            "{rater:<32} {:<12} {}",
+            standing.state.words(),
+            tries.join("; ")
+        );
+    }
+    Ok(())
+}

@@ -22,14 +22,32 @@ pub(super) struct GoldForm {
     pub(super) gold_percent: String,
     #[serde(default)]
     pub(super) review_first_percent: String,
+    /// Gold tasks a qualification try asks; empty: no qualification.
+    #[serde(default)]
+    pub(super) qualify_tasks: String,
+    #[serde(default)]
+    pub(super) qualify_pass_percent: String,
+    #[serde(default)]
+    pub(super) qualify_tries: String,
+    /// A ticked box: present when ticked.
+    pub(super) qualify_reveal: Option<String>,
 }
 
 impl GoldForm {
-    pub(super) fn of(gold: &crate::metrics::gold::GoldMetrics) -> Self {
+    pub(super) fn of(
+        gold: &crate::metrics::gold::GoldMetrics,
+        qualification: Option<&verdict_core::qualification::Qualification>,
+    ) -> Self {
         let percent = |share: f64| format!("{}", (share * 1000.0).round() / 10.0);
         GoldForm {
             gold_percent: percent(gold.rate),
             review_first_percent: gold.review_first_below.map(percent).unwrap_or_default(),
+            qualify_tasks: qualification
+                .map(|q| q.tasks.to_string())
+                .unwrap_or_default(),
+            qualify_pass_percent: percent(qualification.map_or(0.8, |q| q.pass_mark)),
+            qualify_tries: qualification.map_or(1, |q| q.tries).to_string(),
+            qualify_reveal: qualification.filter(|q| q.reveal).map(|_| "on".into()),
         }
     }
 
@@ -51,6 +69,20 @@ impl GoldForm {
         };
         let rate = read("gold_percent", &self.gold_percent).unwrap_or(0.0);
         let below = read("review_first_percent", &self.review_first_percent);
+        let pass = read("qualify_pass_percent", &self.qualify_pass_percent);
+        let mut whole = |field: &str, text: &str| {
+            let text = text.trim();
+            if text.is_empty() {
+                return None;
+            }
+            let n = text.parse::<i32>().ok();
+            if n.is_none() {
+                errors.insert(field.into(), "must be a whole number".into());
+            }
+            n
+        };
+        let tasks = whole("qualify_tasks", &self.qualify_tasks);
+        let tries = whole("qualify_tries", &self.qualify_tries);
         if below == Some(0.0) {
             errors.insert(
                 "review_first_percent".into(),
@@ -61,6 +93,10 @@ impl GoldForm {
             Ok(crate::batches::gold::GoldRequest {
                 gold_rate: Some(rate),
                 review_first_below: Some(below),
+                qualify_tasks: Some(tasks),
+                qualify_pass: pass,
+                qualify_tries: tries,
+                qualify_reveal: Some(self.qualify_reveal.is_some()),
             })
         } else {
             Err(errors)
@@ -87,10 +123,11 @@ pub(super) async fn save_gold(
             Err(AppError::Validation { fields, .. }) => fields
                 .into_iter()
                 .map(|(k, v)| {
-                    let field = if k == "gold_rate" {
-                        "gold_percent"
-                    } else {
-                        "review_first_percent"
+                    let field = match k.as_str() {
+                        "gold_rate" => "gold_percent",
+                        "qualify_pass" => "qualify_pass_percent",
+                        "review_first_below" => "review_first_percent",
+                        other => other,
                     };
                     (field.to_owned(), v)
                 })

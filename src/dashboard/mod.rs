@@ -408,6 +408,11 @@ struct BatchPage {
     /// The gold settings form, as shown or as typed, and what is wrong with it.
     gold_form: GoldForm,
     gold_errors: FieldErrors,
+    /// The batch's qualification and each rater's standing with it, by username.
+    qualification: Option<(
+        verdict_core::qualification::Qualification,
+        std::collections::BTreeMap<String, verdict_core::qualification::Standing>,
+    )>,
 }
 
 impl BatchPage {
@@ -640,9 +645,18 @@ async fn build(
     let agreement_rows = agreement_rows(&rubric, &metrics);
     let judges = judge_figures(&metrics, &rubric);
     let bias = bias::bias_view(&metrics, &rubric);
-    let gold_form = GoldForm::of(&metrics.gold);
+    let qualifying = state.store().batch(id).await?.and_then(|b| b.qualification);
+    let gold_form = GoldForm::of(&metrics.gold, qualifying.as_ref());
+    let qualification = match qualifying {
+        Some(q) => Some((
+            q,
+            crate::services::qualification::standings(state.store(), id, &q).await?,
+        )),
+        None => None,
+    };
     Ok(BatchPage {
         layout,
+        qualification,
         gold_form,
         gold_errors: FieldErrors::new(),
         judges,

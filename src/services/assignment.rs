@@ -10,7 +10,7 @@ use chrono::{Duration, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{ServiceError, ServiceResult, WarningView};
+use super::{ServiceError, ServiceResult, WarningView, qualification};
 use crate::store::Store;
 use crate::store::assignments::Release;
 use verdict_core::assignment::Assignment;
@@ -18,6 +18,7 @@ use verdict_core::batch::Batch;
 use verdict_core::evidence::Evidence;
 use verdict_core::lifecycle::AssignmentState;
 use verdict_core::overlap::Plan;
+use verdict_core::qualification::State;
 use verdict_core::rating::{Extras, Finish, Rating};
 use verdict_core::rubric::{Mode, Rubric, ShownAnswers};
 use verdict_core::submission::{self, Form, NewRating, RatingRequest, TimeSpent};
@@ -127,6 +128,8 @@ async fn owned_of(store: &Store, assignment: Assignment, user: &User) -> Service
 }
 
 /// The rater's open assignment in a batch, or a new one; `None` when nothing is left.
+/// In a batch that asks for a qualification, a rater who has not passed it is handed its
+/// gold tasks only, and one who failed it nothing (409).
 pub async fn next(store: &Store, batch_id: Uuid, user: &User) -> ServiceResult<Option<Assignment>> {
     if !crate::access::can_rate(store, batch_id, user).await? {
         return Err(ServiceError::NotFound);
@@ -140,9 +143,36 @@ pub async fn next(store: &Store, batch_id: Uuid, user: &User) -> ServiceResult<O
     // A gold task at the batch's rate: a uniform draw in [0, 1) below it.
     let rate = batch.gold_rate;
     let gold = move || rate > 0.0 && f64::from(OsRng.next_u32()) / 4_294_967_296.0 < rate;
-    Ok(store
-        .next_assignment(&batch, user.id, &user.skills, swap, gold)
-        .await?)
+    let qualifying = match &batch.qualification {
+        None => false,
+        Some(qualification) => {
+            let standing = qualification::standing_of(store, &batch, qualification, user).await?;
+            match standing.state {
+                State::Passed => false,
+                State::NotStarted | State::InProgress => true,
+                State::Failed => {
+                    return Err(ServiceError::Conflict(format!(
+                        "you did not pass this batch's qualification ({} of {} tr{} failed); \
+                         its lead can tell you more",
+                        standing.tries.len(),
+                        qualification.tries,
+                        if qualification.tries == 1 { "y" } else { "ies" }
+                    )));
+                }
+            }
+        }
+    };
+    let next = store
+        .next_assignment(&batch, user.id, &user.skills, swap, gold, qualifying)
+        .await?;
+    if next.is_none() && qualifying {
+        return Err(ServiceError::Conflict(
+            "this batch asks you to pass a qualification first, and it has no gold task left \
+             that you have not had: ask its lead to add some"
+                .into(),
+        ));
+    }
+    Ok(next)
 }
 
 /// Releases an open assignment by hand: `lead` must lead its batch (or be an admin);

@@ -16,6 +16,7 @@ pub mod audit;
 pub mod batches;
 pub mod gold;
 pub mod judging;
+pub mod qualification;
 pub mod rating;
 pub mod review;
 pub mod revision;

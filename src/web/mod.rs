@@ -93,16 +93,17 @@ impl<T: DeserializeOwned + 'static> FromRequest<AppState> for ApiJson<T> {
             ));
         }
         let bytes = read_limited(req, JSON_LIMIT, state, "JSON body").await?;
-        let value = shape::parse::<T>(&bytes)?;
         // Every typed body of the API is an object, but serde also reads a struct from
         // the list of its fields in order (`[0.5, null]`), which the document does not
-        // allow. A `Value` body is checked by its handler.
+        // allow: said before anything is read. A `Value` body is checked by its handler.
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
         if std::any::TypeId::of::<T>() != std::any::TypeId::of::<serde_json::Value>()
-            && first != Some(&b'{')
+            && first.is_some_and(|b| *b != b'{')
+            && serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok()
         {
             return Err(AppError::field("body", "must be a JSON object"));
         }
+        let value = shape::parse::<T>(&bytes)?;
         refuse_nul_in_json(&bytes)?;
         Ok(Self(value))
     }

@@ -121,7 +121,7 @@ async fn gold_is_graded_by_each_tolerance_and_kept_out_of_the_pool_and_the_metri
     let settings = get(app, &lead, &format!("/api/v1/batches/{batch}/gold")).await;
     assert_eq!(
         settings,
-        json!({"gold_rate": 0.0, "review_first_below": null, "gold_tasks": 1})
+        json!({"gold_rate": 0.0, "review_first_below": null, "gold_tasks": 1, "qualification": null})
     );
     let progress = get(app, &lead, &format!("/api/v1/batches/{batch}")).await;
     assert_eq!(
@@ -293,7 +293,7 @@ async fn a_rater_below_the_threshold_has_new_ratings_reviewed_first(app: &TestAp
     .await;
     assert_eq!(
         json_with(set, StatusCode::OK).await,
-        json!({"gold_rate": 1.0, "review_first_below": 0.5, "gold_tasks": 3})
+        json!({"gold_rate": 1.0, "review_first_below": 0.5, "gold_tasks": 3, "qualification": null})
     );
     let mut right = complete_answers();
     right["sxs"] = json!(2);
@@ -448,7 +448,7 @@ async fn bad_gold_and_bad_settings_are_named_and_change_nothing(app: &TestApp) {
     let settings = get(app, &lead, &format!("/api/v1/batches/{batch}/gold")).await;
     assert_eq!(
         settings,
-        json!({"gold_rate": 0.0, "review_first_below": null, "gold_tasks": 1}),
+        json!({"gold_rate": 0.0, "review_first_below": null, "gold_tasks": 1, "qualification": null}),
         "nothing changed"
     );
 }

@@ -36,6 +36,7 @@ mod migrate_data;
 mod migrations;
 mod overlap;
 mod pages;
+mod qualification;
 mod ranking;
 mod rating;
 mod reports;

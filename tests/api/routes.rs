@@ -101,6 +101,9 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("PATCH", "/api/v1/batches/{batch}/gold", [401, 403, 403, 200, 200, 401]),
     // The batch page's gold form: nothing typed asks for no gold and no review first.
     ("POST", "/batches/{batch}/gold", [303, 403, 403, 303, 303, 303]),
+    // Qualification: its raters see their own, its leads everyone's.
+    ("GET", "/api/v1/batches/{batch}/qualification", [401, 200, 200, 200, 200, 401]),
+    ("GET", "/batches/{batch}/qualification", [303, 200, 200, 200, 200, 303]),
     ("GET", "/api/v1/batches/{batch}/export", [401, 403, 403, 200, 200, 401]),
     // The batch page's export form: no filters, so on to the export itself.
     ("GET", "/batches/{batch}/export", [303, 403, 403, 303, 303, 303]),

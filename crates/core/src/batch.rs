@@ -55,6 +55,9 @@ pub struct Batch {
     /// When its routing last changed (route or mode): skips before and after it are
     /// compared on its dashboard.
     pub routed_since: Option<DateTime<Utc>>,
+    /// The round of gold tasks a rater must pass before its real tasks (see
+    /// [`crate::qualification`]); `None`: none.
+    pub qualification: Option<crate::qualification::Qualification>,
 }
 
 impl Batch {

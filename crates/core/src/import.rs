@@ -10,6 +10,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+/// The longest explanation of a gold task's answers, in characters.
+pub const MAX_GOLD_EXPLANATION: usize = 4000;
+
 /// The largest text a single field may hold.
 pub const MAX_FIELD_BYTES: usize = 2 * 1024 * 1024;
 /// The longest external id.
@@ -77,6 +80,7 @@ impl Responses {
                 "model_b",
                 "metadata",
                 "gold",
+                "gold_explanation",
             ],
             Responses::One => &[
                 "external_id",
@@ -85,6 +89,7 @@ impl Responses {
                 "model",
                 "metadata",
                 "gold",
+                "gold_explanation",
             ],
         }
     }
@@ -128,6 +133,9 @@ pub struct NewTask {
     /// A gold task's expected answers by path, as given (checked against the batch's
     /// rubric by the checker `check` is given); `None` for any other task.
     pub gold: Option<Value>,
+    /// Why a gold task's expected answers are right, shown to a rater after a
+    /// qualification try when the batch reveals them (see [`crate::qualification`]).
+    pub gold_explanation: Option<String>,
     /// SHA-256 of everything but the id: a re-upload with the same hash is unchanged.
     pub content_hash: String,
 }
@@ -238,7 +246,7 @@ fn csv_records(bytes: &[u8], responses: Responses) -> Result<Records<'_>, Record
         if let Some(why) = responses.misfit(&name) {
             return Err(header_error(format!("column {why}")));
         }
-        if name == "gold" {
+        if name == "gold" || name == "gold_explanation" {
             return Err(header_error(
                 "column \"gold\": expected answers are given in the JSON formats (JSONL or a \
                  JSON array), as an object on the task"
@@ -252,7 +260,7 @@ fn csv_records(bytes: &[u8], responses: Responses) -> Result<Records<'_>, Record
                 .keys()
                 .iter()
                 .copied()
-                .filter(|k| !matches!(*k, "metadata" | "gold"))
+                .filter(|k| !matches!(*k, "metadata" | "gold" | "gold_explanation"))
                 .collect();
             return Err(header_error(format!(
                 "unknown column {name:?}: use {} and meta.* columns",
@@ -427,12 +435,36 @@ pub fn parse_task(value: &Value, responses: Responses) -> Result<NewTask, String
             );
         }
     };
-    // A task without gold hashes as it did before gold existed.
-    let content = match &gold {
-        None => serde_json::json!([prompt, response_a, response_b, model_a, model_b, metadata]),
-        Some(gold) => {
+    let gold_explanation = match object.get("gold_explanation") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if gold.is_some() => {
+            if text.chars().count() > MAX_GOLD_EXPLANATION {
+                return Err(format!(
+                    "gold_explanation is longer than {MAX_GOLD_EXPLANATION} characters"
+                ));
+            }
+            check_text("gold_explanation", text)?;
+            Some(text.clone())
+        }
+        Some(Value::String(_)) => {
+            return Err("gold_explanation is for a gold task: give the task gold too".into());
+        }
+        Some(_) => return Err("gold_explanation must be text".into()),
+    };
+    // A task without gold hashes as it did before gold existed, and a gold task without
+    // an explanation as it did before explanations.
+    let content = match (&gold, &gold_explanation) {
+        (None, _) => {
+            serde_json::json!([prompt, response_a, response_b, model_a, model_b, metadata])
+        }
+        (Some(gold), None) => {
             serde_json::json!([
                 prompt, response_a, response_b, model_a, model_b, metadata, gold
+            ])
+        }
+        (Some(gold), Some(why)) => {
+            serde_json::json!([
+                prompt, response_a, response_b, model_a, model_b, metadata, gold, why
             ])
         }
     };
@@ -447,6 +479,7 @@ pub fn parse_task(value: &Value, responses: Responses) -> Result<NewTask, String
         model_b,
         metadata,
         gold,
+        gold_explanation,
         content_hash,
     })
 }

@@ -494,6 +494,8 @@ impl super::Store {
     /// `None` when nothing is left for them. `swap` decides the orientation of a new one,
     /// and `gold` whether it is a gold task the rater has not had instead (while the
     /// pool still holds work for them, so that gold never outlasts the real tasks).
+    /// `qualifying` hands out only gold tasks the rater has not had, and nothing when
+    /// none is left (see [`verdict_core::qualification`]).
     pub async fn next_assignment(
         &self,
         batch: &Batch,
@@ -501,10 +503,16 @@ impl super::Store {
         skills: &[String],
         swap: impl Fn() -> bool,
         gold: impl Fn() -> bool,
+        qualifying: bool,
     ) -> StoreResult<Option<Assignment>> {
         for _ in 0..PICK_ATTEMPTS {
+            let gold = if qualifying {
+                Gold::Only
+            } else {
+                Gold::Mixed(gold())
+            };
             match self
-                .try_next_assignment(batch, rater_id, skills, swap(), gold())
+                .try_next_assignment(batch, rater_id, skills, swap(), gold)
                 .await
             {
                 // Two requests of the same rater raced to open an assignment, or two
@@ -528,7 +536,7 @@ impl super::Store {
         rater_id: Uuid,
         skills: &[String],
         swapped: bool,
-        gold: bool,
+        gold: Gold,
     ) -> StoreResult<Pick> {
         let now = Utc::now();
         let lease = now + Duration::minutes(i64::from(batch.lease_minutes));
@@ -611,7 +619,15 @@ impl super::Store {
                 // first open task; it is picked and claimed in one statement.
                 // Each pass in turn (matching tasks first, when the batch prefers them)
                 // until one finds a task.
-                let (candidate, claimed, held_elsewhere) = if !postgres && !gold {
+                let (candidate, claimed, held_elsewhere) = if gold == Gold::Only {
+                    // Qualifying: a gold task the rater has not had, and nothing else.
+                    let gold_task: Option<(Uuid,)> = sqlx::query_as(GOLD_PICK)
+                        .bind(batch.id)
+                        .bind(rater_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    (gold_task, gold_task.map(|(id,)| id), false)
+                } else if !postgres && gold == Gold::Mixed(false) {
                     let mut claimed: Option<(Uuid,)> = None;
                     for pass in &passes {
                         let mut claim = sqlx::query_as(&pass.claim_first)
@@ -659,20 +675,16 @@ impl super::Store {
                     }
                     // A gold task in place of the pool's, in no fixed order; it claims no
                     // slot, as it never counts towards the overlap.
-                    let gold_task: Option<(Uuid,)> = if gold && candidate.is_some() {
-                        sqlx::query_as(
-                            "SELECT g.task_id FROM gold_tasks g WHERE g.batch_id = $1
-                               AND NOT EXISTS (SELECT 1 FROM assignments a
-                                               WHERE a.task_id = g.task_id AND a.rater_id = $2)
-                             ORDER BY RANDOM() LIMIT 1",
-                        )
-                        .bind(batch.id)
-                        .bind(rater_id)
-                        .fetch_optional(&mut *tx)
-                        .await?
-                    } else {
-                        None
-                    };
+                    let gold_task: Option<(Uuid,)> =
+                        if gold == Gold::Mixed(true) && candidate.is_some() {
+                            sqlx::query_as(GOLD_PICK)
+                                .bind(batch.id)
+                                .bind(rater_id)
+                                .fetch_optional(&mut *tx)
+                                .await?
+                        } else {
+                            None
+                        };
                     let claimed = match (gold_task, candidate) {
                         (Some((task_id,)), _) => Some(task_id),
                         (None, None) => None,
@@ -726,6 +738,21 @@ impl super::Store {
         });
         Ok(pick)
     }
+}
+
+/// A gold task of batch `$1` that rater `$2` has not had, in no fixed order. It claims
+/// no slot, as it never counts towards the overlap.
+const GOLD_PICK: &str = "SELECT g.task_id FROM gold_tasks g WHERE g.batch_id = $1
+       AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.task_id = g.task_id AND a.rater_id = $2)
+     ORDER BY RANDOM() LIMIT 1";
+
+/// Whether a pick hands out gold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gold {
+    /// A gold task in place of the pool's, or not, while the pool holds work.
+    Mixed(bool),
+    /// Only gold tasks: the rater is qualifying (see [`verdict_core::qualification`]).
+    Only,
 }
 
 /// One pass of a pick over the pool (see [`verdict_core::routing`]).

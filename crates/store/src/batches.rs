@@ -12,6 +12,7 @@ use super::{StoreError, StoreResult, read, transaction, write};
 use verdict_core::batch::{Batch, NewBatch};
 use verdict_core::import::NewTask;
 use verdict_core::lifecycle::{BatchState, Outcome};
+use verdict_core::qualification::Qualification;
 use verdict_core::role::Role;
 use verdict_core::routing::{RouteBy, Routing, route_key};
 use verdict_core::rubric::Classification;
@@ -66,6 +67,10 @@ pub(crate) struct BatchRow {
     #[sqlx(try_from = "String")]
     routing: Routing,
     routed_since: Option<DateTime<Utc>>,
+    qualify_tasks: Option<i32>,
+    qualify_pass: f64,
+    qualify_tries: i32,
+    qualify_reveal: bool,
 }
 
 impl From<BatchRow> for Batch {
@@ -95,6 +100,13 @@ impl From<BatchRow> for Batch {
             route_by: row.route_by.and_then(|r| RouteBy::parse(&r).ok()),
             routing: row.routing,
             routed_since: row.routed_since,
+            // Written only from checked settings (the columns' checks hold them too).
+            qualification: row.qualify_tasks.map(|tasks| Qualification {
+                tasks,
+                pass_mark: row.qualify_pass,
+                tries: row.qualify_tries,
+                reveal: row.qualify_reveal,
+            }),
         }
     }
 }
@@ -103,6 +115,7 @@ const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
      b.gold_rate, b.review_first_below, b.raters_see_external_ids, b.bradley_terry_prior, \
      b.route_by, b.routing, b.routed_since, \
+     b.qualify_tasks, b.qualify_pass, b.qualify_tries, b.qualify_reveal, \
      EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
 
 /// How far a batch has come. Skips and drafts are counted apart from completed work.
@@ -579,7 +592,7 @@ impl super::Store {
                             .as_ref()
                             .and_then(|r| route_key(task.metadata.get(r.key())));
                         if let Some(expected) = task.gold {
-                            gold.push((id, expected));
+                            gold.push((id, expected, task.gold_explanation));
                         }
                         row.push_bind(id)
                             .push_bind(batch.id)
@@ -597,13 +610,15 @@ impl super::Store {
                             .push_bind(key);
                     });
                     insert.build().execute(&mut *tx).await?;
-                    for (task_id, expected) in gold {
+                    for (task_id, expected, explanation) in gold {
                         sqlx::query(
-                            "INSERT INTO gold_tasks (task_id, batch_id, expected) VALUES ($1, $2, $3)",
+                            "INSERT INTO gold_tasks (task_id, batch_id, expected, explanation)
+                             VALUES ($1, $2, $3, $4)",
                         )
                         .bind(task_id)
                         .bind(batch.id)
                         .bind(Json(expected))
+                        .bind(explanation)
                         .execute(&mut *tx)
                         .await?;
                     }

@@ -7,6 +7,8 @@ use uuid::Uuid;
 
 use super::{StoreResult, read, write};
 use verdict_core::gold::{Expected, Grade};
+use verdict_core::qualification::Qualification;
+use verdict_core::rubric::Answers;
 
 /// A graded rating of a gold task, as the batch's figures read it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -110,26 +112,69 @@ impl super::Store {
         Ok(count)
     }
 
-    /// Sets a batch's gold rate and review-first threshold.
+    /// Sets a batch's gold rate, review-first threshold and qualification.
     pub async fn set_gold_settings(
         &self,
         batch_id: Uuid,
         gold_rate: f64,
         review_first_below: Option<f64>,
+        qualification: Option<Qualification>,
     ) -> StoreResult<()> {
+        let q = qualification.as_ref();
         write!(self, |pool| {
             sqlx::query(
-                "UPDATE batches SET gold_rate = $2, review_first_below = $3, updated_at = $4
+                "UPDATE batches SET gold_rate = $2, review_first_below = $3, updated_at = $4,
+                    qualify_tasks = $5, qualify_pass = COALESCE($6, qualify_pass),
+                    qualify_tries = COALESCE($7, qualify_tries),
+                    qualify_reveal = COALESCE($8, qualify_reveal)
                  WHERE id = $1",
             )
             .bind(batch_id)
             .bind(gold_rate)
             .bind(review_first_below)
             .bind(Utc::now())
+            .bind(q.map(|q| q.tasks))
+            .bind(q.map(|q| q.pass_mark))
+            .bind(q.map(|q| q.tries))
+            .bind(q.map(|q| q.reveal))
             .execute(pool)
             .await
             .map(|done| done.rows_affected())
         })?;
         Ok(())
     }
+
+    /// A rater's graded gold ratings of a batch, oldest first, with what a qualification
+    /// shows of each once its try is over.
+    pub async fn gold_results(
+        &self,
+        batch_id: Uuid,
+        rater_id: Uuid,
+    ) -> StoreResult<Vec<GoldResult>> {
+        let sql = format!(
+            "SELECT t.external_id, r.answers, r.gold_grade AS grade, g.expected, g.explanation
+             FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN gold_tasks g ON g.task_id = r.task_id
+             WHERE r.batch_id = $1 AND r.rater_id = $2 AND {GRADED}
+             ORDER BY r.submitted_at, r.id"
+        );
+        Ok(read!(self, |pool| {
+            sqlx::query_as::<_, GoldResult>(&sql)
+                .bind(batch_id)
+                .bind(rater_id)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+}
+
+/// A graded rating of a gold task, with the task's expected answers and their
+/// explanation.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct GoldResult {
+    pub external_id: String,
+    /// In the task's own orientation.
+    pub answers: Json<Answers>,
+    pub grade: Json<Grade>,
+    pub expected: Json<Expected>,
+    pub explanation: Option<String>,
 }

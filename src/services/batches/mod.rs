@@ -11,6 +11,7 @@ use crate::store::batches::{Imported, UploadEntry};
 use crate::store::{Store, StoreError};
 use verdict_core::batch::{Batch, NewBatch};
 use verdict_core::import;
+use verdict_core::qualification::Qualification;
 use verdict_core::routing::{RouteBy, Routing};
 use verdict_core::rubric::Subject;
 use verdict_core::user::User;
@@ -389,16 +390,28 @@ pub async fn led(store: &Store, batch_id: Uuid, lead: &User) -> ServiceResult<Ba
     store.batch(batch_id).await?.ok_or(ServiceError::NotFound)
 }
 
+/// A change to a batch's qualification: `tasks` `Some(None)` asks for none; any other
+/// absent setting keeps its value (a new qualification's defaults: a pass mark of 0.8,
+/// one try, answers not revealed).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QualificationChange {
+    pub tasks: Option<Option<i32>>,
+    pub pass_mark: Option<f64>,
+    pub tries: Option<i32>,
+    pub reveal: Option<bool>,
+}
+
 /// Changes the gold settings of a batch `lead` leads: how often gold tasks are handed
-/// out (`gold_rate`) and the accuracy below which ratings wait for review first
-/// (`review_first_below`, `Some(None)` for never); an absent value keeps the batch's.
-/// Every bad value is named and nothing changes.
+/// out (`gold_rate`), the accuracy below which ratings wait for review first
+/// (`review_first_below`, `Some(None)` for never) and its qualification; an absent value
+/// keeps the batch's. Every bad value is named and nothing changes.
 pub async fn set_gold(
     store: &Store,
     batch_id: Uuid,
     lead: &User,
     gold_rate: Option<f64>,
     review_first_below: Option<Option<f64>>,
+    qualification: QualificationChange,
 ) -> ServiceResult<()> {
     let batch = led(store, batch_id, lead).await?;
     let mut errors = FieldErrors::new();
@@ -416,14 +429,42 @@ pub async fn set_gold(
             "must be an accuracy above 0 and at most 1, e.g. 0.7, or null for never".into(),
         );
     }
+    // A qualification keeps the settings not given, or takes a new one's defaults.
+    let now = batch.qualification;
+    let tasks = match qualification.tasks {
+        Some(tasks) => tasks,
+        None => now.map(|q| q.tasks),
+    };
+    let qualification = match tasks {
+        None => None,
+        Some(tasks) => {
+            let pass_mark = qualification
+                .pass_mark
+                .or(now.map(|q| q.pass_mark))
+                .unwrap_or(0.8);
+            let tries = qualification.tries.or(now.map(|q| q.tries)).unwrap_or(1);
+            let reveal = qualification
+                .reveal
+                .or(now.map(|q| q.reveal))
+                .unwrap_or(false);
+            match Qualification::check(tasks, pass_mark, tries, reveal) {
+                Ok(q) => Some(q),
+                Err(fields) => {
+                    errors.extend(fields);
+                    None
+                }
+            }
+        }
+    };
     if !errors.is_empty() {
         return Err(ServiceError::Invalid(errors));
     }
     store
-        .set_gold_settings(batch_id, gold_rate, review_first_below)
+        .set_gold_settings(batch_id, gold_rate, review_first_below, qualification)
         .await?;
     let detail = serde_json::json!({
         "batch_id": batch_id, "gold_rate": gold_rate, "review_first_below": review_first_below,
+        "qualification": qualification,
     });
     super::audit::record(store, lead, "batch.gold", &batch.name, detail).await;
     Ok(())

@@ -93,7 +93,7 @@ fn every_bad_record_is_named_with_its_line() {
         got[3],
         (
             5,
-            "unknown field \"responseA\" (a task has external_id, prompt, response_a, response_b, model_a, model_b, metadata, gold)"
+            "unknown field \"responseA\" (a task has external_id, prompt, response_a, response_b, model_a, model_b, metadata, gold, gold_explanation)"
         )
     );
     assert_eq!(got[4], (6, "prompt is empty"));

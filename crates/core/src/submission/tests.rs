@@ -35,6 +35,7 @@ fn batch() -> Batch {
         route_by: None,
         routing: crate::routing::Routing::Prefer,
         routed_since: None,
+        qualification: None,
     }
 }
 
