@@ -266,6 +266,9 @@ async fn broken_qualification_settings_are_named_and_change_nothing(app: &TestAp
             json!({"qualify_tasks": 2, "qualify_tries": 11}),
             "qualify_tries",
         ),
+        // Checked even when no qualification is asked for.
+        (json!({"qualify_pass": 2}), "qualify_pass"),
+        (json!({"qualify_tries": 0}), "qualify_tries"),
     ] {
         let (status, refused) = set_gold(app, &lead, &batch, body.clone()).await;
         assert_eq!(

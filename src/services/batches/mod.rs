@@ -435,8 +435,19 @@ pub async fn set_gold(
         Some(tasks) => tasks,
         None => now.map(|q| q.tasks),
     };
+    // Values given are checked even when no qualification is asked for.
+    let given = Qualification::check(
+        qualification.tasks.flatten().unwrap_or(1),
+        qualification.pass_mark.unwrap_or(0.8),
+        qualification.tries.unwrap_or(1),
+        false,
+    );
+    if let Err(fields) = given {
+        errors.extend(fields);
+    }
     let qualification = match tasks {
         None => None,
+        Some(_) if !errors.is_empty() => None,
         Some(tasks) => {
             let pass_mark = qualification
                 .pass_mark
