@@ -52,11 +52,14 @@ pub struct NextTask {
 }
 
 /// The caller's open assignment in the batch, or a new one (200); 204 when nothing is
-/// left for them. Calling again before finishing returns the same assignment.
+/// left for them. Calling again before finishing returns the same assignment. In a batch
+/// that asks for a qualification, a rater who has not passed it gets its gold tasks only,
+/// and 409 once every try failed or no gold task is left to try with.
 #[utoipa::path(post, path = "/api/v1/batches/{id}/next", tag = "rating",
     params(("id" = Uuid, Path, description = "batch id")),
     responses((status = 200, body = NextTask), (status = 204, description = "nothing left for you"),
-        (status = 404, body = ErrorBody)))]
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "the batch's qualification was not passed, or no gold task is left to take it with")))]
 pub async fn next(
     CurrentUser { user, .. }: CurrentUser,
     State(state): State<AppState>,
