@@ -86,6 +86,8 @@ test("adaptive overlap and skills routing, set on the pages and seen working", a
   const lead = await signedIn("lead");
   await lead.goto(`${env.server.base}/`);
   await Promise.all([lead.waitForNavigation(), lead.click(`a:has-text("${BATCH}")`)]);
+  // Adaptive overlap, set above, says what it has asked so far.
+  assert.match(await lead.locator("#adaptive-overlap").innerText(), /^Adaptive overlap: 0 of 12 tasks escalated \(0 raters added\) · 24 ratings asked against 36 with 3 on every task: 12 saved so far\.$/);
   const routing = await lead.locator("#routing").innerText();
   assert.match(routing, /routed by metadata\.language, strict/);
   assert.match(routing, /After routing\s+3\s+3\s+100%\s+too_long 3/);
