@@ -54,6 +54,20 @@ async fn qualification(app: &TestApp, who: &Persona, batch: &str) -> Value {
     json_with(response, StatusCode::OK).await
 }
 
+/// `rater`'s `next` in `batch`, which must be a 409 saying `why`.
+async fn next_refused(app: &TestApp, rater: &Persona, batch: &str, why: &str) {
+    let refused = rater
+        .api
+        .post(app.url(&format!("/api/v1/batches/{batch}/next")))
+        .go()
+        .await;
+    let refused = json_with(refused, StatusCode::CONFLICT).await;
+    assert!(
+        refused["error"].as_str().is_some_and(|e| e.contains(why)),
+        "{refused}"
+    );
+}
+
 /// Takes `rater`'s next task, which must be a gold one, and rates it right or wrong.
 async fn rate_gold(app: &TestApp, rater: &Persona, batch: &str, right: bool) {
     let next = app.next(rater, batch).await.expect("a task");
@@ -135,18 +149,7 @@ async fn a_rater_rates_gold_until_they_pass_and_one_who_fails_gets_nothing(app: 
     for _ in 0..4 {
         rate_gold(app, &bo, &batch, false).await;
     }
-    let refused = bo
-        .api
-        .post(app.url(&format!("/api/v1/batches/{batch}/next")))
-        .go()
-        .await;
-    let refused = json_with(refused, StatusCode::CONFLICT).await;
-    assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("did not pass this batch's qualification")),
-        "{refused}"
-    );
+    next_refused(app, &bo, &batch, "did not pass this batch's qualification").await;
     // A rater sees only their own; a lead everyone's.
     let seen_by_bo = qualification(app, &bo, &batch).await;
     assert_eq!(seen_by_bo["mine"]["standing"]["state"], "failed");
@@ -210,18 +213,7 @@ async fn answers_stay_hidden_without_reveal_and_a_try_without_gold_left_is_said(
         json!({"tasks": 2, "pass_mark": 0.8, "tries": 1, "reveal": false})
     );
     rate_gold(app, &ana, &batch, true).await;
-    let refused = ana
-        .api
-        .post(app.url(&format!("/api/v1/batches/{batch}/next")))
-        .go()
-        .await;
-    let refused = json_with(refused, StatusCode::CONFLICT).await;
-    assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("no gold task left")),
-        "{refused}"
-    );
+    next_refused(app, &ana, &batch, "no gold task left").await;
     let mine = &qualification(app, &ana, &batch).await["mine"];
     assert_eq!(mine["standing"]["state"], "in_progress");
     assert_eq!(mine["revealed"], json!([]));
