@@ -12,6 +12,7 @@ use crate::store::Store;
 use verdict_core::batch::Batch;
 use verdict_core::gold::Tolerance;
 use verdict_core::qualification::{Qualification, Standing};
+use verdict_core::rubric::answer_at;
 use verdict_core::user::User;
 
 /// `user`'s standing with `batch`'s qualification `q`.
@@ -80,12 +81,7 @@ pub async fn for_rater(
                     .0
                     .keys()
                     .map(|path| {
-                        let value = match path.split_once('.') {
-                            Some((side, key)) => {
-                                result.answers.0.get(side).and_then(|s| s.get(key))
-                            }
-                            None => result.answers.0.get(path.as_str()),
-                        };
+                        let value = answer_at(&result.answers.0, path);
                         (path.clone(), value.cloned().unwrap_or(Value::Null))
                     })
                     .collect();

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::FieldErrors;
-use crate::rubric::{Answer, Answers, Rubric, Slot};
+use crate::rubric::{Answer, Answers, Rubric, Slot, answer_at};
 
 /// How many of a rater's latest graded gold ratings decide whether their new ratings go
 /// to review first.
@@ -72,13 +72,9 @@ impl Grade {
 
 /// Grades canonical `answers` against `expected`.
 pub fn grade(expected: &Expected, answers: &Answers) -> Grade {
-    let at = |path: &str| match path.split_once('.') {
-        Some((side, key)) => answers.get(side).and_then(|s| s.get(key)),
-        None => answers.get(path),
-    };
     let wrong: Vec<String> = expected
         .iter()
-        .filter(|(path, tolerance)| !tolerance.accepts(at(path)))
+        .filter(|(path, tolerance)| !tolerance.accepts(answer_at(answers, path)))
         .map(|(path, _)| path.clone())
         .collect();
     Grade {

@@ -35,7 +35,7 @@ use super::stats::{self, Estimate};
 use super::{Accumulator, Question};
 use crate::judge::{Asked, FieldStatus, Fields, combine};
 use crate::lifecycle::CallStatus;
-use crate::rubric::{Answers, Favours, Rubric, ShownAnswers, Subject};
+use crate::rubric::{Favours, Rubric, ShownAnswers, Subject, answer_at};
 
 /// One call of a judge's latest run over the batch, as metrics read it.
 #[derive(Debug, Clone)]
@@ -190,7 +190,7 @@ impl Accumulator {
             for call in task_calls.iter().filter(|c| c.status != CallStatus::Failed) {
                 for &qi in &preferences {
                     let q = &self.questions[qi];
-                    if let Some(side) = favours(q, at(&call.answers, &q.path)) {
+                    if let Some(side) = favours(q, answer_at(&call.answers, &q.path)) {
                         if side != Favours::Tie {
                             decisive += 1;
                             first += u64::from(side == Favours::A);
@@ -217,8 +217,8 @@ impl Accumulator {
                 if let (Some(straight), Some(turned)) = (canonical(false), canonical(true)) {
                     for &qi in &preferences {
                         let q = &self.questions[qi];
-                        let x = favours(q, at(&straight, &q.path));
-                        let y = favours(q, at(&turned, &q.path));
+                        let x = favours(q, answer_at(&straight, &q.path));
+                        let y = favours(q, answer_at(&turned, &q.path));
                         if let (Some(x), Some(y)) = (x, y) {
                             both += 1;
                             consistent += u64::from(x == y);
@@ -242,7 +242,7 @@ impl Accumulator {
             for (qi, q) in self.questions.iter().enumerate() {
                 let parsed = combined.fields.get(&q.path).is_some_and(|s| s.is_parsed());
                 let code = if parsed {
-                    code_of(q, at(&combined.answers, &q.path))
+                    code_of(q, answer_at(&combined.answers, &q.path))
                 } else {
                     0
                 };
@@ -437,13 +437,6 @@ fn consensus(q: &Question, mut codes: Vec<i64>) -> Option<i64> {
     let mut top = counts.iter().filter(|(_, n)| **n == most);
     let (code, _) = top.next()?;
     top.next().is_none().then_some(*code)
-}
-
-fn at<'a>(answers: &'a Answers, path: &str) -> Option<&'a Value> {
-    match path.split_once('.') {
-        Some((side, key)) => answers.get(side)?.get(key),
-        None => answers.get(path),
-    }
 }
 
 fn code_of(q: &Question, value: Option<&Value>) -> u8 {

@@ -12,6 +12,14 @@ use super::{Answer, Explanation, Question, Required, Rubric, Subject, Warning};
 /// at the top.
 pub type Answers = Map<String, Value>;
 
+/// The answer of `answers` at `path`: `sxs`, or `a.correctness` on one response.
+pub fn answer_at<'a>(answers: &'a Answers, path: &str) -> Option<&'a Value> {
+    match path.split_once('.') {
+        Some((side, key)) => answers.get(side)?.get(key),
+        None => answers.get(path),
+    }
+}
+
 /// Field path (e.g. `b.correctness_explanation`) to what is wrong with it: the core's one
 /// map of field errors.
 pub type Problems = crate::fields::FieldErrors;
@@ -546,10 +554,7 @@ fn refusal(answer: &Answer, value: &Value) -> String {
 /// shown, derived answers worked out) meet: allowed but unlikely combinations the rater
 /// is asked to confirm or change.
 pub fn warnings<'r>(rubric: &'r Rubric, answers: &Answers) -> Vec<&'r Warning> {
-    let at = |path: &str| match path.split_once('.') {
-        Some((side, key)) => answers.get(side).and_then(|s| s.get(key)),
-        None => answers.get(path),
-    };
+    let at = |path: &str| answer_at(answers, path);
     rubric
         .warnings
         .iter()

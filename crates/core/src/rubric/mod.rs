@@ -19,7 +19,8 @@ pub mod document;
 mod orientation;
 
 pub use answers::{
-    Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, plain, validate, warnings, word_count,
+    Answers, Classification, MAX_TEXT_CHARS, Mode, Problems, answer_at, plain, validate, warnings,
+    word_count,
 };
 pub use orientation::{ShownAnswers, TaskAnswers};
 
