@@ -429,42 +429,28 @@ pub async fn set_gold(
             "must be an accuracy above 0 and at most 1, e.g. 0.7, or null for never".into(),
         );
     }
-    // A qualification keeps the settings not given, or takes a new one's defaults.
+    // A qualification keeps the settings not given, or takes a new one's defaults. The
+    // settings are checked whether or not one is asked for, so that a bad value given
+    // alone is named too.
     let now = batch.qualification;
-    let tasks = match qualification.tasks {
-        Some(tasks) => tasks,
-        None => now.map(|q| q.tasks),
-    };
-    // Values given are checked even when no qualification is asked for.
-    let given = Qualification::check(
-        qualification.tasks.flatten().unwrap_or(1),
-        qualification.pass_mark.unwrap_or(0.8),
-        qualification.tries.unwrap_or(1),
-        false,
+    let tasks = qualification.tasks.unwrap_or(now.map(|q| q.tasks));
+    let checked = Qualification::check(
+        tasks.unwrap_or(1),
+        qualification
+            .pass_mark
+            .or(now.map(|q| q.pass_mark))
+            .unwrap_or(0.8),
+        qualification.tries.or(now.map(|q| q.tries)).unwrap_or(1),
+        qualification
+            .reveal
+            .or(now.map(|q| q.reveal))
+            .unwrap_or(false),
     );
-    if let Err(fields) = given {
-        errors.extend(fields);
-    }
-    let qualification = match tasks {
-        None => None,
-        Some(_) if !errors.is_empty() => None,
-        Some(tasks) => {
-            let pass_mark = qualification
-                .pass_mark
-                .or(now.map(|q| q.pass_mark))
-                .unwrap_or(0.8);
-            let tries = qualification.tries.or(now.map(|q| q.tries)).unwrap_or(1);
-            let reveal = qualification
-                .reveal
-                .or(now.map(|q| q.reveal))
-                .unwrap_or(false);
-            match Qualification::check(tasks, pass_mark, tries, reveal) {
-                Ok(q) => Some(q),
-                Err(fields) => {
-                    errors.extend(fields);
-                    None
-                }
-            }
+    let qualification = match checked {
+        Ok(q) => tasks.map(|_| q),
+        Err(fields) => {
+            errors.extend(fields);
+            None
         }
     };
     if !errors.is_empty() {
