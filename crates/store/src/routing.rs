@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::users::skills_of;
 use super::{StoreResult, read};
 use verdict_core::routing::{SkipFigures, Suggestion};
 
@@ -78,40 +79,41 @@ impl super::Store {
         })?;
         Ok(rows
             .into_iter()
-            .map(|(name, skills)| (name, serde_json::from_str(&skills).unwrap_or_default()))
+            .map(|(name, skills)| (name, skills_of(&skills)))
             .collect())
     }
 
-    /// Raters who skipped many of the batch's tasks of one key as `reason`, with every
-    /// rater's skills to say whether the key is one of theirs (see [`Suggestion::of`]).
+    /// Raters who skipped many of the batch's tasks of one key as `reason`, with whether
+    /// the key is one of their skills (see [`Suggestion::of`]).
     pub async fn routing_suggestions(
         &self,
         batch_id: Uuid,
         reason: &str,
     ) -> StoreResult<Vec<Suggestion>> {
         let sql = format!(
-            "SELECT u.username, t.route_key, COUNT(*),
+            "SELECT u.username, u.skills, t.route_key, COUNT(*),
                     SUM(CASE WHEN r.outcome = 'skipped' AND r.skip_reason = $2 THEN 1 ELSE 0 END)
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN users u ON u.id = r.rater_id
              WHERE {FINISHED} AND t.route_key IS NOT NULL
-             GROUP BY u.username, t.route_key"
+             GROUP BY u.username, u.skills, t.route_key"
         );
-        let rows: Vec<(String, String, i64, i64)> = read!(self, |pool| {
+        let rows: Vec<(String, String, String, i64, i64)> = read!(self, |pool| {
             sqlx::query_as(&sql)
                 .bind(batch_id)
                 .bind(reason)
                 .fetch_all(pool)
                 .await
         })?;
-        let names: Vec<&String> = rows.iter().map(|(name, ..)| name).collect();
         let mut skills = BTreeMap::new();
-        for name in names {
-            if !skills.contains_key(name)
-                && let Some(user) = self.user_by_name(name).await?
-            {
-                skills.insert(name.clone(), user.skills);
-            }
-        }
+        let rows: Vec<(String, String, i64, i64)> = rows
+            .into_iter()
+            .map(|(name, held, key, finished, skipped)| {
+                skills
+                    .entry(name.clone())
+                    .or_insert_with(|| skills_of(&held));
+                (name, key, finished, skipped)
+            })
+            .collect();
         Ok(Suggestion::of(rows, &skills))
     }
 }

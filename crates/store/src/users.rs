@@ -32,10 +32,15 @@ impl From<UserRow> for User {
             active: row.active,
             created_at: row.created_at,
             password_changed_at: row.password_changed_at,
-            // Written only by `set_skills`, from checked skills.
-            skills: serde_json::from_str(&row.skills).unwrap_or_default(),
+            skills: skills_of(&row.skills),
         }
     }
+}
+
+/// A person's skills as `users.skills` holds them: a JSON array of strings, written only
+/// by `set_skills` from checked skills.
+pub(crate) fn skills_of(column: &str) -> Vec<String> {
+    serde_json::from_str(column).unwrap_or_default()
 }
 
 pub(crate) const USER_COLUMNS: &str =
