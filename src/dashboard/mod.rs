@@ -51,18 +51,23 @@ const HELD_SHOWN: i64 = 500;
 /// How many tasks no rater is left for the batch page names.
 const STRANDED_SHOWN: i64 = 50;
 
-/// Computes the metrics of a batch the lead may see, with the batch as its page shows it
-/// and the rubric they were made under.
-pub async fn compute(
-    state: &AppState,
-    id: Uuid,
-    lead: &User,
-) -> AppResult<(BatchView, Metrics, Arc<Rubric>)> {
+/// A batch as its page shows it, with its metrics, the rubric they were made under, and
+/// its qualification (which the batch's view does not carry).
+type Computed = (
+    BatchView,
+    Metrics,
+    Arc<Rubric>,
+    Option<verdict_core::qualification::Qualification>,
+);
+
+/// Computes the metrics of a batch the lead may see (see [`Computed`]).
+pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<Computed> {
     let summary = crate::batches::visible(state, id, lead).await?;
     let (metrics, rubric) =
         crate::metrics::api::measure(state, &summary.batch, summary.progress.tasks).await?;
+    let qualification = summary.batch.qualification;
     let view = crate::batches::view(state, summary, lead).await?;
-    Ok((view, metrics, rubric))
+    Ok((view, metrics, rubric, qualification))
 }
 
 /// A preference question as the page shows it.
@@ -538,7 +543,7 @@ async fn build(
     export_errors: FieldErrors,
     run_form: RunForm,
 ) -> AppResult<BatchPage> {
-    let (batch, metrics, rubric) = compute(state, id, lead).await?;
+    let (batch, metrics, rubric, qualifying) = compute(state, id, lead).await?;
     let mut runs = Vec::new();
     for run in state.store().runs_of_batch(id).await? {
         runs.push(crate::services::judging::runs::run_view(state.store(), run).await?);
@@ -645,7 +650,6 @@ async fn build(
     let agreement_rows = agreement_rows(&rubric, &metrics);
     let judges = judge_figures(&metrics, &rubric);
     let bias = bias::bias_view(&metrics, &rubric);
-    let qualifying = state.store().batch(id).await?.and_then(|b| b.qualification);
     let gold_form = GoldForm::of(&metrics.gold, qualifying.as_ref());
     let qualification = match qualifying {
         Some(q) => Some((
