@@ -10,20 +10,23 @@ use serde_json::Value;
 use super::ServiceResult;
 use crate::store::Store;
 use verdict_core::batch::Batch;
-use verdict_core::gold::Tolerance;
+use verdict_core::gold::{Grade, Tolerance};
 use verdict_core::qualification::{Qualification, Standing};
 use verdict_core::rubric::answer_at;
 use verdict_core::user::User;
 
-/// `user`'s standing with `batch`'s qualification `q`.
+/// `user`'s standing with `batch`'s qualification `q`, from their grades alone (what
+/// `next` asks on every call; [`for_rater`] reads the answers too).
 pub async fn standing_of(
     store: &Store,
     batch: &Batch,
     q: &Qualification,
     user: &User,
 ) -> ServiceResult<Standing> {
-    let results = store.gold_results(batch.id, user.id).await?;
-    let right: Vec<bool> = results.iter().map(|r| r.grade.0.passed()).collect();
+    // Every graded gold rating, newest first: turned to oldest first, as tries count.
+    let mut grades = store.recent_gold(batch.id, user.id, i64::MAX).await?;
+    grades.reverse();
+    let right: Vec<bool> = grades.iter().map(Grade::passed).collect();
     Ok(q.standing(&right))
 }
 
