@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::web::openapi::ApiRouter;
 use crate::{
     assign, audit, batches, error, export, judges, metrics, ratings, reports, review, rubrics,
-    store, users,
+    store, users, webhooks,
 };
 
 /// The document's frame: what it says of itself, its security schemes and shared
@@ -119,6 +119,7 @@ pub fn routes() -> ApiRouter {
         .merge(rubrics::api_router())
         .merge(judges::api_router())
         .merge(reports::api_router())
+        .merge(webhooks::api::router())
 }
 
 /// The API's routes, and its OpenAPI document (with the errors every route shares).

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+
 /// Settings of a running server. `Config::default()` suits tests and the demo.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -54,6 +56,11 @@ pub struct Config {
     /// the in-browser code runner's Python is served from it. Missing: Python does not
     /// run, JavaScript still does.
     pub pyodide_dir: std::path::PathBuf,
+    /// How webhooks are delivered: how often the outbox is read, the time-out of an
+    /// attempt, and the retries.
+    pub webhooks: Delivering,
+    /// Who may read `/metrics` (`--metrics-token`, `--metrics-open`); by default nobody.
+    pub metrics: MetricsAccess,
 }
 
 /// Where `scripts/vendor-pyodide` installs Pyodide, relative to the working directory.
@@ -100,6 +107,151 @@ impl Default for Config {
             sealing_key: None,
             export_fault_after_rows: None,
             pyodide_dir: std::path::PathBuf::from(DEFAULT_PYODIDE_DIR),
+            webhooks: Default::default(),
+            metrics: MetricsAccess::Off,
         }
+    }
+}
+
+/// Who may read `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetricsAccess {
+    /// Not served: `/metrics` is not found.
+    #[default]
+    Off,
+    /// Served to anyone who can reach it (a scraper on a private network).
+    Open,
+    /// Served to requests with `Authorization: Bearer <token>`; the SHA-256 of the token is
+    /// kept, and compared with the digest of what a request sends.
+    Token([u8; 32]),
+}
+
+/// Why a request may not read `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsRefusal {
+    /// The server does not serve it at all.
+    NotServed,
+    /// It is served to holders of the token, and the request holds none, or another.
+    NoToken,
+}
+
+/// The shortest `--metrics-token` accepted: a token a scraper keeps in a file, not one a
+/// person types, so nothing guessable.
+pub const MIN_TOKEN_LEN: usize = 24;
+
+impl MetricsAccess {
+    /// The access that `--metrics-token` and `--metrics-open` ask for; a token shorter
+    /// than [`MIN_TOKEN_LEN`] or given with `--metrics-open` is refused.
+    pub fn from_settings(token: Option<&str>, open: bool) -> Result<Self, String> {
+        match (token.map(str::trim).filter(|t| !t.is_empty()), open) {
+            (Some(_), true) => Err(
+                "--metrics-token and --metrics-open cannot both be set: a token would not be asked for"
+                    .into(),
+            ),
+            (Some(token), false) if token.chars().count() < MIN_TOKEN_LEN => Err(format!(
+                "--metrics-token must be at least {MIN_TOKEN_LEN} characters long"
+            )),
+            (Some(token), false) => Ok(Self::Token(Sha256::digest(token.as_bytes()).into())),
+            (None, true) => Ok(Self::Open),
+            (None, false) => Ok(Self::Off),
+        }
+    }
+
+    /// Whether a request sending `bearer` (its `Authorization: Bearer` token, if any)
+    /// may read the figures: `Err` says why not.
+    pub fn admits(&self, bearer: Option<&str>) -> Result<(), MetricsRefusal> {
+        let expected = match self {
+            Self::Off => return Err(MetricsRefusal::NotServed),
+            Self::Open => return Ok(()),
+            Self::Token(digest) => digest,
+        };
+        let given = bearer.ok_or(MetricsRefusal::NoToken)?;
+        // Digests of equal length are compared whole, so the time taken says nothing
+        // about how much of the token was right.
+        let given: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+        let differences = given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if differences == 0 {
+            Ok(())
+        } else {
+            Err(MetricsRefusal::NoToken)
+        }
+    }
+}
+
+/// How webhooks are delivered: how often the outbox is read, how long a receiver has,
+/// and the retries (`--webhook-timeout-s`, `--webhook-attempts`).
+#[derive(Debug, Clone)]
+pub struct Delivering {
+    /// How often the outbox is looked at.
+    pub poll: Duration,
+    /// The longest an attempt waits for the receiver's answer.
+    pub timeout: Duration,
+    pub retries: verdict_core::webhook::Retries,
+}
+
+impl Delivering {
+    /// How long a claim holds a delivery: longer than an attempt can take (the
+    /// receiver's time-out, and as long again for looking the subscription up and
+    /// recording the attempt). An instance that dies holding one gives it up this late.
+    pub fn lease(&self) -> Duration {
+        self.timeout * 2 + Duration::from_secs(1)
+    }
+}
+
+impl Default for Delivering {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            timeout: Duration::from_secs(10),
+            retries: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_settings_choose_the_access_and_refuse_what_cannot_be_meant() {
+        assert_eq!(
+            MetricsAccess::from_settings(None, false),
+            Ok(MetricsAccess::Off)
+        );
+        assert_eq!(
+            MetricsAccess::from_settings(Some("  "), false),
+            Ok(MetricsAccess::Off)
+        );
+        assert_eq!(
+            MetricsAccess::from_settings(None, true),
+            Ok(MetricsAccess::Open)
+        );
+        let short = MetricsAccess::from_settings(Some("short-token"), false).unwrap_err();
+        assert!(short.contains("at least 24 characters"), "{short}");
+        let both = MetricsAccess::from_settings(Some("a-token-of-enough-length-1234"), true);
+        assert!(both.unwrap_err().contains("cannot both be set"));
+    }
+
+    #[test]
+    fn a_metrics_token_admits_only_itself() {
+        let access =
+            MetricsAccess::from_settings(Some("scraper-token-0123456789abcdef"), false).unwrap();
+        assert_eq!(
+            access.admits(Some("scraper-token-0123456789abcdef")),
+            Ok(())
+        );
+        assert_eq!(
+            access.admits(Some("scraper-token-0123456789abcdeF")),
+            Err(MetricsRefusal::NoToken)
+        );
+        assert_eq!(access.admits(None), Err(MetricsRefusal::NoToken));
+        assert_eq!(
+            MetricsAccess::Off.admits(None),
+            Err(MetricsRefusal::NotServed)
+        );
+        assert_eq!(MetricsAccess::Open.admits(None), Ok(()));
     }
 }

@@ -49,8 +49,10 @@ pub mod rubrics;
 pub mod runner;
 pub mod services;
 pub mod state;
+pub mod telemetry;
 pub mod users;
 pub mod web;
+pub mod webhooks;
 
 pub use config::Config;
 pub use state::AppState;
@@ -88,8 +90,10 @@ pub fn router(state: AppState) -> Router {
         .merge(judges::page_router())
         .merge(runner::router(&config))
         .merge(diff::page_router())
+        .merge(webhooks::pages::router())
         .merge(api_routes)
         .merge(api::router(&document))
+        .merge(web::metrics::router())
         .route("/static/{*path}", get(web::assets::serve))
         .route("/healthz", get(web::healthz))
         .fallback(web::not_found)
@@ -106,6 +110,12 @@ pub fn router(state: AppState) -> Router {
         // hold its connection and its handler for ever.
         .layer(RequestBodyTimeoutLayer::new(config.body_idle_timeout))
         .layer(CompressionLayer::new())
+        // Outermost of the router's layers, where the matched route is known: every
+        // request is counted and timed with what the layers inside it took.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            web::metrics::track,
+        ))
         .with_state(state);
     web::headers::apply(app)
         .layer(PropagateRequestIdLayer::x_request_id())
@@ -133,6 +143,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let housekeeping = tokio::spawn(housekeeping(state.clone()));
     let judge_runs = tokio::spawn(take_over_judge_runs(state.clone()));
+    let webhooks = tokio::spawn(webhooks::deliver::run(state.clone()));
     let config = state.config().clone();
     let app = router(state.clone());
     let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
@@ -179,6 +190,7 @@ pub async fn serve(
     graceful.shutdown().await;
     housekeeping.abort();
     judge_runs.abort();
+    webhooks.abort();
     state.store().close().await;
     Ok(())
 }

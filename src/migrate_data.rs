@@ -44,6 +44,9 @@ pub const TABLES: &[&str] = &[
     "audit_log",
     "login_attempts",
     "judge_calls",
+    "webhooks",
+    "webhook_deliveries",
+    "webhook_attempts",
 ];
 
 /// Tables that belong to the running instances, not to the data: migrating creates

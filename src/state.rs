@@ -9,6 +9,7 @@ use crate::heavy::HeavyReads;
 use crate::heavy::live::LiveMetrics;
 use crate::services::judging::Judging;
 use crate::store::Store;
+use crate::telemetry::Telemetry;
 
 /// Cheap to clone: one `Arc` around the parts.
 #[derive(Clone)]
@@ -29,6 +30,8 @@ pub struct App {
     judging: Judging,
     /// Batches' metrics kept folded, brought up to date on each request.
     live_metrics: LiveMetrics,
+    /// Requests counted and timed, for `/metrics`.
+    telemetry: Telemetry,
 }
 
 impl AppState {
@@ -54,6 +57,7 @@ impl AppState {
             heavy_reads,
             judging,
             live_metrics: LiveMetrics::default(),
+            telemetry: Telemetry::default(),
         }))
     }
 
@@ -83,5 +87,9 @@ impl AppState {
 
     pub fn live_metrics(&self) -> &LiveMetrics {
         &self.0.live_metrics
+    }
+
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.0.telemetry
     }
 }

@@ -191,6 +191,22 @@ pub fn words(entry: &AuditView) -> EntryWords {
             )],
         ),
         "judge.create" | "judge.update" => (Some("/admin/judges".into()), fallback(d)),
+        "webhook.create" => {
+            batch_link(&mut links);
+            let scope = if d["batch_id"].is_null() {
+                "every batch"
+            } else {
+                "one batch"
+            };
+            (
+                Some("/webhooks".into()),
+                vec![format!("Sends {} of {scope}", list(&d["events"]))],
+            )
+        }
+        "webhook.delete" => (
+            Some("/webhooks".into()),
+            vec!["Deleted with its deliveries".into()],
+        ),
         "judge_run.start" => {
             let run = id(d, "run").map(|r| format!("/judge-runs/{r}/calls"));
             (run, vec![format!("Judge {} started", text(&d["judge"]))])

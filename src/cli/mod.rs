@@ -385,6 +385,27 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_TRUSTED_PROXIES", default_value = "",
           value_parser = trusted_proxies)]
     trusted_proxies: TrustedProxies,
+    /// Serve /metrics (Prometheus text format) to requests carrying this token as
+    /// `Authorization: Bearer <token>`; at least 24 characters. Set it through the
+    /// environment, not the command line, so it stays out of the process list.
+    #[arg(long, env = "VERDICT_METRICS_TOKEN", hide_env_values = true)]
+    metrics_token: Option<String>,
+    /// Serve /metrics to anyone who can reach it, without a token (for a scraper on a
+    /// private network); cannot be combined with --metrics-token.
+    #[arg(long, env = "VERDICT_METRICS_OPEN", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    metrics_open: bool,
+    /// Seconds a webhook receiver has to answer an attempt; a delivery held by an
+    /// instance that died is sent again after twice this and a second.
+    #[arg(long, env = "VERDICT_WEBHOOK_TIMEOUT_S", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    webhook_timeout_s: u64,
+    /// Attempts at a webhook delivery before it is marked failed (5 s after the first
+    /// failure, doubling up to an hour apart: 16 take about six and a half hours); a
+    /// failed one is sent again only by hand.
+    #[arg(long, env = "VERDICT_WEBHOOK_ATTEMPTS", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=30))]
+    webhook_attempts: u32,
 }
 
 /// The parsed `--trusted-proxies`.

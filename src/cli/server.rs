@@ -82,6 +82,19 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
         }),
         pyodide_dir: args.pyodide.ensure().await,
         trusted_proxies: args.trusted_proxies.0,
+        webhooks: crate::config::Delivering {
+            timeout: std::time::Duration::from_secs(args.webhook_timeout_s),
+            retries: verdict_core::webhook::Retries {
+                attempts: args.webhook_attempts,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        metrics: crate::config::MetricsAccess::from_settings(
+            args.metrics_token.as_deref(),
+            args.metrics_open,
+        )
+        .map_err(anyhow::Error::msg)?,
         ..config
     };
     let listener = TcpListener::bind(&args.bind)

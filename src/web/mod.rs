@@ -20,6 +20,7 @@ use verdict_core::user::User;
 pub mod assets;
 pub mod client;
 pub mod headers;
+pub mod metrics;
 pub mod notice;
 pub mod openapi;
 pub mod paging;

@@ -51,7 +51,9 @@ mod seed_rules;
 mod settings_page;
 mod states;
 
+mod telemetry;
 mod tokens;
 mod upgrade;
 mod users;
+mod webhooks;
 mod workday;

@@ -169,6 +169,20 @@ async fn every_kind_of_row_moves_to_postgresql_and_back() {
         .go()
         .await;
     assert_eq!(set.status(), StatusCode::OK);
+    // A webhook of the batch's ratings, made in the store (this server has no key to seal
+    // a secret with, so each attempt fails saying so): deliveries and attempts to move.
+    let webhook = verdict::store::webhooks::Webhook {
+        id: uuid::Uuid::now_v7(),
+        url: "http://127.0.0.1:9/hook".into(),
+        events: verdict::store::webhooks::EventList(vec![
+            verdict_core::webhook::EventKind::RatingSubmitted,
+        ]),
+        batch_id: Some(batch.parse().unwrap()),
+        secret_sealed: "sealed".into(),
+        created_by: Some(admin.id),
+        created_at: chrono::Utc::now(),
+    };
+    app.store.create_webhook(&webhook).await.expect("webhook");
     let mut ratings = Vec::new();
     for _ in 0..3 {
         let next = app.next(&rater, &batch).await.expect("a task");
@@ -207,6 +221,12 @@ async fn every_kind_of_row_moves_to_postgresql_and_back() {
         0,
         "every rating, a judge's and a gold one too, carries its task's facts"
     );
+    for _ in 0..100 {
+        if app.count("SELECT COUNT(*) FROM webhook_attempts").await > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let before = everything(&app, &admin, &lead, &rater, &batch).await;
     let source_counts = counts(&app).await;
     for (table, n) in &source_counts {

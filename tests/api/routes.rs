@@ -30,7 +30,8 @@ const CALLERS: [&str; 6] = [
 /// `{rating}` the rater's submitted rating, `{user}` an account nobody else touches,
 /// `{token}` and `{page_token}` spare tokens of the rater, `{batch}` and `{task}` the batch and one of its
 /// tasks, `{rubric}` and `{version}` a built-in rubric and its first version, `{judge}`
-/// a judge and `{run}` a cancelled run of it over the batch. Requests carry a body that is valid in form but not in content (an empty JSON
+/// a judge and `{run}` a cancelled run of it over the batch, `{webhook}` a subscription
+/// to the batch and `{event}` a delivery nobody has. Requests carry a body that is valid in form but not in content (an empty JSON
 /// object, a form with only its CSRF token), so 422 (or 400 for a form missing a field)
 /// means "let through to validation", and an empty change is a 200 or 303 that changes
 /// nothing. Leads and admins may read a rating, not change it. Anonymous and deactivated
@@ -181,6 +182,22 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("POST", "/judge-runs/{run}/resume", [303, 403, 403, 403, 409, 303]),
     ("POST", "/judge-runs/{run}/cancel", [303, 403, 403, 403, 409, 303]),
     ("GET", "/judge-runs/{run}/calls", [303, 403, 403, 200, 200, 303]),
+    // Webhooks: admins, and leads for the batches they lead. `{webhook}` is a
+    // subscription to the batch, `{event}` a delivery it does not have. The lead's delete
+    // on the page goes first, so every later one finds it gone.
+    ("GET", "/api/v1/webhooks", [401, 403, 403, 200, 200, 401]),
+    ("POST", "/api/v1/webhooks", [401, 403, 403, 422, 422, 401]),
+    ("GET", "/api/v1/webhooks/{webhook}/deliveries", [401, 403, 403, 200, 200, 401]),
+    ("POST", "/api/v1/webhooks/{webhook}/deliveries/{event}/redeliver", [401, 403, 403, 404, 404, 401]),
+    // Their pages; only the CSRF token names no URL and no event (422).
+    ("GET", "/webhooks", [303, 403, 403, 200, 200, 303]),
+    ("POST", "/webhooks", [303, 403, 403, 422, 422, 303]),
+    ("GET", "/webhooks/{webhook}", [303, 403, 403, 200, 200, 303]),
+    ("POST", "/webhooks/{webhook}/deliveries/{event}/redeliver", [303, 403, 403, 404, 404, 303]),
+    ("POST", "/webhooks/{webhook}/delete", [303, 403, 403, 303, 404, 303]),
+    ("DELETE", "/api/v1/webhooks/{webhook}", [401, 403, 403, 404, 404, 401]),
+    // Operators' figures: off unless the server is started with a token or open.
+    ("GET", "/metrics", [404, 404, 404, 404, 404, 404]),
     // Releasing the rater's open assignment (after every row that works on it): the
     // first lead's request releases it, every later one finds it no longer open.
     ("POST", "/batches/{batch}/assignments/{assignment}/release", [303, 403, 403, 303, 409, 303]),
@@ -388,6 +405,19 @@ async fn world(app: &TestApp) -> World {
         .expect("judge id")
         .to_owned();
     let run = start_cancelled_run(app, &judge, &batch).await;
+    // Made in the store: this server has no key to seal a secret with.
+    let webhook = verdict::store::webhooks::Webhook {
+        id: uuid::Uuid::now_v7(),
+        url: "http://127.0.0.1:9/hook".into(),
+        events: verdict::store::webhooks::EventList(vec![
+            verdict_core::webhook::EventKind::BatchCompleted,
+        ]),
+        batch_id: Some(batch.parse().expect("uuid")),
+        secret_sealed: "sealed".into(),
+        created_by: None,
+        created_at: chrono::Utc::now(),
+    };
+    app.store.create_webhook(&webhook).await.expect("webhook");
 
     let mut callers = vec![Caller {
         name: "anonymous",
@@ -424,6 +454,8 @@ async fn world(app: &TestApp) -> World {
         ("rubric", "blackhat".to_owned()),
         ("judge", judge),
         ("run", run),
+        ("webhook", webhook.id.to_string()),
+        ("event", uuid::Uuid::now_v7().to_string()),
         ("version", "1".to_owned()),
         ("file", "pyodide.mjs".to_owned()),
     ]);

@@ -31,3 +31,4 @@ pub mod settings;
 pub mod submission;
 pub mod task;
 pub mod user;
+pub mod webhook;

@@ -46,6 +46,13 @@ pub struct GroupWriter {
     failed: SyncMutex<VecDeque<u64>>,
 }
 
+impl GroupWriter {
+    /// Writers waiting for the connection right now (for operators' figures).
+    pub fn waiting(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
+    }
+}
+
 impl std::fmt::Debug for GroupWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GroupWriter").finish_non_exhaustive()

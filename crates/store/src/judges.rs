@@ -9,6 +9,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
+use super::webhooks::finished_event;
 use super::{StoreError, StoreResult, on_unique, read, transaction, write};
 use verdict_core::gold::Grade;
 use verdict_core::judge::{Fields, LastError, Params, Plan, Template};
@@ -325,17 +326,27 @@ impl super::Store {
              WHERE id = $1 AND status IN ({})",
             names.join(", ")
         );
-        let changed = write!(self, |pool| {
-            sqlx::query(&sql)
-                .bind(id)
-                .bind(to.as_str())
-                .bind(now)
-                .bind(finished)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
+        let changed = (async {
+            Ok::<_, StoreError>(transaction!(self, |tx| {
+                let changed = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(to.as_str())
+                    .bind(now)
+                    .bind(finished)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if changed == 1 && to == RunStatus::Finished {
+                    finished_event!(tx, id, now)?;
+                }
+                changed
+            }))
         })
-        .map_err(|e| on_unique(e, "run"))?;
+        .await
+        .map_err(|e| match e {
+            StoreError::Db(e) => on_unique(e, "run"),
+            other => other,
+        })?;
         Ok(changed == 1)
     }
 

@@ -32,6 +32,7 @@ pub mod gold;
 pub mod group;
 pub mod judges;
 pub mod login_attempts;
+pub mod operations;
 pub mod page;
 pub mod ratings;
 pub mod reports;
@@ -42,6 +43,7 @@ mod scan;
 pub mod sessions;
 pub mod tokens;
 pub mod users;
+pub mod webhooks;
 
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,7 @@ pub enum ListKind {
     Audit,
     History,
     ReviewQueue,
+    Deliveries,
 }
 
 impl ListKind {
@@ -21,6 +22,7 @@ impl ListKind {
             Self::Audit => "audit",
             Self::History => "history",
             Self::ReviewQueue => "review",
+            Self::Deliveries => "deliveries",
         }
     }
 }

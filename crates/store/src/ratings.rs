@@ -12,6 +12,7 @@ use super::assignments::{
     ASSIGNMENT_COLUMNS, AssignmentRow, RELEASE_SLOT, TASK_EXTRA, TASK_NUMBER, escalate,
 };
 use super::page::{Cursor, Page};
+use super::webhooks::{completed_event, escalated_event, rating_event};
 use super::{StoreResult, read, transaction, write};
 use verdict_core::access;
 use verdict_core::assignment::{Assignment, DraftStep, FinishStep};
@@ -22,6 +23,7 @@ use verdict_core::overlap::Plan;
 use verdict_core::rating::{EvidenceChange, Extras, Finish, Rating};
 use verdict_core::rubric::TaskAnswers;
 use verdict_core::submission::TimeSpent;
+use verdict_core::webhook::EventKind;
 
 /// A rating as its row holds it (see [`Rating`]).
 #[derive(sqlx::FromRow)]
@@ -463,12 +465,15 @@ impl super::Store {
                             .bind(plan.overlap)
                             .execute(&mut *tx)
                             .await?;
-                    } else {
-                        escalate!(tx, &extra_sql, assignment.task_id, plan)?;
+                    } else if escalate!(tx, &extra_sql, assignment.task_id, plan)? {
+                        escalated_event!(tx, assignment.batch_id, assignment.task_id, now)?;
                     }
                     let before = before.filter(|b| !b.status.is_draft());
                     let action = outcome.finish_action();
                     insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
+                    let submitted = EventKind::RatingSubmitted;
+                    rating_event!(tx, submitted, &rating, now, serde_json::json!({}))?;
+                    completed_event!(tx, assignment.batch_id, now)?;
                     Ok(rating)
                 }
             }
@@ -543,7 +548,9 @@ impl super::Store {
                         .await?;
                 } else {
                     // New answers may disagree where the old ones did not.
-                    escalate!(tx, &extra_sql, before.task_id, plan)?;
+                    if escalate!(tx, &extra_sql, before.task_id, plan)? {
+                        escalated_event!(tx, before.batch_id, before.task_id, now)?;
+                    }
                 }
                 let after: Rating = sqlx::query_as::<_, RatingRow>(&sql.replace(lock, ""))
                     .bind(rating_id)

@@ -460,7 +460,7 @@ impl Asker {
 
 /// Resolves a judge's host name, keeping only the addresses the policy lets a judge
 /// reach: a name cannot resolve its way around the checks made when it was configured.
-struct CheckedResolver(EndpointPolicy);
+pub(crate) struct CheckedResolver(pub(crate) EndpointPolicy);
 
 impl reqwest::dns::Resolve for CheckedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {

@@ -1,0 +1,192 @@
+//! Webhooks: admins (and leads, for the batches they lead) subscribe a URL to events;
+//! each event is written to an outbox in the transaction of its change (the store's
+//! `webhooks` module) and sent, signed the Standard Webhooks way, by a background worker
+//! ([`deliver`]) that retries with backoff and logs every attempt.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::webhooks::Webhook;
+use verdict_core::role::Role;
+use verdict_core::user::User;
+use verdict_core::webhook::{EventKind, Subscription};
+
+pub mod api;
+pub mod deliver;
+pub mod pages;
+
+/// The prefix of a signing secret, as Standard Webhooks writes one.
+pub const SECRET_PREFIX: &str = "whsec_";
+
+/// Random bytes in a signing secret.
+const SECRET_BYTES: usize = 32;
+
+/// A subscription as the API shows it: never its secret.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct WebhookView {
+    pub id: Uuid,
+    pub url: String,
+    #[schema(value_type = Vec<String>)]
+    pub events: Vec<EventKind>,
+    /// Only this batch's events; `null`: every batch's.
+    pub batch: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Webhook> for WebhookView {
+    fn from(w: Webhook) -> Self {
+        Self {
+            id: w.id,
+            url: w.url,
+            events: w.events.0,
+            batch: w.batch_id,
+            created_at: w.created_at,
+        }
+    }
+}
+
+/// A new subscription, with its signing secret: shown this once.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CreatedWebhook {
+    #[serde(flatten)]
+    pub webhook: WebhookView,
+    /// `whsec_` and the base64 of 32 random bytes: the key receivers check signatures
+    /// with. It is stored sealed and never shown again.
+    pub secret: String,
+}
+
+/// A fresh signing secret.
+fn new_secret() -> String {
+    use argon2::password_hash::rand_core::{OsRng, RngCore};
+    let mut bytes = [0u8; SECRET_BYTES];
+    OsRng.fill_bytes(&mut bytes);
+    format!("{SECRET_PREFIX}{}", STANDARD.encode(bytes))
+}
+
+/// One field's refusal.
+fn refused(field: &str, why: impl Into<String>) -> AppError {
+    let why = why.into();
+    AppError::Validation {
+        message: format!("{field} {why}"),
+        fields: [(field.to_owned(), why)].into(),
+    }
+}
+
+/// Subscribes `url` to `events`, of one batch or (admins only) of all. Leads subscribe
+/// only to batches they lead; the URL must be one the server may send to (the judges'
+/// address rules, `--judge-allow-hosts`); the secret is sealed with the server's key.
+pub async fn create(
+    state: &AppState,
+    user: &User,
+    url: &str,
+    events: &[String],
+    batch: Option<Uuid>,
+) -> AppResult<CreatedWebhook> {
+    let subscription = Subscription::check(url, events).map_err(|fields| AppError::Validation {
+        message: "the webhook is not valid".into(),
+        fields,
+    })?;
+    let parsed = reqwest::Url::parse(&subscription.url)
+        .map_err(|e| refused("url", format!("is not a URL: {e}")))?;
+    state
+        .config()
+        .judge_endpoints
+        .check_url(&parsed)
+        .map_err(|why| refused("url", why))?;
+    match batch {
+        Some(batch) => {
+            crate::services::batches::led(state.store(), batch, user)
+                .await
+                .map_err(|_| refused("batch", "is not a batch you lead"))?;
+        }
+        None if user.role != Role::Admin => {
+            return Err(refused(
+                "batch",
+                "is required: leads subscribe to the batches they lead",
+            ));
+        }
+        None => {}
+    }
+    let Some(key) = state.config().sealing_key.as_ref() else {
+        return Err(AppError::Conflict(
+            "webhooks need the server's VERDICT_SECRET_KEY to seal their signing secrets: \
+             set it (the same on every instance) and restart"
+                .into(),
+        ));
+    };
+    let secret = new_secret();
+    let webhook = Webhook {
+        id: Uuid::now_v7(),
+        url: subscription.url,
+        events: crate::store::webhooks::EventList(subscription.events),
+        batch_id: batch,
+        secret_sealed: key.seal(&secret),
+        created_by: Some(user.id),
+        created_at: Utc::now(),
+    };
+    state.store().create_webhook(&webhook).await?;
+    crate::services::audit::record(
+        state.store(),
+        user,
+        "webhook.create",
+        &webhook.url,
+        serde_json::json!({"webhook_id": webhook.id, "url": webhook.url, "events": webhook.events.0,
+                           "batch_id": webhook.batch_id}),
+    )
+    .await;
+    Ok(CreatedWebhook {
+        webhook: webhook.into(),
+        secret,
+    })
+}
+
+/// Whether `user` may see and manage `webhook`: admins every one, leads those of the
+/// batches they lead.
+async fn may_manage(state: &AppState, user: &User, webhook: &Webhook) -> AppResult<bool> {
+    Ok(match (user.role, webhook.batch_id) {
+        (Role::Admin, _) => true,
+        (Role::Lead, Some(batch)) => crate::access::can_review(state.store(), batch, user).await?,
+        _ => false,
+    })
+}
+
+/// The subscriptions `user` may manage.
+pub async fn visible(state: &AppState, user: &User) -> AppResult<Vec<Webhook>> {
+    let mut mine = Vec::new();
+    for webhook in state.store().webhooks().await? {
+        if may_manage(state, user, &webhook).await? {
+            mine.push(webhook);
+        }
+    }
+    Ok(mine)
+}
+
+/// The subscription `id`, if `user` may manage it (404 otherwise, as everywhere).
+pub async fn managed(state: &AppState, user: &User, id: Uuid) -> AppResult<Webhook> {
+    match state.store().webhook(id).await? {
+        Some(webhook) if may_manage(state, user, &webhook).await? => Ok(webhook),
+        _ => Err(AppError::NotFound),
+    }
+}
+
+/// Deletes a subscription and its deliveries.
+pub async fn delete(state: &AppState, user: &User, id: Uuid) -> AppResult<()> {
+    let webhook = managed(state, user, id).await?;
+    if !state.store().delete_webhook(webhook.id).await? {
+        return Err(AppError::NotFound);
+    }
+    crate::services::audit::record(
+        state.store(),
+        user,
+        "webhook.delete",
+        &webhook.url,
+        serde_json::json!({"webhook_id": webhook.id, "url": webhook.url}),
+    )
+    .await;
+    Ok(())
+}

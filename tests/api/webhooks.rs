@@ -1,0 +1,787 @@
+//! Webhooks against a real local receiver that checks every signature the Standard
+//! Webhooks way: each event arrives once per subscription (by its id), signed, only to
+//! subscriptions that asked for it and its batch; a receiver that is down or failing gets
+//! everything once it is back, every attempt logged; a delivery that gave up can be sent
+//! again by hand; bad subscriptions are refused naming the field; and nothing is lost
+//! when the server is killed with SIGKILL, nor sent for a change that was refused.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode as AxumStatus};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::Sha256;
+use verdict::Config;
+use verdict::config::Delivering;
+use verdict::credentials::sealed::SealingKey;
+use verdict::store::Backend;
+use verdict_core::webhook::Retries;
+
+use crate::durability::{account, kill_9, rate_all, serve_with, upload_batch};
+use crate::helpers::{
+    Fixture, Go, Persona, TestApp, TestDb, bearer, complete_answers, csrf_token, db_test,
+    json_with, page_text, tasks_jsonl,
+};
+
+const SECRET_KEY: &str = "a test secret of more than thirty-two characters";
+
+/// One message as the receiver got it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub id: String,
+    pub timestamp: String,
+    pub signature: String,
+    pub body: String,
+}
+
+impl Received {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("a JSON body")
+    }
+
+    /// Whether the signature holds under `secret`, checked here from the Standard
+    /// Webhooks rules (not with the server's code): HMAC-SHA256 under the base64-decoded
+    /// part of the secret after `whsec_`, over `id.timestamp.body`, any of the
+    /// space-separated `v1,` signatures.
+    pub fn signed_with(&self, secret: &str) -> bool {
+        let key = STANDARD
+            .decode(secret.strip_prefix("whsec_").expect("a whsec_ secret"))
+            .expect("base64");
+        let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("key");
+        mac.update(format!("{}.{}.{}", self.id, self.timestamp, self.body).as_bytes());
+        let expected = STANDARD.encode(mac.finalize().into_bytes());
+        self.signature
+            .split(' ')
+            .any(|s| s.strip_prefix("v1,") == Some(expected.as_str()))
+    }
+}
+
+#[derive(Default)]
+struct Inbox {
+    got: Mutex<Vec<Received>>,
+    /// Requests still to be answered 503 (a receiver having a bad time).
+    failing: AtomicUsize,
+}
+
+/// A webhook receiver on a free port of 127.0.0.1: it keeps every message and answers
+/// 204, or 503 while it has failures left to give.
+pub struct Receiver {
+    pub addr: std::net::SocketAddr,
+    inbox: Arc<Inbox>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn take(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: String) -> AxumStatus {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let received = Received {
+        id: header("webhook-id"),
+        timestamp: header("webhook-timestamp"),
+        signature: header("webhook-signature"),
+        body,
+    };
+    let failing = inbox
+        .failing
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if failing {
+        return AxumStatus::SERVICE_UNAVAILABLE;
+    }
+    inbox.got.lock().expect("inbox").push(received);
+    AxumStatus::NO_CONTENT
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let inbox = Arc::new(Inbox::default());
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(take))
+            .with_state(inbox.clone());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("receiver");
+        });
+        Self {
+            addr,
+            inbox,
+            server,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/hook", self.addr)
+    }
+
+    /// Answers the next `n` requests 503.
+    pub fn fail_next(&self, n: usize) {
+        self.inbox.failing.store(n, Ordering::SeqCst);
+    }
+
+    pub fn got(&self) -> Vec<Received> {
+        self.inbox.got.lock().expect("inbox").clone()
+    }
+
+    /// Waits until `n` distinct messages have arrived (30 s at most); returns them all.
+    pub async fn wait_for(&self, n: usize) -> Vec<Received> {
+        for _ in 0..600 {
+            let got = self.got();
+            let ids: BTreeSet<&str> = got.iter().map(|r| r.id.as_str()).collect();
+            if ids.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{n} messages did not arrive; got {:?}", self.got());
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Quick delivery for tests: the outbox read every 50 ms, retries 100 ms apart doubling
+/// to 400 ms, four attempts.
+pub fn quick() -> Delivering {
+    Delivering {
+        poll: Duration::from_millis(50),
+        timeout: Duration::from_secs(2),
+        retries: Retries {
+            first_wait: Duration::from_millis(100),
+            longest_wait: Duration::from_millis(400),
+            attempts: 4,
+        },
+    }
+}
+
+/// The app with a secret to seal signing secrets and quick delivery.
+pub struct HookApp(pub TestApp);
+
+impl Fixture for HookApp {
+    async fn setup(backend: Backend) -> Option<Self> {
+        let config = Config {
+            sealing_key: Some(SealingKey::from_secret(SECRET_KEY).expect("secret")),
+            webhooks: quick(),
+            ..Config::default()
+        };
+        TestApp::with_config(backend, config).await.map(Self)
+    }
+
+    async fn teardown(self) {
+        self.0.teardown().await;
+    }
+}
+
+/// Subscribes `url` to `events` as `who` (of `batch`, if given); the answer.
+async fn subscribe(
+    app: &TestApp,
+    who: &Persona,
+    url: &str,
+    events: &[&str],
+    batch: Option<&str>,
+) -> reqwest::Response {
+    let mut body = json!({"url": url, "events": events});
+    if let Some(batch) = batch {
+        body["batch"] = json!(batch);
+    }
+    who.api
+        .post(app.url("/api/v1/webhooks"))
+        .json(&body)
+        .go()
+        .await
+}
+
+/// A subscription's deliveries, as `who` reads them.
+async fn deliveries(app: &TestApp, who: &Persona, webhook: &str) -> Vec<Value> {
+    let response = who
+        .api
+        .get(app.url(&format!("/api/v1/webhooks/{webhook}/deliveries?limit=200")))
+        .go()
+        .await;
+    json_with(response, StatusCode::OK).await["items"]
+        .as_array()
+        .expect("items")
+        .clone()
+}
+
+/// Waits until every delivery of `webhook` is out of `pending` (20 s at most).
+async fn settled(app: &TestApp, who: &Persona, webhook: &str) -> Vec<Value> {
+    for _ in 0..400 {
+        let listed = deliveries(app, who, webhook).await;
+        if !listed.is_empty() && listed.iter().all(|d| d["state"] != "pending") {
+            return listed;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "deliveries still pending: {:?}",
+        deliveries(app, who, webhook).await
+    );
+}
+
+async fn events_arrive_signed_once_each_to_those_who_asked(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead, rater) = (app.admin().await, app.lead().await, app.rater().await);
+    let batch = app
+        .batch(&admin, "hooked", &tasks_jsonl(2), "&overlap=1")
+        .await;
+    let other = app.batch(&admin, "quiet", &tasks_jsonl(1), "").await;
+    let receiver = Receiver::start().await;
+    let elsewhere = Receiver::start().await;
+
+    let created = json_with(
+        subscribe(
+            app,
+            &admin,
+            &receiver.url(),
+            &["rating.submitted", "batch.completed", "rating.reviewed"],
+            None,
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let secret = created["secret"].as_str().expect("the secret").to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert_eq!(
+        STANDARD
+            .decode(&secret["whsec_".len()..])
+            .expect("base64")
+            .len(),
+        32
+    );
+    let hook = created["id"].as_str().expect("id").to_owned();
+    // A lead's subscription to another batch hears nothing of this one.
+    let quiet = json_with(
+        subscribe(
+            app,
+            &lead,
+            &elsewhere.url(),
+            &["rating.submitted"],
+            Some(&other),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(quiet["batch"], json!(other));
+
+    let first = app.rate(&rater, &batch, &complete_answers()).await;
+    let second = app.rate(&rater, &batch, &complete_answers()).await;
+    let review = lead
+        .api
+        .post(app.url(&format!("/api/v1/ratings/{first}/review")))
+        .json(&json!({"decision": "accept", "version": 1}))
+        .go()
+        .await;
+    json_with(review, StatusCode::OK).await;
+
+    let got = receiver.wait_for(4).await;
+    assert_eq!(got.len(), 4, "each event once: {got:?}");
+    for message in &got {
+        assert!(message.signed_with(&secret), "{message:?}");
+        let sent: i64 = message.timestamp.parse().expect("a timestamp in seconds");
+        assert!((chrono::Utc::now().timestamp() - sent).abs() < 60);
+        // Signed under another secret, it would not hold.
+        assert!(!message.signed_with(&format!("whsec_{}", STANDARD.encode([7u8; 32]))));
+    }
+    let ids: BTreeSet<&str> = got.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), 4, "every event has its own id");
+    let mut kinds = BTreeMap::new();
+    for message in &got {
+        let body = message.json();
+        assert_eq!(body["data"]["batch_id"], json!(batch));
+        *kinds
+            .entry(body["type"].as_str().unwrap_or("").to_owned())
+            .or_insert(0) += 1;
+        match body["type"].as_str() {
+            Some("rating.submitted") => {
+                assert!(
+                    [&first, &second]
+                        .contains(&&body["data"]["rating_id"].as_str().unwrap().to_owned())
+                );
+                assert_eq!(body["data"]["rater"], json!(rater.username));
+                assert_eq!(body["data"]["outcome"], "rated");
+                let task = body["data"]["external_id"].as_str().unwrap();
+                assert!(["t1", "t2"].contains(&task), "{task}");
+            }
+            Some("batch.completed") => {
+                assert_eq!(body["data"]["name"], "hooked");
+                assert_eq!(body["data"]["tasks"], 2);
+            }
+            Some("rating.reviewed") => {
+                assert_eq!(body["data"]["rating_id"], json!(first));
+                assert_eq!(body["data"]["decision"], "accept");
+                assert_eq!(body["data"]["status"], "accepted");
+            }
+            other => panic!("an event nobody asked for: {other:?}"),
+        }
+    }
+    assert_eq!(
+        kinds,
+        BTreeMap::from([
+            ("batch.completed".to_owned(), 1),
+            ("rating.reviewed".to_owned(), 1),
+            ("rating.submitted".to_owned(), 2),
+        ])
+    );
+    assert!(elsewhere.got().is_empty());
+    assert!(
+        deliveries(app, &lead, quiet["id"].as_str().unwrap())
+            .await
+            .is_empty()
+    );
+
+    // The deliveries page of the API: each delivered at its first attempt, with the body
+    // exactly as sent.
+    let listed = settled(app, &admin, &hook).await;
+    assert_eq!(listed.len(), 4);
+    for delivery in &listed {
+        assert_eq!(delivery["state"], "delivered");
+        assert_eq!(delivery["attempts"], 1);
+        assert_eq!(delivery["tried"][0]["status"], 204);
+        let sent = got
+            .iter()
+            .find(|m| m.id == delivery["event_id"].as_str().unwrap())
+            .expect("the delivery's message arrived");
+        assert_eq!(delivery["payload"].as_str(), Some(sent.body.as_str()));
+    }
+
+    // Lists show no secret; a lead sees only the subscriptions of batches they lead.
+    let all = json_with(
+        admin.api.get(app.url("/api/v1/webhooks")).go().await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    assert!(!all.to_string().contains("whsec_"));
+    let deleted = admin
+        .api
+        .delete(app.url(&format!("/api/v1/webhooks/{hook}")))
+        .go()
+        .await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM webhook_deliveries").await,
+        0
+    );
+}
+
+db_test!(events_arrive_signed_once_each_to_those_who_asked: HookApp);
+
+async fn bad_subscriptions_are_refused_naming_the_field(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead, rater) = (app.admin().await, app.lead().await, app.rater().await);
+    let url = "http://127.0.0.1:9/hook";
+    let refused =
+        |response: reqwest::Response| json_with(response, StatusCode::UNPROCESSABLE_ENTITY);
+
+    let by_rater = subscribe(app, &rater, url, &["rating.submitted"], None).await;
+    assert_eq!(by_rater.status(), StatusCode::FORBIDDEN);
+
+    let both = refused(subscribe(app, &admin, "ftp://x/y", &[], None).await).await;
+    assert_eq!(both["fields"]["url"], "must start with https:// or http://");
+    assert_eq!(both["fields"]["events"], "name at least one event");
+
+    let unknown = refused(subscribe(app, &admin, url, &["rating.created"], None).await).await;
+    assert!(
+        unknown["fields"]["events"]
+            .as_str()
+            .unwrap()
+            .contains("is not an event"),
+        "{unknown}"
+    );
+
+    let metadata = refused(
+        subscribe(
+            app,
+            &admin,
+            "http://169.254.169.254/latest",
+            &["task.escalated"],
+            None,
+        )
+        .await,
+    )
+    .await;
+    assert!(
+        metadata["fields"]["url"]
+            .as_str()
+            .unwrap()
+            .contains("169.254.169.254"),
+        "{metadata}"
+    );
+
+    let everywhere = refused(subscribe(app, &lead, url, &["rating.submitted"], None).await).await;
+    assert!(
+        everywhere["fields"]["batch"]
+            .as_str()
+            .unwrap()
+            .contains("is required")
+    );
+    let nowhere = refused(
+        subscribe(
+            app,
+            &lead,
+            url,
+            &["rating.submitted"],
+            Some(&uuid::Uuid::now_v7().to_string()),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(nowhere["fields"]["batch"], "is not a batch you lead");
+
+    let extra = admin
+        .api
+        .post(app.url("/api/v1/webhooks"))
+        .json(&json!({"url": url, "events": ["rating.submitted"], "secret": "mine"}))
+        .go()
+        .await;
+    assert_eq!(extra.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
+
+    // A server without VERDICT_SECRET_KEY cannot seal a secret, so it makes none.
+    let unsealed = TestApp::with_config(app.db.backend, Config::default())
+        .await
+        .expect("a second app");
+    let admin2 = unsealed.admin().await;
+    let conflict = subscribe(&unsealed, &admin2, url, &["rating.submitted"], None).await;
+    let body = json_with(conflict, StatusCode::CONFLICT).await;
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("VERDICT_SECRET_KEY")
+    );
+    unsealed.teardown().await;
+}
+
+db_test!(bad_subscriptions_are_refused_naming_the_field: HookApp);
+
+async fn a_failing_receiver_gets_everything_later_and_a_failed_delivery_can_be_sent_again(
+    app: &HookApp,
+) {
+    let app = &app.0;
+    let (admin, rater) = (app.admin().await, app.rater().await);
+    let batch = app.batch(&admin, "flaky", &tasks_jsonl(3), "").await;
+    let receiver = Receiver::start().await;
+    let created = json_with(
+        subscribe(
+            app,
+            &admin,
+            &receiver.url(),
+            &["rating.submitted"],
+            Some(&batch),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let hook = created["id"].as_str().unwrap().to_owned();
+    let secret = created["secret"].as_str().unwrap().to_owned();
+
+    // Two 503s, then the receiver is back: delivered at the third attempt.
+    receiver.fail_next(2);
+    app.rate(&rater, &batch, &complete_answers()).await;
+    let got = receiver.wait_for(1).await;
+    assert!(got[0].signed_with(&secret));
+    let listed = settled(app, &admin, &hook).await;
+    let statuses: Vec<&Value> = listed[0]["tried"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["status"])
+        .collect();
+    assert_eq!(statuses, [&json!(503), &json!(503), &json!(204)]);
+    assert_eq!(listed[0]["state"], "delivered");
+    assert_eq!(listed[0]["tried"][0]["error"], "the receiver answered 503");
+
+    // Down for longer than the four attempts: the delivery fails, and is sent again by
+    // hand once the receiver is back, with the same id and body.
+    receiver.fail_next(1000);
+    app.rate(&rater, &batch, &complete_answers()).await;
+    let listed = settled(app, &admin, &hook).await;
+    let failed = listed
+        .iter()
+        .find(|d| d["state"] == "failed")
+        .expect("a failed delivery")
+        .clone();
+    assert_eq!(failed["attempts"], 4);
+    assert_eq!(receiver.got().len(), 1);
+    receiver.fail_next(0);
+    let event = failed["event_id"].as_str().unwrap();
+    let again = admin
+        .api
+        .post(app.url(&format!(
+            "/api/v1/webhooks/{hook}/deliveries/{event}/redeliver"
+        )))
+        .go()
+        .await;
+    assert_eq!(again.status(), StatusCode::ACCEPTED);
+    let got = receiver.wait_for(2).await;
+    let resent = got.iter().find(|m| m.id == event).expect("sent again");
+    assert!(resent.signed_with(&secret));
+    assert_eq!(Some(resent.body.as_str()), failed["payload"].as_str());
+    let listed = settled(app, &admin, &hook).await;
+    let now = listed.iter().find(|d| d["event_id"] == event).unwrap();
+    assert_eq!(now["state"], "delivered");
+    assert_eq!(now["tried"].as_array().unwrap().len(), 5);
+
+    // Nobody listening at all: each attempt says why there was no status.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let dead = json_with(
+        subscribe(
+            app,
+            &admin,
+            &format!("http://{closed}/hook"),
+            &["rating.submitted"],
+            Some(&batch),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    app.rate(&rater, &batch, &complete_answers()).await;
+    let listed = settled(app, &admin, dead["id"].as_str().unwrap()).await;
+    assert_eq!(listed[0]["state"], "failed");
+    let tried = listed[0]["tried"].as_array().unwrap();
+    assert_eq!(tried.len(), 4);
+    assert!(
+        tried
+            .iter()
+            .all(|t| t["status"].is_null() && t["error"].is_string())
+    );
+
+    // A delivery or subscription that is not there, or not the caller's, is a 404.
+    let rater_reads = rater
+        .api
+        .get(app.url(&format!("/api/v1/webhooks/{hook}/deliveries")))
+        .go()
+        .await;
+    assert_eq!(rater_reads.status(), StatusCode::FORBIDDEN);
+    let missing = admin
+        .api
+        .post(app.url(&format!(
+            "/api/v1/webhooks/{hook}/deliveries/{}/redeliver",
+            uuid::Uuid::now_v7()
+        )))
+        .go()
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}
+
+db_test!(
+    a_failing_receiver_gets_everything_later_and_a_failed_delivery_can_be_sent_again: HookApp
+);
+
+async fn no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change(db: &TestDb) {
+    let admin = bearer(&account(db, "admin", "admin"));
+    let rater = account(db, "rater", "rater");
+    let env = [
+        ("VERDICT_SECRET_KEY", SECRET_KEY),
+        ("VERDICT_WEBHOOK_TIMEOUT_S", "1"),
+    ];
+    let (mut server, base) = serve_with(db, &env);
+    let batch = upload_batch(&admin, &base, "name=killed", tasks_jsonl(40)).await;
+    let receiver = Receiver::start().await;
+    let created: Value = admin
+        .post(format!("{base}/api/v1/webhooks"))
+        .json(&json!({"url": receiver.url(), "events": ["rating.submitted"]}))
+        .send()
+        .await
+        .expect("subscribe")
+        .json()
+        .await
+        .expect("JSON");
+    let secret = created["secret"].as_str().expect("secret").to_owned();
+
+    // A refused submit (answers missing) changes nothing and sends nothing.
+    let client = bearer(&rater);
+    let next: Value = client
+        .post(format!("{base}/api/v1/batches/{batch}/next"))
+        .send()
+        .await
+        .expect("next")
+        .json()
+        .await
+        .expect("JSON");
+    let refused = client
+        .post(format!(
+            "{base}/api/v1/assignments/{}/submit",
+            next["assignment_id"].as_str().unwrap()
+        ))
+        .json(&json!({"sxs": 2}))
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Killed while rating goes on, then started again to finish.
+    let rating = tokio::spawn(rate_all(base.clone(), rater.clone(), batch.clone()));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    kill_9(&mut server);
+    let (before_kill, _) = rating.await.expect("rater");
+    let (mut server, base) = serve_with(db, &env);
+    let (after, ended) = rate_all(base.clone(), rater.clone(), batch.clone()).await;
+    assert_eq!(ended, crate::durability::Ended::Done);
+    assert!(!before_kill.is_empty(), "some ratings came before the kill");
+
+    // Every stored rating, and no other, arrives: by message id, one rating each.
+    let stored = db
+        .count("SELECT COUNT(*) FROM ratings WHERE status = 'submitted'")
+        .await;
+    assert_eq!(stored, 40);
+    assert!(before_kill.len() + after.len() <= 40);
+    let got = receiver.wait_for(40).await;
+    let mut by_id: HashMap<String, String> = HashMap::new();
+    for message in &got {
+        assert!(message.signed_with(&secret));
+        let rating = message.json()["data"]["rating_id"]
+            .as_str()
+            .expect("a rating id")
+            .to_owned();
+        let earlier = by_id.insert(message.id.clone(), rating.clone());
+        assert!(
+            earlier.is_none_or(|e| e == rating),
+            "an id names one rating"
+        );
+    }
+    let ratings: BTreeSet<&String> = by_id.values().collect();
+    assert_eq!(ratings.len(), 40, "one event per stored rating");
+    for (_, rating) in before_kill.iter().chain(&after) {
+        if !rating.is_empty() {
+            assert!(
+                ratings.contains(rating),
+                "acknowledged {rating} was reported"
+            );
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let all = receiver.got();
+    let ids: BTreeSet<&String> = all.iter().map(|m| &m.id).collect();
+    assert_eq!(ids.len(), 40, "nothing more arrived");
+    kill_9(&mut server);
+}
+
+db_test!(no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change: TestDb);
+
+async fn the_webhooks_pages_subscribe_show_the_secret_once_and_list_deliveries(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead, rater) = (app.admin().await, app.lead().await, app.rater().await);
+    let batch = app.batch(&admin, "paged", &tasks_jsonl(2), "").await;
+    let receiver = Receiver::start().await;
+    let browser = lead.browser_for(app).await;
+    let form = page_text(app, &browser, "/webhooks").await;
+    assert!(form.contains("No webhooks yet."));
+    assert!(form.contains("task.escalated"), "every event is offered");
+    // A lead is offered the batches they lead, not every batch.
+    assert!(!form.contains("<option value=\"\">every batch</option>"));
+    let csrf = csrf_token(&form);
+
+    // Refused: no event ticked; what was typed stays in the form.
+    let refused = browser
+        .post(app.url("/webhooks"))
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("url", receiver.url().as_str()),
+            ("batch", batch.as_str()),
+        ])
+        .go()
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("events: name at least one event"), "{page}");
+    assert!(page.contains(&receiver.url()));
+
+    let made = browser
+        .post(app.url("/webhooks"))
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("url", receiver.url().as_str()),
+            ("batch", batch.as_str()),
+            ("rating.submitted", "on"),
+        ])
+        .go()
+        .await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let page = made.text().await.unwrap();
+    let secret = page
+        .split("<code id=\"secret\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the secret on the page")
+        .to_owned();
+    assert!(secret.starts_with("whsec_"));
+
+    // Shown once: the list has the subscription, never the secret.
+    let listed = page_text(app, &browser, "/webhooks").await;
+    assert!(listed.contains(&receiver.url()) && listed.contains("paged"));
+    assert!(!listed.contains(&secret));
+    let listed = json_with(
+        lead.api.get(app.url("/api/v1/webhooks")).go().await,
+        StatusCode::OK,
+    )
+    .await;
+    let hook = listed[0]["id"].as_str().expect("stored").to_owned();
+
+    app.rate(&rater, &batch, &complete_answers()).await;
+    let got = receiver.wait_for(1).await;
+    assert!(got[0].signed_with(&secret));
+    settled(app, &lead, &hook).await;
+    let deliveries = page_text(app, &browser, &format!("/webhooks/{hook}")).await;
+    assert!(
+        deliveries.contains(&got[0].id),
+        "the delivery's id is listed"
+    );
+    assert!(deliveries.contains("HTTP 204"));
+    assert!(deliveries.contains("delivered"));
+
+    let again = browser
+        .post(app.url(&format!(
+            "/webhooks/{hook}/deliveries/{}/redeliver",
+            got[0].id
+        )))
+        .form(&[("csrf_token", csrf.as_str())])
+        .go()
+        .await;
+    assert_eq!(again.status(), StatusCode::SEE_OTHER);
+    let got = receiver.got();
+    for _ in 0..200 {
+        if receiver.got().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let twice = receiver.got();
+    assert_eq!(twice.len(), 2, "sent again: {got:?}");
+    assert_eq!(twice[0].id, twice[1].id, "with the same message id");
+
+    let deleted = browser
+        .post(app.url(&format!("/webhooks/{hook}/delete")))
+        .form(&[("csrf_token", csrf.as_str())])
+        .go()
+        .await;
+    assert_eq!(deleted.status(), StatusCode::SEE_OTHER);
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
+}
+
+db_test!(the_webhooks_pages_subscribe_show_the_secret_once_and_list_deliveries: HookApp);
