@@ -61,6 +61,11 @@ pub struct Config {
     pub webhooks: Delivering,
     /// Who may read `/metrics` (`--metrics-token`, `--metrics-open`); by default nobody.
     pub metrics: MetricsAccess,
+    /// Sign-in through the team's identity provider (`--oidc-*`); none: passwords only.
+    pub oidc: Option<crate::credentials::oidc::OidcConfig>,
+    /// Whether people may sign in with a password (`--no-password-sign-in` turns it off
+    /// where everyone signs in through the identity provider). API tokens work either way.
+    pub password_sign_in: bool,
 }
 
 /// Where `scripts/vendor-pyodide` installs Pyodide, relative to the working directory.
@@ -109,6 +114,8 @@ impl Default for Config {
             pyodide_dir: std::path::PathBuf::from(DEFAULT_PYODIDE_DIR),
             webhooks: Default::default(),
             metrics: MetricsAccess::Off,
+            oidc: None,
+            password_sign_in: true,
         }
     }
 }

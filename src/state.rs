@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::credentials::limits::LoginLimiter;
+use crate::credentials::oidc::Oidc;
 use crate::credentials::password::Hasher;
 use crate::heavy::HeavyReads;
 use crate::heavy::live::LiveMetrics;
@@ -32,6 +33,8 @@ pub struct App {
     live_metrics: LiveMetrics,
     /// Requests counted and timed, for `/metrics`.
     telemetry: Telemetry,
+    /// The identity provider's relying party, when sign-in through one is set up.
+    oidc: Option<Oidc>,
 }
 
 impl AppState {
@@ -49,6 +52,15 @@ impl AppState {
             config.sealing_key.clone(),
             config.judge_endpoints.clone(),
         );
+        // The settings were checked when they were read (`verdict serve`); a test's
+        // config that does not hold up leaves sign-in through a provider off, and says so.
+        let oidc = config.oidc.clone().and_then(|settings| {
+            Oidc::new(settings)
+                .map_err(
+                    |why| tracing::error!(%why, "sign-in through the identity provider is off"),
+                )
+                .ok()
+        });
         Self(Arc::new(App {
             store,
             config,
@@ -58,6 +70,7 @@ impl AppState {
             judging,
             live_metrics: LiveMetrics::default(),
             telemetry: Telemetry::default(),
+            oidc,
         }))
     }
 
@@ -91,5 +104,9 @@ impl AppState {
 
     pub fn telemetry(&self) -> &Telemetry {
         &self.0.telemetry
+    }
+
+    pub fn oidc(&self) -> Option<&Oidc> {
+        self.0.oidc.as_ref()
     }
 }

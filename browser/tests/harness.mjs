@@ -9,11 +9,15 @@ import { chromium } from "playwright-core";
 const BIN = process.env.VERDICT_BIN ?? new URL("../../target/debug/verdict", import.meta.url).pathname;
 export const PASSWORD = "browser test password";
 
-/** A running verdict server with its own database, and the accounts it was given. */
-export async function startVerdict(users = [["admin", "admin"], ["rater", "rater"]]) {
+/**
+ * A running verdict server with its own database, and the accounts it was given.
+ * `options` may give more environment (`env`) and the address to listen on (`bind`,
+ * default a free port).
+ */
+export async function startVerdict(users = [["admin", "admin"], ["rater", "rater"]], options = {}) {
   const dir = mkdtempSync(join(tmpdir(), "verdict-browser-"));
   // A test never installs Pyodide into the checkout it runs in (runner tests vendor it).
-  const env = { VERDICT_NO_PYODIDE_INSTALL: "1", ...process.env, DATABASE_URL: `sqlite://${join(dir, "verdict.db")}`, RUST_LOG: "info" };
+  const env = { VERDICT_NO_PYODIDE_INSTALL: "1", ...process.env, ...options.env, DATABASE_URL: `sqlite://${join(dir, "verdict.db")}`, RUST_LOG: "info" };
   for (const [username, role] of users) {
     const made = spawnSync(BIN, ["user", "add", "--username", username, "--role", role, "--password-stdin"], {
       env,
@@ -21,7 +25,7 @@ export async function startVerdict(users = [["admin", "admin"], ["rater", "rater
     });
     if (made.status !== 0) throw new Error(`user add ${username}: ${made.stderr}`);
   }
-  const server = spawn(BIN, ["serve", "--bind", "127.0.0.1:0"], { env, stdio: ["ignore", "ignore", "pipe"] });
+  const server = spawn(BIN, ["serve", "--bind", options.bind ?? "127.0.0.1:0"], { env, stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   const base = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`verdict did not start:\n${log}`)), 30_000);

@@ -17,6 +17,7 @@ use crate::web::{Layout, notice, session_of};
 use verdict_core::user::User;
 
 pub mod csrf;
+pub mod oidc;
 pub mod signin;
 pub use crate::credentials::{limits, password, tokens};
 

@@ -17,11 +17,13 @@ use crate::state::AppState;
 use crate::store::sessions::USER_ID_KEY;
 use crate::web::client::ClientAddress;
 use crate::web::{ApiQuery, Layout, render};
+use verdict_core::user::User;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
+        .merge(super::oidc::router())
 }
 
 #[derive(Template)]
@@ -31,6 +33,51 @@ struct LoginPage {
     next: String,
     username: String,
     error: Option<String>,
+    /// The identity provider's name, when people may sign in through it.
+    provider: Option<String>,
+    /// Whether the password form is offered.
+    passwords: bool,
+}
+
+/// The sign-in page, with `error` said at its top and the status given. It stores
+/// nothing: its form's CSRF token travels in a cookie of its own (see `csrf`).
+pub(super) fn page(
+    state: &AppState,
+    headers: &HeaderMap,
+    next: String,
+    username: String,
+    error: Option<String>,
+    status: StatusCode,
+) -> Result<Response, AppError> {
+    let (token, set_cookie) = csrf::login_token(headers, state.config().cookie_secure);
+    let page = LoginPage {
+        layout: Layout::signed_out(token),
+        next,
+        username,
+        error,
+        provider: state.oidc().map(|oidc| oidc.config().label.clone()),
+        passwords: state.config().password_sign_in,
+    };
+    let mut response = (status, render(&page)?).into_response();
+    if let Some(cookie) = set_cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// Signs `user` in on this session: a new session id (so an id planted before sign-in is
+/// worthless after it), the user and the time, and a new CSRF token.
+pub(super) async fn open_session(session: &Session, user: &User) -> Result<(), AppError> {
+    session.cycle_id().await.map_err(session_err)?;
+    session
+        .insert(USER_ID_KEY, user.id)
+        .await
+        .map_err(session_err)?;
+    session
+        .insert(LOGIN_AT_KEY, chrono::Utc::now().timestamp())
+        .await
+        .map_err(session_err)?;
+    csrf::rotate(session).await.map(|_| ())
 }
 
 #[derive(Deserialize)]
@@ -73,18 +120,7 @@ async fn login_page(
     if session_user(&session, &state).await?.is_some() {
         return Ok(Redirect::to(&next).into_response());
     }
-    let (token, set_cookie) = csrf::login_token(&headers, state.config().cookie_secure);
-    let page = LoginPage {
-        layout: Layout::signed_out(token),
-        next,
-        username: String::new(),
-        error: None,
-    };
-    let mut response = render(&page)?.into_response();
-    if let Some(cookie) = set_cookie {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    Ok(response)
+    page(&state, &headers, next, String::new(), None, StatusCode::OK)
 }
 
 #[derive(Deserialize)]
@@ -102,6 +138,18 @@ async fn login(
     LoginCsrfForm(form): LoginCsrfForm<LoginForm>,
 ) -> Result<Response, AppError> {
     let username = form.username.trim();
+    let next = local_path(form.next.as_deref());
+    if !state.config().password_sign_in {
+        let why = "Password sign-in is off on this server: sign in through your identity provider.";
+        return page(
+            &state,
+            &headers,
+            next,
+            username.to_owned(),
+            Some(why.into()),
+            StatusCode::FORBIDDEN,
+        );
+    }
     let counted = state
         .login_limiter()
         .check(state.store(), username, client)
@@ -112,34 +160,24 @@ async fn login(
         None => (None, None),
     };
     let verified = state.hasher().verify(hash, form.password).await?;
-    let next = local_path(form.next.as_deref());
     let Some(user) = user.filter(|u| verified && u.active) else {
         // One answer for an unknown user, a wrong password and a deactivated account.
         // The form's token again, from its cookie: a failed sign-in stores nothing either.
-        let (token, _) = csrf::login_token(&headers, state.config().cookie_secure);
-        let page = LoginPage {
-            layout: Layout::signed_out(token),
+        let wrong = Some("Wrong username or password.".into());
+        return page(
+            &state,
+            &headers,
             next,
-            username: username.to_owned(),
-            error: Some("Wrong username or password.".into()),
-        };
-        return Ok((StatusCode::UNAUTHORIZED, render(&page)?).into_response());
+            username.to_owned(),
+            wrong,
+            StatusCode::UNAUTHORIZED,
+        );
     };
     state
         .login_limiter()
         .succeeded(state.store(), counted)
         .await?;
-    // A new session id at login, so an id planted before login is worthless after it.
-    session.cycle_id().await.map_err(session_err)?;
-    session
-        .insert(USER_ID_KEY, user.id)
-        .await
-        .map_err(session_err)?;
-    session
-        .insert(LOGIN_AT_KEY, chrono::Utc::now().timestamp())
-        .await
-        .map_err(session_err)?;
-    csrf::rotate(&session).await?;
+    open_session(&session, &user).await?;
     tracing::info!(username = %user.username, "signed in");
     Ok(Redirect::to(&next).into_response())
 }

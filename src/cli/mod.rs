@@ -35,7 +35,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the web server (migrates the database first).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate,
     /// Manage accounts.
@@ -406,6 +406,123 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_WEBHOOK_ATTEMPTS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=30))]
     webhook_attempts: u32,
+    #[command(flatten)]
+    oidc: OidcArgs,
+}
+
+/// Sign-in through the team's identity provider (OpenID Connect, authorization code with
+/// PKCE).
+#[derive(Debug, Args)]
+struct OidcArgs {
+    /// The identity provider's issuer URL (its discovery document is at
+    /// ISSUER/.well-known/openid-configuration); turns sign-in through it on.
+    #[arg(long, env = "VERDICT_OIDC_ISSUER")]
+    oidc_issuer: Option<String>,
+    /// The client id verdict is registered under at the provider.
+    #[arg(long, env = "VERDICT_OIDC_CLIENT_ID")]
+    oidc_client_id: Option<String>,
+    /// The client secret (set it through the environment, not the command line).
+    #[arg(long, env = "VERDICT_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    oidc_client_secret: Option<String>,
+    /// verdict's callback as the provider knows it:
+    /// https://verdict.example.com/auth/oidc/callback.
+    #[arg(long, env = "VERDICT_OIDC_REDIRECT_URL")]
+    oidc_redirect_url: Option<String>,
+    /// Scopes asked for besides openid, separated by spaces.
+    #[arg(long, env = "VERDICT_OIDC_SCOPES", default_value = "email profile")]
+    oidc_scopes: String,
+    /// The claim that names the verdict account: email (verified), sub or
+    /// preferred_username; it is compared with usernames.
+    #[arg(long, env = "VERDICT_OIDC_MATCH", default_value = "email")]
+    oidc_match: String,
+    /// A claim (a string or a list, e.g. groups) whose values give each person's role at
+    /// every sign-in, through --oidc-role-map; unset: admins set roles.
+    #[arg(long, env = "VERDICT_OIDC_ROLE_CLAIM")]
+    oidc_role_claim: Option<String>,
+    /// VALUE=ROLE pairs separated by commas (verdict-admins=admin,verdict-leads=lead);
+    /// the highest role matched wins, no match is a rater.
+    #[arg(long, env = "VERDICT_OIDC_ROLE_MAP", default_value = "")]
+    oidc_role_map: String,
+    /// Email domains, separated by commas, whose people get an account at their first
+    /// sign-in; unset: nobody does, an admin makes accounts.
+    #[arg(long, env = "VERDICT_OIDC_CREATE_DOMAINS", default_value = "")]
+    oidc_create_domains: String,
+    /// The provider's name on the sign-in page's button ("Sign in with ...").
+    #[arg(long, env = "VERDICT_OIDC_LABEL", default_value = "single sign-on")]
+    oidc_label: String,
+    /// Turn password sign-in off: everyone signs in through the identity provider (API
+    /// tokens still work); needs --oidc-issuer.
+    #[arg(long, env = "VERDICT_NO_PASSWORD_SIGN_IN", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    no_password_sign_in: bool,
+}
+
+impl OidcArgs {
+    /// The settings, checked: everything a sign-in needs is there and reads.
+    fn config(
+        &self,
+        sealing: bool,
+    ) -> Result<Option<crate::credentials::oidc::OidcConfig>, String> {
+        let Some(issuer) = self
+            .oidc_issuer
+            .as_deref()
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        else {
+            if self.no_password_sign_in {
+                return Err(
+                    "--no-password-sign-in needs --oidc-issuer: nobody could sign in".into(),
+                );
+            }
+            return Ok(None);
+        };
+        let client_id = self
+            .oidc_client_id
+            .clone()
+            .filter(|c| !c.trim().is_empty())
+            .ok_or("--oidc-issuer needs --oidc-client-id")?;
+        let redirect_url = self
+            .oidc_redirect_url
+            .clone()
+            .filter(|r| !r.trim().is_empty())
+            .ok_or("--oidc-issuer needs --oidc-redirect-url (verdict's /auth/oidc/callback)")?;
+        if !sealing {
+            return Err(format!(
+                "--oidc-issuer needs {} (it seals the sign-in under way in its cookie)",
+                crate::credentials::sealed::SECRET_ENV
+            ));
+        }
+        let role_map = verdict_core::sign_in::parse_role_map(&self.oidc_role_map)
+            .map_err(|why| format!("--oidc-role-map: {why}"))?;
+        if !role_map.is_empty() && self.oidc_role_claim.is_none() {
+            return Err("--oidc-role-map needs --oidc-role-claim".into());
+        }
+        let list = |text: &str| -> Vec<String> {
+            text.split([',', ' '])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        Ok(Some(crate::credentials::oidc::OidcConfig {
+            issuer: issuer.to_owned(),
+            client_id,
+            client_secret: self.oidc_client_secret.clone().filter(|s| !s.is_empty()),
+            redirect_url,
+            scopes: list(&self.oidc_scopes),
+            role_claim: self.oidc_role_claim.clone(),
+            policy: verdict_core::sign_in::Policy {
+                match_by: self
+                    .oidc_match
+                    .parse()
+                    .map_err(|why| format!("--oidc-match: {why}"))?,
+                role_claim: self.oidc_role_claim.is_some(),
+                role_map,
+                create_domains: list(&self.oidc_create_domains),
+            },
+            label: self.oidc_label.clone(),
+        }))
+    }
 }
 
 /// The parsed `--trusted-proxies`.
@@ -541,7 +658,7 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
     }
     let store = open_store(&cli.database_url).await?;
     let result = match cli.command {
-        Command::Serve(args) => server::serve(store.clone(), args, &cli.database_url).await,
+        Command::Serve(args) => server::serve(store.clone(), *args, &cli.database_url).await,
         Command::Migrate => {
             println!("database is up to date");
             Ok(())

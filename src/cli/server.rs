@@ -72,11 +72,11 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         ..Config::default()
     };
+    let sealing_key =
+        crate::credentials::sealed::SealingKey::from_env().map_err(anyhow::Error::msg)?;
     let config = Config {
         judge_lease: args.judge_lease.lease(),
         judge_endpoints: args.judge_endpoints.policy(),
-        sealing_key: crate::credentials::sealed::SealingKey::from_env()
-            .map_err(anyhow::Error::msg)?,
         max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
@@ -90,6 +90,12 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
             },
             ..Default::default()
         },
+        oidc: args
+            .oidc
+            .config(sealing_key.is_some())
+            .map_err(anyhow::Error::msg)?,
+        sealing_key,
+        password_sign_in: !args.oidc.no_password_sign_in,
         metrics: crate::config::MetricsAccess::from_settings(
             args.metrics_token.as_deref(),
             args.metrics_open,

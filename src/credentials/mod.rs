@@ -4,6 +4,7 @@
 //! and pages use them through the state and re-export these modules under `auth`.
 
 pub mod limits;
+pub mod oidc;
 pub mod password;
 pub mod sealed;
 pub mod tokens;

@@ -91,6 +91,7 @@ fn name_of<'a>(actor: &Actor<'a>) -> &'a str {
     match actor {
         Actor::User(user) => user.username.as_str(),
         Actor::Cli => "cli",
+        Actor::IdentityProvider => "identity provider",
     }
 }
 

@@ -14,6 +14,8 @@ pub enum Actor<'a> {
     User(&'a User),
     /// The command line, run by whoever holds the database.
     Cli,
+    /// The team's identity provider, at a sign-in (an account made, a role it gives).
+    IdentityProvider,
 }
 
 impl Actor<'_> {
@@ -22,6 +24,7 @@ impl Actor<'_> {
         match self {
             Actor::User(user) => (Some(user.id), None),
             Actor::Cli => (None, Some("cli")),
+            Actor::IdentityProvider => (None, Some("identity provider")),
         }
     }
 }
@@ -46,6 +49,7 @@ pub async fn record<'a>(
     let who = match actor {
         Actor::User(user) => user.username.as_str(),
         Actor::Cli => "cli",
+        Actor::IdentityProvider => "identity provider",
     };
     if let Err(err) = store.record_audit(id, name, action, target, &detail).await {
         tracing::error!(%err, actor = who, action, target, "audit entry not recorded");

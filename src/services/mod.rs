@@ -21,6 +21,7 @@ pub mod rating;
 pub mod review;
 pub mod revision;
 pub mod rubrics;
+pub mod sign_in;
 pub mod task;
 
 /// Why a service did not do what it was asked.

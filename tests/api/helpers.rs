@@ -253,13 +253,19 @@ impl TestApp {
 
     /// The app served on a database made beforehand (one copied into, say).
     pub async fn on(db: TestDb, config: Config) -> Self {
+        Self::on_with(db, move |_| config).await
+    }
+
+    /// The app served on `db` with the config `config` makes from the address it will
+    /// be served at (for settings that name the app's own URL).
+    pub async fn on_with(db: TestDb, config: impl FnOnce(SocketAddr) -> Config) -> Self {
         let store = db.store().await;
         let app_store = Store::connect(&db.url).await.expect("connect");
-        let state = AppState::new(app_store, config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
+        let state = AppState::new(app_store, config(addr));
         let (tx, rx) = oneshot::channel();
         let server = tokio::spawn(verdict::serve(listener, state.clone(), async {
             let _ = rx.await;

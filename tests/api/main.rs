@@ -34,6 +34,7 @@ mod lists;
 mod metrics_live;
 mod migrate_data;
 mod migrations;
+mod oidc;
 mod overlap;
 mod pages;
 mod qualification;

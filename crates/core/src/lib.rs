@@ -28,6 +28,7 @@ pub mod role;
 pub mod routing;
 pub mod rubric;
 pub mod settings;
+pub mod sign_in;
 pub mod submission;
 pub mod task;
 pub mod user;

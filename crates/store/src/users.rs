@@ -125,6 +125,59 @@ impl super::Store {
         Ok(row.map(|c| (c.user.into(), c.password_hash)))
     }
 
+    /// The account an identity provider's subject id was linked to.
+    pub async fn user_by_oidc_subject(&self, subject: &str) -> StoreResult<Option<User>> {
+        let sql =
+            format!("SELECT {USER_COLUMNS} FROM users WHERE oidc_subject = $1 AND kind = 'human'");
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, UserRow>(&sql)
+                .bind(subject)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(User::from))
+    }
+
+    /// The account named `username`, compared without case (an email address), with the
+    /// subject id it is linked to, if any.
+    pub async fn sign_in_candidate(
+        &self,
+        username: &str,
+    ) -> StoreResult<Option<(User, Option<String>)>> {
+        #[derive(sqlx::FromRow)]
+        struct Candidate {
+            #[sqlx(flatten)]
+            user: UserRow,
+            oidc_subject: Option<String>,
+        }
+        let sql = format!(
+            "SELECT {USER_COLUMNS}, oidc_subject FROM users
+             WHERE LOWER(username) = LOWER($1) AND kind = 'human' ORDER BY username LIMIT 1"
+        );
+        let row = read!(self, |pool| {
+            sqlx::query_as::<_, Candidate>(&sql)
+                .bind(username)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|c| (c.user.into(), c.oidc_subject)))
+    }
+
+    /// Links an account to an identity provider's subject id, if it has none yet; false
+    /// when it already had one. `Duplicate("identity")` when another account has it.
+    pub async fn link_oidc_subject(&self, id: Uuid, subject: &str) -> StoreResult<bool> {
+        let linked = write!(self, |pool| {
+            sqlx::query("UPDATE users SET oidc_subject = $2 WHERE id = $1 AND oidc_subject IS NULL")
+                .bind(id)
+                .bind(subject)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })
+        .map_err(|e| on_unique(e, "identity"))?;
+        Ok(linked == 1)
+    }
+
     pub async fn list_users(&self) -> StoreResult<Vec<User>> {
         let sql =
             format!("SELECT {USER_COLUMNS} FROM users WHERE kind = 'human' ORDER BY username");
