@@ -785,3 +785,88 @@ async fn the_webhooks_pages_subscribe_show_the_secret_once_and_list_deliveries(a
 }
 
 db_test!(the_webhooks_pages_subscribe_show_the_secret_once_and_list_deliveries: HookApp);
+
+/// The same answers as [`complete_answers`], preferring B instead of A.
+fn favouring_b() -> Value {
+    let mut answers = complete_answers();
+    let a = answers["a"].take();
+    answers["a"] = answers["b"].take();
+    answers["b"] = a;
+    answers["sxs"] = json!(6);
+    answers["sxs_explanation"] = json!("B delivers the function that was asked for; A does not.");
+    answers
+}
+
+async fn escalations_and_finished_judge_runs_are_reported_too(app: &HookApp) {
+    let app = &app.0;
+    let admin = app.admin().await;
+    let (first, second) = (
+        app.persona("first", verdict::auth::Role::Rater).await,
+        app.persona("second", verdict::auth::Role::Rater).await,
+    );
+    let batch = app
+        .batch(
+            &admin,
+            "disputed",
+            &tasks_jsonl(1),
+            "&overlap=2&max_overlap=3&randomize=false",
+        )
+        .await;
+    let receiver = Receiver::start().await;
+    let created = json_with(
+        subscribe(
+            app,
+            &admin,
+            &receiver.url(),
+            &["task.escalated", "judge_run.finished"],
+            Some(&batch),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let secret = created["secret"].as_str().unwrap().to_owned();
+
+    // Two raters who disagree on the side: adaptive overlap asks a third.
+    app.rate(&first, &batch, &complete_answers()).await;
+    app.rate(&second, &batch, &favouring_b()).await;
+    let got = receiver.wait_for(1).await;
+    let escalated = got[0].json();
+    assert!(got[0].signed_with(&secret));
+    assert_eq!(escalated["type"], "task.escalated");
+    assert_eq!(escalated["data"]["external_id"], "t1");
+    assert_eq!(escalated["data"]["extra_raters"], 1);
+
+    // A judge run over the batch, to its end.
+    let scripted =
+        crate::judge_server::ScriptedJudge::start(crate::judge_server::prefers_good).await;
+    crate::judges::add_judge(app, &admin, "hooked", &scripted.base_url, json!({})).await;
+    let run = crate::judges::start_run(app, &admin, &batch, "hooked").await;
+    crate::judges::wait_for(app, &admin, &run, "finished").await;
+    let got = receiver.wait_for(2).await;
+    let finished = got
+        .iter()
+        .map(Received::json)
+        .find(|m| m["type"] == "judge_run.finished")
+        .expect("judge_run.finished");
+    assert_eq!(finished["data"]["run_id"], json!(run));
+    assert_eq!(finished["data"]["judge"], "hooked");
+    assert_eq!(finished["data"]["tasks"], 1);
+    // Both orders of the one pair, counted by status (the scripted judge's replies do
+    // not parse for these tasks: what counts is that the counts are the run's).
+    let calls: i64 = finished["data"]["calls"]
+        .as_object()
+        .expect("calls by status")
+        .values()
+        .map(|n| n.as_i64().unwrap())
+        .sum();
+    assert_eq!(calls, 2, "{finished}");
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM judge_calls WHERE status = 'unparsed'")
+            .await,
+        finished["data"]["calls"]["unparsed"].as_i64().unwrap_or(0)
+    );
+    assert_eq!(got.len(), 2, "nothing else was sent: {got:?}");
+}
+
+db_test!(escalations_and_finished_judge_runs_are_reported_too: HookApp);
