@@ -12,7 +12,7 @@ use super::assignments::{
     ASSIGNMENT_COLUMNS, AssignmentRow, RELEASE_SLOT, TASK_EXTRA, TASK_NUMBER, escalate,
 };
 use super::page::{Cursor, Page};
-use super::webhooks::{completed_event, escalated_event, rating_event};
+use super::webhooks::{completed_event, escalated_event, rating_event, subscribed};
 use super::{StoreResult, read, transaction, write};
 use verdict_core::access;
 use verdict_core::assignment::{Assignment, DraftStep, FinishStep};
@@ -465,15 +465,20 @@ impl super::Store {
                             .bind(plan.overlap)
                             .execute(&mut *tx)
                             .await?;
-                    } else if escalate!(tx, &extra_sql, assignment.task_id, plan)? {
-                        escalated_event!(tx, assignment.batch_id, assignment.task_id, now)?;
+                    }
+                    let wanted = subscribed!(tx, assignment.batch_id)?;
+                    if !outcome.frees_the_task()
+                        && escalate!(tx, &extra_sql, assignment.task_id, plan)?
+                    {
+                        let (batch, task) = (assignment.batch_id, assignment.task_id);
+                        escalated_event!(tx, wanted, batch, task, now)?;
                     }
                     let before = before.filter(|b| !b.status.is_draft());
                     let action = outcome.finish_action();
                     insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
                     let submitted = EventKind::RatingSubmitted;
-                    rating_event!(tx, submitted, &rating, now, serde_json::json!({}))?;
-                    completed_event!(tx, assignment.batch_id, now)?;
+                    rating_event!(tx, wanted, submitted, &rating, now, serde_json::json!({}))?;
+                    completed_event!(tx, wanted, assignment.batch_id, now)?;
                     Ok(rating)
                 }
             }
@@ -549,7 +554,8 @@ impl super::Store {
                 } else {
                     // New answers may disagree where the old ones did not.
                     if escalate!(tx, &extra_sql, before.task_id, plan)? {
-                        escalated_event!(tx, before.batch_id, before.task_id, now)?;
+                        let wanted = subscribed!(tx, before.batch_id)?;
+                        escalated_event!(tx, wanted, before.batch_id, before.task_id, now)?;
                     }
                 }
                 let after: Rating = sqlx::query_as::<_, RatingRow>(&sql.replace(lock, ""))

@@ -12,7 +12,7 @@ use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
 use super::scan::{self, columns};
-use super::webhooks::rating_event;
+use super::webhooks::{rating_event, subscribed};
 use super::{PoolRef, StoreResult, read, transaction};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
@@ -454,7 +454,8 @@ impl super::Store {
                 )?;
                 let reviewed = verdict_core::webhook::EventKind::RatingReviewed;
                 let said = serde_json::json!({"decision": decision.as_str(), "comment": comment});
-                rating_event!(tx, reviewed, &after, now, said)?;
+                let wanted = subscribed!(tx, after.batch_id)?;
+                rating_event!(tx, wanted, reviewed, &after, now, said)?;
                 Ok(after)
             }
         });

@@ -90,22 +90,34 @@ pub enum Outcome {
     GaveUp,
 }
 
-/// Whether any subscription asks for `$kind` events of batch `$batch`, read inside the
-/// transaction `$tx`: an event is only put together (with what it names read) when one
-/// does, so a change nobody subscribed to costs one indexed read.
-macro_rules! wanted {
-    ($tx:expr, $kind:expr, $batch:expr) => {
-        sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM webhooks w
-                            WHERE (w.batch_id IS NULL OR w.batch_id = $1) AND w.events LIKE $2)",
-        )
-        .bind($batch)
-        .bind(verdict_core::webhook::EventKind::like_pattern($kind))
-        .fetch_one(&mut *$tx)
+/// The events any subscription asks for of batch `$batch` (its own or every batch's),
+/// read inside the transaction `$tx`: one read per change, and an event is only put
+/// together (with what it names read) when someone asked for it, so a change nobody
+/// subscribed to costs that one indexed read of a small table.
+macro_rules! subscribed {
+    ($tx:expr, $batch:expr) => {
+        async {
+            let lists: Vec<(String,)> = sqlx::query_as(
+                "SELECT events FROM webhooks WHERE batch_id IS NULL OR batch_id = $1",
+            )
+            .bind($batch)
+            .fetch_all(&mut *$tx)
+            .await?;
+            let mut kinds: Vec<verdict_core::webhook::EventKind> = Vec::new();
+            for (list,) in lists {
+                // Written only from checked names; one that does not read asks for nothing.
+                if let Ok($crate::webhooks::EventList(asked)) =
+                    $crate::webhooks::EventList::try_from(list)
+                {
+                    kinds.extend(asked);
+                }
+            }
+            Ok::<_, sqlx::Error>(kinds)
+        }
         .await
     };
 }
-pub(crate) use wanted;
+pub(crate) use subscribed;
 
 /// Writes `$event` (a [`verdict_core::webhook::Event`]) into the outbox of every
 /// subscription that asks for its kind, to its batch or to every batch, inside the
@@ -133,14 +145,15 @@ macro_rules! emit {
 }
 pub(crate) use emit;
 
-/// A rating's event (`rating.submitted`, `rating.reviewed`) for its subscribers, with the
+/// A rating's event (`rating.submitted`, `rating.reviewed`) when `$wanted` (what
+/// [`subscribed!`] read) holds its kind, with the
 /// task's external id and the rater's name beside the ids, and `$extra` (a JSON object's
 /// further fields) merged in.
 macro_rules! rating_event {
-    ($tx:expr, $kind:expr, $rating:expr, $at:expr, $extra:expr) => {
+    ($tx:expr, $wanted:expr, $kind:expr, $rating:expr, $at:expr, $extra:expr) => {
         async {
             let rating: &verdict_core::rating::Rating = $rating;
-            if !$crate::webhooks::wanted!($tx, $kind, rating.batch_id)? {
+            if !$wanted.contains(&$kind) {
                 return Ok::<(), sqlx::Error>(());
             }
             let (external_id, rater): (String, String) = sqlx::query_as(
@@ -169,10 +182,10 @@ pub(crate) use rating_event;
 
 /// `task.escalated` for task `$task` of batch `$batch`, when anyone subscribed.
 macro_rules! escalated_event {
-    ($tx:expr, $batch:expr, $task:expr, $at:expr) => {
+    ($tx:expr, $wanted:expr, $batch:expr, $task:expr, $at:expr) => {
         async {
             let kind = verdict_core::webhook::EventKind::TaskEscalated;
-            if !$crate::webhooks::wanted!($tx, kind, $batch)? {
+            if !$wanted.contains(&kind) {
                 return Ok::<(), sqlx::Error>(());
             }
             let (external_id, extra): (String, i32) =
@@ -197,10 +210,10 @@ pub(crate) use escalated_event;
 /// that closes the last open assignment of a full batch is the one that completes it,
 /// so each completion is reported once (and again if the batch reopens and completes).
 macro_rules! completed_event {
-    ($tx:expr, $batch:expr, $at:expr) => {
+    ($tx:expr, $wanted:expr, $batch:expr, $at:expr) => {
         async {
             let kind = verdict_core::webhook::EventKind::BatchCompleted;
-            if !$crate::webhooks::wanted!($tx, kind, $batch)? {
+            if !$wanted.contains(&kind) {
                 return Ok::<(), sqlx::Error>(());
             }
             let done: Option<(String, i64)> = sqlx::query_as(
@@ -240,7 +253,7 @@ macro_rules! finished_event {
             .bind($run)
             .fetch_one(&mut *$tx)
             .await?;
-            if !$crate::webhooks::wanted!($tx, kind, batch)? {
+            if !$crate::webhooks::subscribed!($tx, batch)?.contains(&kind) {
                 return Ok::<(), sqlx::Error>(());
             }
             let calls: Vec<(String, i64)> = sqlx::query_as(
