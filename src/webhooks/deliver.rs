@@ -76,9 +76,13 @@ async fn round(
     client: &reqwest::Client,
     policy: &EndpointPolicy,
 ) -> crate::store::StoreResult<usize> {
+    let now = Utc::now();
+    if !state.store().deliveries_due(now).await? {
+        return Ok(0);
+    }
     let due = state
         .store()
-        .claim_deliveries(Utc::now(), state.config().webhooks.lease(), ROUND)
+        .claim_deliveries(now, state.config().webhooks.lease(), ROUND)
         .await?;
     let count = due.len();
     let sends = due

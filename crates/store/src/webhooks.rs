@@ -332,6 +332,19 @@ impl Store {
         Ok(gone == 1)
     }
 
+    /// Whether any delivery is due at `now` and held by nobody: a read, so an outbox with
+    /// nothing to send costs the writer nothing.
+    pub async fn deliveries_due(&self, now: DateTime<Utc>) -> StoreResult<bool> {
+        Ok(read!(self, |pool| sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+                            WHERE state = 'pending' AND next_attempt_at <= $1
+                              AND (lease_until IS NULL OR lease_until <= $1))"
+        )
+        .bind(now)
+        .fetch_one(pool)
+        .await)?)
+    }
+
     /// Claims up to `limit` deliveries due at `now` that nobody holds, for `lease`: each
     /// counts as one more attempt from now on.
     pub async fn claim_deliveries(
