@@ -168,15 +168,19 @@ pub fn same_origin(headers: &HeaderMap) -> Result<(), AppError> {
 
 /// The sign-in form's token from the request's cookie, if it has a well-formed one.
 pub fn login_cookie(headers: &HeaderMap) -> Option<String> {
+    cookie(headers, LOGIN_COOKIE).filter(|v| v.len() == 43 && URL_SAFE_NO_PAD.decode(v).is_ok())
+}
+
+/// The value of the request's cookie `name`, if it sent one.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .find(|c| c.name() == LOGIN_COOKIE)
+        .find(|c| c.name() == name)
         .map(|c| c.value().to_owned())
-        .filter(|v| v.len() == 43 && URL_SAFE_NO_PAD.decode(v).is_ok())
 }
 
 /// The sign-in form's token: the one the browser already holds, or a new one with the

@@ -59,17 +59,6 @@ fn pending_cookie(value: Option<String>, secure: bool) -> Option<HeaderValue> {
     HeaderValue::from_str(&cookie.to_string()).ok()
 }
 
-fn pending_in(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(Cookie::split_parse)
-        .filter_map(Result::ok)
-        .find(|c| c.name() == PENDING_COOKIE)
-        .map(|c| c.value().to_owned())
-}
-
 /// The sign-in page saying why, with `status`, the pending cookie removed.
 fn refused(
     state: &AppState,
@@ -154,7 +143,8 @@ async fn callback(
         let why = format!("Your identity provider did not sign you in ({said}).");
         return refused(&state, &headers, home, why, StatusCode::UNAUTHORIZED);
     }
-    let Some(pending) = pending_in(&headers).and_then(|sealed| Pending::open(&sealed, key, now()))
+    let Some(pending) = super::csrf::cookie(&headers, PENDING_COOKIE)
+        .and_then(|sealed| Pending::open(&sealed, key, now()))
     else {
         let why = "This sign-in ran out or was begun in another browser: sign in again.";
         return refused(&state, &headers, home, why.into(), StatusCode::BAD_REQUEST);

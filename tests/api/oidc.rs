@@ -218,6 +218,23 @@ async fn sign_in(
     browser.get(back).go().await
 }
 
+/// Signs `login` in through `app` in a fresh browser, which must be refused with
+/// `status` and a page saying `words`, and leave nobody signed in.
+async fn refused_with(
+    app: &TestApp,
+    provider: &Provider,
+    login: &str,
+    status: StatusCode,
+    words: &str,
+) {
+    let person = browser();
+    let refused = sign_in(app, provider, &person, login).await;
+    assert_eq!(refused.status(), status, "{login}");
+    let said = refused.text().await.unwrap();
+    assert!(said.contains(words), "{words:?} in {said}");
+    assert!(me(app, &person).await.is_none());
+}
+
 /// Who the browser is signed in as, if anyone.
 async fn me(app: &TestApp, browser: &Client) -> Option<Value> {
     let response = browser.get(app.url("/api/v1/me")).go().await;
@@ -298,25 +315,11 @@ async fn accounts_are_matched_by_verified_email_and_signing_out_ends_the_session
     assert!(me(&app, &alice).await.is_none());
 
     // Nobody's account is made by default; an unverified address opens none.
-    let bob = browser();
-    let refused = sign_in(&app, &provider, &bob, "bob").await;
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    let said = refused.text().await.unwrap();
-    assert!(
-        said.contains("no verdict account for bob@elsewhere.org"),
-        "{said}"
-    );
-    assert!(me(&app, &bob).await.is_none());
-    let carol = browser();
-    let refused = sign_in(&app, &provider, &carol, "carol").await;
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    assert!(
-        refused
-            .text()
-            .await
-            .unwrap()
-            .contains("not verified the email address")
-    );
+    let forbidden = StatusCode::FORBIDDEN;
+    let bob = "no verdict account for bob@elsewhere.org";
+    refused_with(&app, &provider, "bob", forbidden, bob).await;
+    let carol = "not verified the email address";
+    refused_with(&app, &provider, "carol", forbidden, carol).await;
     assert_eq!(
         app.count("SELECT COUNT(*) FROM users WHERE username LIKE '%@%'")
             .await,
@@ -333,8 +336,8 @@ async fn accounts_are_matched_by_verified_email_and_signing_out_ends_the_session
         .go()
         .await;
     assert_eq!(off.status(), StatusCode::OK);
-    let shut = sign_in(&app, &provider, &browser(), "alice").await;
-    assert_eq!(shut.status(), StatusCode::FORBIDDEN);
+    let shut = "alice@example.com is deactivated";
+    refused_with(&app, &provider, "alice", StatusCode::FORBIDDEN, shut).await;
     app.teardown().await;
 }
 
@@ -395,8 +398,8 @@ async fn accounts_are_made_for_allowed_domains_with_the_role_their_groups_give(d
     sign_in(&app, &provider, &dave, "dave").await;
     assert_eq!(me(&app, &dave).await.expect("signed in")["role"], "lead");
     // Another domain gets no account.
-    let bob = sign_in(&app, &provider, &browser(), "bob").await;
-    assert_eq!(bob.status(), StatusCode::FORBIDDEN);
+    let bob = "no verdict account for bob@elsewhere.org";
+    refused_with(&app, &provider, "bob", StatusCode::FORBIDDEN, bob).await;
     // Made accounts are in the audit log as the identity provider's doing.
     let entries = json_with(
         admin
@@ -502,21 +505,11 @@ async fn forged_replayed_and_untrustworthy_sign_ins_are_refused(db: &TestDb) {
     assert_eq!(again.status(), StatusCode::BAD_REQUEST);
 
     // ID tokens verdict must not trust, from the provider's own key.
-    let person = browser();
-    let refused = sign_in(&wrong_aud, &provider, &person, "frank").await;
-    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
-    let said = refused.text().await.unwrap();
-    assert!(
-        said.contains("cannot be trusted: Invalid audiences"),
-        "{said}"
-    );
-    assert!(me(&wrong_aud, &person).await.is_none());
-    let person = browser();
-    let refused = sign_in(&expired, &provider, &person, "frank").await;
-    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
-    let said = refused.text().await.unwrap();
-    assert!(said.contains("cannot be trusted: Expired"), "{said}");
-    assert!(me(&expired, &person).await.is_none());
+    let untrusted = StatusCode::BAD_REQUEST;
+    let audience = "cannot be trusted: Invalid audiences";
+    refused_with(&wrong_aud, &provider, "frank", untrusted, audience).await;
+    let stale = "cannot be trusted: Expired";
+    refused_with(&expired, &provider, "frank", untrusted, stale).await;
     assert_eq!(
         wrong_aud
             .count("SELECT COUNT(*) FROM users WHERE username LIKE '%@%'")
