@@ -600,7 +600,8 @@ async fn no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change(db: &TestDb) 
         ("VERDICT_SECRET_KEY", SECRET_KEY),
         ("VERDICT_WEBHOOK_TIMEOUT_S", "1"),
     ];
-    let (mut server, base) = serve_with(db, &env);
+    let (server, base) = serve_with(db, &env);
+    let mut server = Stopped(server);
     let batch = upload_batch(&admin, &base, "name=killed", tasks_jsonl(40)).await;
     let receiver = Receiver::start().await;
     let created: Value = admin
@@ -638,9 +639,10 @@ async fn no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change(db: &TestDb) 
     // Killed while rating goes on, then started again to finish.
     let rating = tokio::spawn(rate_all(base.clone(), rater.clone(), batch.clone()));
     tokio::time::sleep(Duration::from_millis(400)).await;
-    kill_9(&mut server);
+    kill_9(&mut server.0);
     let (before_kill, _) = rating.await.expect("rater");
-    let (mut server, base) = serve_with(db, &env);
+    let (server, base) = serve_with(db, &env);
+    let _server = Stopped(server);
     let (after, ended) = rate_all(base.clone(), rater.clone(), batch.clone()).await;
     assert_eq!(ended, crate::durability::Ended::Done);
     assert!(!before_kill.is_empty(), "some ratings came before the kill");
@@ -679,7 +681,16 @@ async fn no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change(db: &TestDb) 
     let all = receiver.got();
     let ids: BTreeSet<&String> = all.iter().map(|m| &m.id).collect();
     assert_eq!(ids.len(), 40, "nothing more arrived");
-    kill_9(&mut server);
+}
+
+/// A server process killed when the test ends, whether it passed or not.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 db_test!(no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change: TestDb);
