@@ -9,12 +9,12 @@ use uuid::Uuid;
 
 use super::{CreatedWebhook, WebhookView};
 use crate::auth::RequireLead;
-use crate::error::{AppError, AppResult, ErrorBody};
+use crate::error::{AppResult, ErrorBody};
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::webhooks::Delivery;
 use crate::web::openapi::ApiRouter;
-use crate::web::paging::{Paged, params};
+use crate::web::paging::Paged;
 use crate::web::{ApiJson, ApiPath, ApiQuery};
 use utoipa_axum::routes;
 
@@ -105,9 +105,8 @@ pub async fn deliveries(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<DeliveriesQuery>,
 ) -> AppResult<Json<Paged<Delivery>>> {
-    let webhook = super::managed(&state, &user, id).await?;
-    let (cursor, limit) = params(ListKind::Deliveries, query.cursor.as_deref(), query.limit)?;
-    let page = state.store().deliveries(webhook.id, cursor, limit).await?;
+    let (_, page) =
+        super::deliveries(&state, &user, id, query.cursor.as_deref(), query.limit).await?;
     Ok(Json(Paged::new(page, ListKind::Deliveries)))
 }
 
@@ -123,9 +122,6 @@ pub async fn redeliver(
     State(state): State<AppState>,
     ApiPath((id, event_id)): ApiPath<(Uuid, Uuid)>,
 ) -> AppResult<StatusCode> {
-    let webhook = super::managed(&state, &user, id).await?;
-    if !state.store().redeliver(webhook.id, event_id).await? {
-        return Err(AppError::NotFound);
-    }
+    super::redeliver(&state, &user, id, event_id).await?;
     Ok(StatusCode::ACCEPTED)
 }

@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
-use crate::store::webhooks::Webhook;
+use crate::store::page::{ListKind, Page};
+use crate::store::webhooks::{Delivery, Webhook};
 use verdict_core::role::Role;
 use verdict_core::user::User;
 use verdict_core::webhook::{EventKind, Subscription};
@@ -68,15 +69,6 @@ fn new_secret() -> String {
     format!("{SECRET_PREFIX}{}", STANDARD.encode(bytes))
 }
 
-/// One field's refusal.
-fn refused(field: &str, why: impl Into<String>) -> AppError {
-    let why = why.into();
-    AppError::Validation {
-        message: format!("{field} {why}"),
-        fields: [(field.to_owned(), why)].into(),
-    }
-}
-
 /// Subscribes `url` to `events`, of one batch or (admins only) of all. Leads subscribe
 /// only to batches they lead; the URL must be one the server may send to (the judges'
 /// address rules, `--judge-allow-hosts`); the secret is sealed with the server's key.
@@ -87,25 +79,22 @@ pub async fn create(
     events: &[String],
     batch: Option<Uuid>,
 ) -> AppResult<CreatedWebhook> {
-    let subscription = Subscription::check(url, events).map_err(|fields| AppError::Validation {
-        message: "the webhook is not valid".into(),
-        fields,
-    })?;
+    let subscription = Subscription::check(url, events).map_err(AppError::invalid)?;
     let parsed = reqwest::Url::parse(&subscription.url)
-        .map_err(|e| refused("url", format!("is not a URL: {e}")))?;
+        .map_err(|e| AppError::field("url", format!("is not a URL: {e}")))?;
     state
         .config()
         .judge_endpoints
         .check_url(&parsed)
-        .map_err(|why| refused("url", why))?;
+        .map_err(|why| AppError::field("url", why))?;
     match batch {
         Some(batch) => {
             crate::services::batches::led(state.store(), batch, user)
                 .await
-                .map_err(|_| refused("batch", "is not a batch you lead"))?;
+                .map_err(|_| AppError::field("batch", "is not a batch you lead"))?;
         }
         None if user.role != Role::Admin => {
-            return Err(refused(
+            return Err(AppError::field(
                 "batch",
                 "is required: leads subscribe to the batches they lead",
             ));
@@ -188,5 +177,29 @@ pub async fn delete(state: &AppState, user: &User, id: Uuid) -> AppResult<()> {
         serde_json::json!({"webhook_id": webhook.id, "url": webhook.url}),
     )
     .await;
+    Ok(())
+}
+
+/// A page of the deliveries of subscription `id` (which `user` must manage), with the
+/// subscription: the cursor and length checked as every paged list's are.
+pub async fn deliveries(
+    state: &AppState,
+    user: &User,
+    id: Uuid,
+    cursor: Option<&str>,
+    limit: Option<i64>,
+) -> AppResult<(Webhook, Page<Delivery>)> {
+    let webhook = managed(state, user, id).await?;
+    let (cursor, limit) = crate::web::paging::params(ListKind::Deliveries, cursor, limit)?;
+    let page = state.store().deliveries(webhook.id, cursor, limit).await?;
+    Ok((webhook, page))
+}
+
+/// Queues a delivery of subscription `id` (which `user` must manage) to be sent again.
+pub async fn redeliver(state: &AppState, user: &User, id: Uuid, event_id: Uuid) -> AppResult<()> {
+    let webhook = managed(state, user, id).await?;
+    if !state.store().redeliver(webhook.id, event_id).await? {
+        return Err(AppError::NotFound);
+    }
     Ok(())
 }

@@ -18,7 +18,6 @@ use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use crate::store::page::ListKind;
 use crate::store::webhooks::Delivery;
-use crate::web::paging::params;
 use crate::web::{ApiPath, ApiQuery, Layout, render};
 use verdict_core::webhook::EventKind;
 
@@ -228,9 +227,8 @@ async fn deliveries_page(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> AppResult<Response> {
-    let webhook = super::managed(&state, &page_user.user, id).await?;
-    let (cursor, limit) = params(ListKind::Deliveries, query.cursor.as_deref(), Some(50))?;
-    let page = state.store().deliveries(webhook.id, cursor, limit).await?;
+    let cursor = query.cursor.as_deref();
+    let (webhook, page) = super::deliveries(&state, &page_user.user, id, cursor, None).await?;
     let next = page.next.map(|c| c.encode(ListKind::Deliveries));
     let html = render(&DeliveriesPage {
         layout: page_user.layout,
@@ -249,9 +247,6 @@ async fn redeliver(
     ApiPath((id, event_id)): ApiPath<(Uuid, Uuid)>,
     CsrfForm(_form): CsrfForm<serde::de::IgnoredAny>,
 ) -> AppResult<Redirect> {
-    let webhook = super::managed(&state, &page_user.user, id).await?;
-    if !state.store().redeliver(webhook.id, event_id).await? {
-        return Err(AppError::NotFound);
-    }
+    super::redeliver(&state, &page_user.user, id, event_id).await?;
     Ok(Redirect::to(&format!("/webhooks/{id}#delivery-{event_id}")))
 }
