@@ -143,7 +143,8 @@ impl Oidc {
                     .await
                     .map_err(|e| OidcError::Discovery {
                         issuer: self.config.issuer.clone(),
-                        why: chain(&e),
+                        // Every cause under it, as one line (anyhow's alternate form).
+                        why: format!("{:#}", anyhow::Error::new(e)),
                     })
             })
             .await?;
@@ -193,7 +194,7 @@ impl Oidc {
             .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier.clone()))
             .request_async(&self.http)
             .await
-            .map_err(|e| OidcError::Exchange(token_error(&e)))?;
+            .map_err(|e| OidcError::Exchange(token_error(e)))?;
         let id_token = tokens
             .id_token()
             .ok_or_else(|| OidcError::Untrusted("it sent no ID token".into()))?;
@@ -240,22 +241,10 @@ fn role_values(jwt: &str, name: &str) -> Vec<String> {
     }
 }
 
-/// An error with every cause under it, as one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// A failed code exchange in words: the provider's own error and description when it
 /// answered one (`invalid_grant` for a code used twice), else what went wrong.
-fn token_error<RE: std::error::Error + 'static>(
-    e: &openidconnect::RequestTokenError<
+fn token_error<RE: std::error::Error + Send + Sync + 'static>(
+    e: openidconnect::RequestTokenError<
         RE,
         openidconnect::StandardErrorResponse<openidconnect::core::CoreErrorResponseType>,
     >,
@@ -269,7 +258,7 @@ fn token_error<RE: std::error::Error + 'static>(
             }
             text
         }
-        other => chain(other),
+        other => format!("{:#}", anyhow::Error::new(other)),
     }
 }
 

@@ -161,25 +161,22 @@ async fn send(
         .body(due.payload.clone())
         .send()
         .await
-        .map_err(|e| reason(&e))?;
+        .map_err(reason)?;
     Ok(response.status())
 }
 
 /// Why a request failed, with every cause under it (a refused connection, a time-out,
 /// an address the rules refuse), as one line.
-fn reason(e: &reqwest::Error) -> String {
-    let mut text = if e.is_timeout() {
-        "no answer in time".to_owned()
-    } else {
-        e.to_string()
-    };
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+fn reason(e: reqwest::Error) -> String {
+    let timed_out = e.is_timeout();
+    let mut causes: Vec<String> = anyhow::Error::new(e)
+        .chain()
+        .map(ToString::to_string)
+        .collect();
+    if timed_out {
+        causes[0] = "no answer in time".to_owned();
     }
-    text
+    causes.join(": ")
 }
 
 #[cfg(test)]
