@@ -468,15 +468,35 @@ impl Store {
         .bind(webhook_id)
         .fetch_one(pool)
         .await)?;
-        for delivery in &mut rows {
-            delivery.tried = read!(self, |pool| sqlx::query_as::<_, Attempt>(
-                "SELECT attempt, at, status, error, duration_ms FROM webhook_attempts
-                 WHERE webhook_id = $1 AND event_id = $2 ORDER BY attempt"
-            )
-            .bind(webhook_id)
-            .bind(delivery.event_id)
-            .fetch_all(pool)
-            .await)?;
+        // Every attempt of the page's deliveries in one read, each delivery's in order.
+        #[derive(sqlx::FromRow)]
+        struct Tried {
+            event_id: Uuid,
+            #[sqlx(flatten)]
+            attempt: Attempt,
+        }
+        if !rows.is_empty() {
+            let ids: Vec<String> = (0..rows.len()).map(|i| format!("${}", i + 2)).collect();
+            let sql = format!(
+                "SELECT event_id, attempt, at, status, error, duration_ms FROM webhook_attempts
+                 WHERE webhook_id = $1 AND event_id IN ({}) ORDER BY attempt",
+                ids.join(", ")
+            );
+            let tried = read!(self, |pool| {
+                let mut query = sqlx::query_as::<_, Tried>(&sql).bind(webhook_id);
+                for delivery in &rows {
+                    query = query.bind(delivery.event_id);
+                }
+                query.fetch_all(pool).await
+            })?;
+            let mut by_event: std::collections::HashMap<Uuid, Vec<Attempt>> =
+                std::collections::HashMap::new();
+            for t in tried {
+                by_event.entry(t.event_id).or_default().push(t.attempt);
+            }
+            for delivery in &mut rows {
+                delivery.tried = by_event.remove(&delivery.event_id).unwrap_or_default();
+            }
         }
         Ok(Page::of(rows, limit, total, |d| Cursor {
             at: d.created_at,
