@@ -638,7 +638,8 @@ async fn no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change(db: &TestDb) 
 
     // Killed while rating goes on, then started again to finish.
     let rating = tokio::spawn(rate_all(base.clone(), rater.clone(), batch.clone()));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Killed once some ratings are acknowledged and reported, however fast that is.
+    receiver.wait_for(3).await;
     kill_9(&mut server.0);
     let (before_kill, _) = rating.await.expect("rater");
     let (server, base) = serve_with(db, &env);
