@@ -155,13 +155,15 @@ async fn npm_ci(vendor: &Path, dir: &Path) -> Installed {
 /// One install at a time in a folder: a lock file made with `create_new` (std's file
 /// locks need a newer Rust than this crate supports), removed when the turn ends. A lock
 /// file older than [`STALE_LOCK`] was left by an install that died, and is taken over.
-struct Turn(PathBuf);
+/// (The sign-in tests install their OpenID provider with it too.)
+pub struct Turn(PathBuf);
 
 /// Longer than any install takes (npm ci of Pyodide takes seconds to a few minutes).
 const STALE_LOCK: Duration = Duration::from_secs(15 * 60);
 
 impl Turn {
-    async fn take(path: PathBuf) -> std::io::Result<Self> {
+    /// Waits for the turn at `path`, then holds it until dropped.
+    pub async fn take(path: PathBuf) -> std::io::Result<Self> {
         loop {
             match std::fs::OpenOptions::new()
                 .write(true)

@@ -54,16 +54,35 @@ fn free_port() -> u16 {
     listener.local_addr().expect("addr").port()
 }
 
+/// Installs the provider's pinned packages (`npm ci`) into `dir` the first time a test
+/// needs them, so `cargo nextest run` works in a fresh checkout; tests in other processes
+/// wait for the one installing (a lock file), then find it done.
+async fn install(dir: &std::path::Path) {
+    let installed = || {
+        dir.join("node_modules/oidc-provider/package.json")
+            .is_file()
+    };
+    if installed() {
+        return;
+    }
+    let _turn = verdict::runner::install::Turn::take(dir.join(".install.lock"))
+        .await
+        .expect("the install lock");
+    if !installed() {
+        let done = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(dir)
+            .status()
+            .expect("npm, to install the OpenID provider for the sign-in tests");
+        assert!(done.success(), "npm ci in {} failed", dir.display());
+    }
+}
+
 impl Provider {
     /// Starts the provider on `port` with `clients`.
-    pub fn start(port: u16, clients: Value) -> Self {
+    pub async fn start(port: u16, clients: Value) -> Self {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oidc");
-        assert!(
-            std::path::Path::new(dir)
-                .join("node_modules/oidc-provider")
-                .is_dir(),
-            "the OpenID provider is not installed: run `npm ci` in tests/oidc (.ci/run does)"
-        );
+        install(std::path::Path::new(dir)).await;
         let config = tempfile::NamedTempFile::new().expect("temp file");
         let body = json!({"port": port, "clients": clients, "accounts": accounts()});
         std::fs::write(config.path(), body.to_string()).expect("write config");
@@ -256,7 +275,7 @@ async fn accounts_are_matched_by_verified_email_and_signing_out_ends_the_session
         true,
     )
     .await;
-    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)]));
+    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)])).await;
     let admin = app.admin().await;
     let made = admin
         .api
@@ -373,7 +392,7 @@ async fn accounts_are_made_for_allowed_domains_with_the_role_their_groups_give(d
         create_domains: vec!["example.com".into()],
     };
     let app = app_for(db.backend, &issuer, "verdict", policy, Some("groups"), true).await;
-    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)]));
+    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)])).await;
     for (login, role) in [("dave", "lead"), ("erin", "admin"), ("frank", "rater")] {
         let person = browser();
         assert_eq!(
@@ -447,7 +466,8 @@ async fn forged_replayed_and_untrustworthy_sign_ins_are_refused(db: &TestDb) {
             client_of(&wrong_aud, "verdict-aud", Some("wrong_audience")),
             client_of(&expired, "verdict-exp", Some("expired")),
         ]),
-    );
+    )
+    .await;
 
     // A wrong state: the code is never exchanged.
     let person = browser();
@@ -551,7 +571,7 @@ async fn password_sign_in_can_be_switched_off(db: &TestDb) {
         ..Policy::default()
     };
     let app = app_for(db.backend, &issuer, "verdict", open, None, false).await;
-    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)]));
+    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)])).await;
     let admin = app.admin().await;
     let page = browser()
         .get(app.url("/login"))
