@@ -6,6 +6,7 @@
 //! These are measurements, never assertions: nothing here fails because it is slow.
 
 mod common;
+mod floor;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -31,8 +32,8 @@ struct Options {
     keep: bool,
 }
 
-const SCENARIOS: [&str; 7] = [
-    "import", "next", "startup", "raters", "page", "large", "scaleout",
+const SCENARIOS: [&str; 8] = [
+    "import", "next", "startup", "floor", "raters", "page", "large", "scaleout",
 ];
 
 impl Options {
@@ -314,6 +315,8 @@ struct LargeBatchResult {
     one_more_seconds: f64,
     metrics_peak_mib: f64,
     exports: Vec<(String, usize, f64, f64)>,
+    /// The floor: a bare read of the batch's ratings, rows and seconds.
+    scan: (usize, f64),
 }
 
 /// Submits the standard answers for the task `next` handed `rater`.
@@ -344,6 +347,7 @@ async fn metrics_of(lead: &Client, server: &Server, batch: &str) -> Value {
 async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
     let (db, batch) = seed_ratings(opts, ratings).await;
     let lead_client = persona(&db, "lead", "lead");
+    let scan = floor::scan_ratings(&db, batch.parse().expect("uuid")).await;
     let server = Server::start(&db);
     let started = Instant::now();
     let metrics = metrics_of(&lead_client, &server, &batch).await;
@@ -413,6 +417,112 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
         one_more_seconds,
         metrics_peak_mib,
         exports,
+        scan,
+    }
+}
+
+/// The floor of one database: durable commits on it, and a static file over HTTP from a
+/// server on it under the raters' and the task page's connections.
+struct Floor {
+    commits: floor::Commits,
+    /// Requests per second of `/static/app.css` under 256 (or the quick run's raters) and
+    /// 64 connections.
+    static_raters: f64,
+    static_page: f64,
+}
+
+async fn bench_floor(opts: &Options, raters: usize, seconds: f64) -> Floor {
+    let commits = match &opts.database_url {
+        Some(url) => floor::postgres_commits(url, seconds).await,
+        None => floor::sqlite_commits(seconds).await,
+    };
+    let db = Database::fresh(opts.database_url.as_deref()).await;
+    persona(&db, "admin", "admin");
+    let server = Server::start(&db);
+    let rates = floor::static_file(&server, &[raters, 64], seconds).await;
+    server.stop();
+    db.drop_it().await;
+    Floor {
+        commits,
+        static_raters: rates[0],
+        static_page: rates[1],
+    }
+}
+
+/// What one database's run measured, for the shares of the floor.
+#[derive(Default)]
+struct Figures {
+    floor: Option<Floor>,
+    /// Ratings per second of the concurrent raters.
+    raters: Option<f64>,
+    /// Task pages per second, and the static file's under the same load.
+    page: Option<(f64, f64)>,
+    import: Option<(f64, f64)>,
+    large: Option<LargeBatchResult>,
+}
+
+impl Figures {
+    /// Rows of the table of shares: figure, verdict, floor, share.
+    fn shares(&self, backend: &str, raters: usize) -> String {
+        let mut rows = String::new();
+        let mut row = |figure: &str, verdict: String, floor: String, share: f64| {
+            let _ = writeln!(
+                rows,
+                "| {backend} | {figure} | {verdict} | {floor} | {:.0}% |",
+                share * 100.0
+            );
+        };
+        if let (Some(rate), Some(floor)) = (self.raters, &self.floor) {
+            let disk = floor.commits.grouped_rows;
+            let http = floor.static_raters / 2.0;
+            row(
+                &format!("ratings, {raters} raters"),
+                format!("{rate:.0}/s"),
+                format!(
+                    "{:.0}/s: the lower of {disk:.0} durable rows/s in groups of {} and {http:.0}/s, \
+                     two static requests each",
+                    disk.min(http),
+                    floor::GROUP
+                ),
+                rate / disk.min(http),
+            );
+        }
+        if let Some((page, file)) = self.page {
+            row(
+                "task page, 64 connections",
+                format!("{page:.0} req/s"),
+                format!("{file:.0} req/s, the static file"),
+                page / file,
+            );
+        }
+        if let Some(large) = &self.large {
+            let (rows_read, scan) = large.scan;
+            row(
+                &format!("metrics of {} ratings, cold", large.ratings),
+                format!("{:.2} s", large.metrics_seconds),
+                format!("{scan:.2} s, a bare read of {rows_read} ratings"),
+                scan / large.metrics_seconds,
+            );
+            let scan_rate = rows_read as f64 / scan;
+            for (label, exported, seconds, _) in large.exports.iter().skip(1) {
+                let rate = *exported as f64 / seconds;
+                row(
+                    &format!("export, {label}"),
+                    format!("{rate:.0} rows/s"),
+                    format!("{scan_rate:.0} rows/s, the bare read"),
+                    rate / scan_rate,
+                );
+            }
+        }
+        if let Some((upload, bare)) = self.import {
+            row(
+                "import of tasks of 6 KB",
+                format!("{upload:.2} s"),
+                format!("{bare:.2} s, the rows in one transaction"),
+                bare / upload,
+            );
+        }
+        rows
     }
 }
 
@@ -698,6 +808,18 @@ async fn bench_task_page(
     (page, file)
 }
 
+/// A section of the report: its title, what it measures, and its table, left out when
+/// the run measured none of it.
+fn section(md: &mut String, title: &str, intro: &str, header: &[&str], rows: &str) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## {title}\n\n{intro}\n");
+    let _ = writeln!(md, "| {} |", header.join(" | "));
+    let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
+    let _ = writeln!(md, "{rows}");
+}
+
 fn main() {
     let opts = options();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -734,11 +856,14 @@ fn main() {
     let mut page_rows = String::new();
     let mut startup_rows = String::new();
     let mut scale_rows = String::new();
+    let mut floor_rows = String::new();
+    let mut share_rows = String::new();
     for (backend, url) in &backends {
         let run = Options {
             database_url: url.clone(),
             ..opts.clone()
         };
+        let mut figures = Figures::default();
         if run.runs("import") {
             eprintln!("import: {import_tasks} tasks of about 6 KB ({backend})");
             let import = runtime.block_on(bench_import(&run, import_tasks));
@@ -755,6 +880,9 @@ fn main() {
                 import.megabytes / import.seconds,
                 import.peak_rss_mib
             );
+            figures.import = import
+                .bare_insert_seconds
+                .map(|bare| (import.seconds, bare));
         }
         if run.runs("next") {
             for &size in sizes {
@@ -775,6 +903,20 @@ fn main() {
                 "| {backend} | {first_ms:.0} ms | {idle_mib:.1} MiB |"
             );
         }
+        if run.runs("floor") {
+            eprintln!("the floor: durable commits and a static file ({backend})");
+            let f = runtime.block_on(bench_floor(&run, load_raters, load_seconds / 4.0));
+            let parallel = f
+                .commits
+                .parallel
+                .map_or_else(|| "–".to_owned(), |p| format!("{p:.0}/s"));
+            let _ = writeln!(
+                floor_rows,
+                "| {backend} | {:.0}/s | {parallel} | {:.0} rows/s | {:.0} req/s | {:.0} req/s |",
+                f.commits.single, f.commits.grouped_rows, f.static_raters, f.static_page
+            );
+            figures.floor = Some(f);
+        }
         if run.runs("raters") {
             eprintln!("{load_raters} concurrent raters for {load_seconds} s ({backend})");
             let t = runtime.block_on(bench_concurrent_raters(&run, load_raters, load_seconds));
@@ -790,6 +932,7 @@ fn main() {
                 t.submit.p99,
                 t.errors
             );
+            figures.raters = Some(t.ratings as f64 / t.seconds);
         }
         if run.runs("page") {
             eprintln!("task page under 64 connections ({backend})");
@@ -803,6 +946,7 @@ fn main() {
                 file.p99,
                 100.0 * page_rate / file_rate
             );
+            figures.page = Some((page_rate, file_rate));
         }
         if run.runs("scaleout") && url.is_some() {
             for (instances, kill_after) in [
@@ -853,115 +997,191 @@ fn main() {
                 big.one_more_seconds * 1000.0,
                 big.metrics_peak_mib
             );
-            for (label, rows, seconds, peak) in big.exports {
+            for (label, rows, seconds, peak) in &big.exports {
                 let _ = writeln!(
                     export_rows,
                     "| {backend} | {label} | {rows} | {seconds:.2} s | {:.0} rows/s | {peak:.0} MiB |",
-                    rows as f64 / seconds
+                    *rows as f64 / seconds
                 );
             }
+            figures.large = Some(big);
         }
+        share_rows.push_str(&figures.shares(backend, load_raters));
     }
-    let _ = writeln!(md, "## Batch import\n");
-    let _ = writeln!(
-        md,
+    section(
+        &mut md,
+        "Batch import",
         "One HTTP upload of JSON Lines, end to end: every record checked, then all stored in one transaction. \
          On SQLite the same task rows are then inserted again into an empty database of the same schema, in one \
          transaction with one prepared statement (rusqlite, the app's WAL, full sync and foreign keys): the least \
-         that storing them can cost, against which the whole upload is compared.\n"
+         that storing them can cost, against which the whole upload is compared.",
+        &[
+            "database",
+            "tasks",
+            "file",
+            "time",
+            "throughput",
+            "server peak memory",
+            "the rows in one transaction",
+            "upload / that",
+        ],
+        &import_rows,
     );
-    let _ = writeln!(
-        md,
-        "| database | tasks | file | time | throughput | server peak memory | the rows in one transaction | upload / that |"
+    section(
+        &mut md,
+        "Next-task latency by batch size",
+        &format!(
+            "{iterations} calls of `POST /api/v1/batches/{{id}}/next` by one rater, each followed by a submit so that \
+             every call picks a new task (after 20 warm-up calls), in a batch whose first half is already \
+             full (marked so by SQL)."
+        ),
+        &["database", "tasks in batch", "p50", "p90", "p99", "mean"],
+        &next_rows,
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
-    let _ = writeln!(md, "{import_rows}");
-    let _ = writeln!(md, "## Next-task latency by batch size\n");
-    let _ = writeln!(
-        md,
-        "{iterations} calls of `POST /api/v1/batches/{{id}}/next` by one rater, each followed by a submit so that \
-         every call picks a new task (after 20 warm-up calls), in a batch whose first half is already \
-         full (marked so by SQL).\n"
+    section(
+        &mut md,
+        "Start-up and idle memory",
+        "From starting `verdict serve` (database already migrated) to the first 200 from `/healthz`, and resident \
+         memory after a second idle.",
+        &["database", "start-up to first answer", "idle memory"],
+        &startup_rows,
     );
-    let _ = writeln!(md, "| database | tasks in batch | p50 | p90 | p99 | mean |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
-    let _ = writeln!(md, "{next_rows}");
-    let _ = writeln!(md, "## Start-up and idle memory\n");
-    let _ = writeln!(
-        md,
-        "From starting `verdict serve` (database already migrated) to the first 200 from `/healthz`, and resident memory after a second idle.\n"
+    section(
+        &mut md,
+        "The floor",
+        &format!(
+            "What this machine does at best, measured in the same run just before the raters: durable commits of \
+             rows about the size of a rating's answers (SQLite: a fresh file on the same disk with the app's \
+             settings, WAL and `synchronous = FULL`, through rusqlite; PostgreSQL: a fresh database through sqlx), \
+             one row per transaction, from as many connections as the app's pool has ({pg}, PostgreSQL), and in \
+             transactions of {group} rows, the most the app's group commit puts in one; then `GET /static/app.css` \
+             from `verdict serve` under {load_raters} and 64 connections. Each for {secs} s.",
+            pg = floor::PG_CONNECTIONS,
+            group = floor::GROUP,
+            secs = load_seconds / 4.0,
+        ),
+        &[
+            "database",
+            "one-row commits",
+            &format!("from {} connections", floor::PG_CONNECTIONS),
+            &format!("rows in groups of {}", floor::GROUP),
+            &format!("static file, {load_raters} connections"),
+            "static file, 64 connections",
+        ],
+        &floor_rows,
     );
-    let _ = writeln!(md, "| database | start-up to first answer | idle memory |");
-    let _ = writeln!(md, "|---|---|---|");
-    let _ = writeln!(md, "{startup_rows}");
-    let _ = writeln!(md, "## Concurrent raters\n");
-    let _ = writeln!(
-        md,
-        "{load_raters} simulated raters, each with its own token and connection, taking the next task and submitting it \
-         in a loop for {load_seconds} s (100,000 tasks, overlap 1, durable commits). The load generator runs on the same 2 cores.\n"
+    section(
+        &mut md,
+        "Concurrent raters",
+        &format!(
+            "{load_raters} simulated raters, each with its own token and connection, taking the next task and submitting it \
+             in a loop for {load_seconds} s (100,000 tasks, overlap 1, durable commits). The load generator runs on the same 2 cores."
+        ),
+        &[
+            "database",
+            "raters",
+            "ratings",
+            "throughput",
+            "next p50",
+            "next p99",
+            "submit p50",
+            "submit p99",
+            "errors",
+        ],
+        &load_rows,
     );
-    let _ = writeln!(
-        md,
-        "| database | raters | ratings | throughput | next p50 | next p99 | submit p50 | submit p99 | errors |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
-    let _ = writeln!(md, "{load_rows}");
-    if !scale_rows.is_empty() {
-        let _ = writeln!(md, "## Several instances on one PostgreSQL\n");
-        let _ = writeln!(
-            md,
+    section(
+        &mut md,
+        "Several instances on one PostgreSQL",
+        &format!(
             "The same {load_raters} raters and {load_seconds} s, spread evenly over 1, 2 and 3 `verdict serve` \
              processes on one PostgreSQL database (100,000 tasks, overlap 2), then over 3 of which one is killed \
              with SIGKILL halfway. Afterwards the database is checked: every submit answered 200 must be stored \
              (at most one more per rater of the killed instance, sent but unanswered), no task may have more than \
-             2 ratings, and every task's claimed count must equal its open and finished assignments.\n"
-        );
-        let _ = writeln!(
-            md,
-            "| instances | raters | throughput | next p99 | submit p99 | errors | acknowledged / stored | tasks over k | claims off |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
-        let _ = writeln!(md, "{scale_rows}");
-    }
-    let _ = writeln!(md, "## Rater task page\n");
-    let _ = writeln!(
-        md,
-        "`GET /assignments/{{id}}` (a task of about 6 KB: prompt and two answers rendered from Markdown with highlighted \
-         code) under 64 concurrent connections, against `GET /static/app.css` under the same load.\n"
+             2 ratings, and every task's claimed count must equal its open and finished assignments."
+        ),
+        &[
+            "instances",
+            "raters",
+            "throughput",
+            "next p99",
+            "submit p99",
+            "errors",
+            "acknowledged / stored",
+            "tasks over k",
+            "claims off",
+        ],
+        &scale_rows,
     );
-    let _ = writeln!(
-        md,
-        "| database | task page | p50 | p99 | static file | static p99 | page / static |"
+    section(
+        &mut md,
+        "Rater task page",
+        "`GET /assignments/{id}` (a task of about 6 KB: prompt and two answers rendered from Markdown with highlighted \
+         code) under 64 concurrent connections, against `GET /static/app.css` under the same load.",
+        &[
+            "database",
+            "task page",
+            "p50",
+            "p99",
+            "static file",
+            "static p99",
+            "page / static",
+        ],
+        &page_rows,
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    let _ = writeln!(md, "{page_rows}");
-    let _ = writeln!(md, "## Metrics of a large batch\n");
-    let _ = writeln!(
-        md,
-        "`GET /api/v1/batches/{{id}}/metrics` on a batch of {large} submitted ratings (overlap 3, 30 raters), on a \
-         freshly started server (cold: every rating read and folded), then again on the same server after one more \
-         rating is taken and submitted through the API (only the changed ratings are read and folded in). The \
-         ratings are seeded by bulk SQL (tasks and accounts through the product). Peak memory is the server's after \
-         both requests.\n"
+    section(
+        &mut md,
+        "Metrics of a large batch",
+        &format!(
+            "`GET /api/v1/batches/{{id}}/metrics` on a batch of {large} submitted ratings (overlap 3, 30 raters), on a \
+             freshly started server (cold: every rating read and folded), then again on the same server after one more \
+             rating is taken and submitted through the API (only the changed ratings are read and folded in). The \
+             ratings are seeded by bulk SQL (tasks and accounts through the product). Peak memory is the server's after \
+             both requests."
+        ),
+        &[
+            "database",
+            "ratings",
+            "cold",
+            "after one more rating",
+            "server peak memory",
+        ],
+        &large_rows,
     );
-    let _ = writeln!(
-        md,
-        "| database | ratings | cold | after one more rating | server peak memory |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|");
-    let _ = writeln!(md, "{large_rows}");
-    let _ = writeln!(md, "## Exports\n");
-    let _ = writeln!(
-        md,
+    section(
+        &mut md,
+        "Exports",
         "Streamed downloads of the same batch, each on a freshly started server; peak memory staying \
-         level from a small export to the whole batch shows the export does not grow with its size.\n"
+         level from a small export to the whole batch shows the export does not grow with its size.",
+        &[
+            "database",
+            "export",
+            "rows",
+            "time",
+            "throughput",
+            "server peak memory",
+        ],
+        &export_rows,
     );
-    let _ = writeln!(
-        md,
-        "| database | export | rows | time | throughput | server peak memory |"
+    section(
+        &mut md,
+        "Each figure as a share of its floor",
+        "The floor of the raters is the lower of two: the durable rows per second in groups (one row per \
+         rating, where verdict writes several) and half the static file's requests per second under the same \
+         connections (a rating takes two requests). Metrics and exports are set against a bare read of the \
+         batch's ratings made just before them (every column of every row, nothing decoded: rusqlite on \
+         SQLite, a streamed sqlx query on PostgreSQL); the import against its rows inserted in one \
+         transaction. A share is verdict's rate over the floor's (for times, the floor's time over \
+         verdict's): 100% would be the floor itself.",
+        &[
+            "database",
+            "figure",
+            "verdict",
+            "floor",
+            "share of the floor",
+        ],
+        &share_rows,
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
-    let _ = write!(md, "{export_rows}");
     if let Some(output) = &opts.output {
         write_section(output, "verdict", &md);
     }
