@@ -167,7 +167,7 @@ fn form_value(value: &Value) -> String {
 /// Markdown of one paragraph as sanitised HTML to sit inside a line (its `<p>` taken
 /// off; more paragraphs keep theirs).
 fn inline_html(markdown: &str) -> String {
-    let html = render::markdown(markdown);
+    let html = render::markdown_kept(markdown);
     let trimmed = html.trim();
     match trimmed
         .strip_prefix("<p>")
@@ -319,12 +319,12 @@ impl Guide {
             rubric::Answer::Choice { options } | rubric::Answer::MultiChoice { options } => options
                 .iter()
                 .filter(|o| !o.definition.trim().is_empty())
-                .map(|o| (o.label.clone(), render::markdown(&o.definition)))
+                .map(|o| (o.label.clone(), render::markdown_kept(&o.definition)))
                 .collect(),
             _ => Vec::new(),
         };
         Self {
-            intro: render::markdown(&question.definition),
+            intro: render::markdown_kept(&question.definition),
             answers,
         }
     }
@@ -336,7 +336,7 @@ impl Guide {
             .iter()
             .filter_map(|key| rubric.question(key))
             .filter(|q| !q.definition.trim().is_empty())
-            .map(|q| (q.label.clone(), render::markdown(&q.definition)))
+            .map(|q| (q.label.clone(), render::markdown_kept(&q.definition)))
             .collect();
         Self {
             intro: String::new(),
@@ -564,7 +564,7 @@ pub fn form_view(
         serde_json::json!({ "rubric": rubric.without_guidelines(), "min_explanation": min });
     FormView {
         help: rubric.help.clone(),
-        instructions_html: render::markdown(&rubric.instructions),
+        instructions_html: render::markdown_kept(&rubric.instructions),
         out_of_scope_help: rubric.out_of_scope_help.clone(),
         sections,
         derived,

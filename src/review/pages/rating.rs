@@ -396,7 +396,7 @@ async fn review_page(
         queue_href: href("/review", carry, &[]),
         other_view_href: href(&path, carry, &[("view", other)]),
         pair,
-        instructions_html: verdict_core::render::markdown(&access.rubric.instructions),
+        instructions_html: verdict_core::render::markdown_kept(&access.rubric.instructions),
         can_decide: r.can_review(),
         confirmed_warnings: r
             .confirmed_warnings

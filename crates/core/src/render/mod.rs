@@ -3,7 +3,8 @@
 //! with ammonia. Raw HTML in the Markdown is shown as text, never interpreted.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
@@ -95,6 +96,33 @@ pub fn markdown(text: &str) -> String {
     let mut html = String::with_capacity(text.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, events.into_iter());
     sanitise(&html)
+}
+
+/// The most texts [`markdown_kept`] keeps; past it, it starts again from none.
+const KEPT_MAX: usize = 512;
+
+/// HTML of texts rendered by [`markdown_kept`], by the text.
+static KEPT: LazyLock<Mutex<HashMap<Box<str>, Arc<str>>>> = LazyLock::new(Mutex::default);
+
+/// [`markdown`] of a text that many pages show again and again (a rubric's guidelines
+/// and definitions, on every form): rendered once per process and kept. Not for task
+/// content, which is many texts each shown a few times, and is kept with its task.
+pub fn markdown_kept(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let kept = |map: &HashMap<Box<str>, Arc<str>>| map.get(text).map(|html| html.to_string());
+    if let Some(html) = kept(&KEPT.lock().unwrap_or_else(|e| e.into_inner())) {
+        return html;
+    }
+    // Rendered outside the lock: two first views of one text may both render it.
+    let html: Arc<str> = markdown(text).into();
+    let mut map = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= KEPT_MAX {
+        map.clear();
+    }
+    map.insert(text.into(), Arc::clone(&html));
+    html.to_string()
 }
 
 /// HTML through the sanitiser [`markdown`] uses: only its allowed tags, attributes,
@@ -231,6 +259,17 @@ mod tests {
         assert!(html.contains("<em>emphasis</em>"));
         assert!(html.contains("<li>one</li>"));
         assert!(html.contains("<td>2</td>"));
+    }
+
+    #[test]
+    fn kept_markdown_is_the_same_html_and_is_kept() {
+        let text = "A *kept* guideline, number 417:\n\n```python\nprint(1)\n```\n";
+        let first = markdown_kept(text);
+        assert_eq!(first, markdown(text));
+        let held = KEPT.lock().unwrap().get(text).map(|html| html.to_string());
+        assert_eq!(held.as_deref(), Some(first.as_str()));
+        assert_eq!(markdown_kept(text), first);
+        assert_eq!(markdown_kept(""), "");
     }
 
     #[test]
