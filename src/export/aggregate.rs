@@ -2,8 +2,6 @@
 //! per task and question, the answer the method gives from the ratings that count in the
 //! metrics, with its confidence (see [`verdict_core::metrics::aggregate`]).
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::{ExportQuery, Format};
@@ -145,13 +143,6 @@ pub fn render(gathered: &Gathered<String>, method: Method, format: Format) -> Ap
         Format::Csv => csv.into_inner().map_err(AppError::internal),
         Format::Jsonl => Ok(lines),
     }
-}
-
-/// The metrics' summary of each question's aggregation, by path.
-pub fn summary(
-    gathered: &Gathered<String>,
-) -> BTreeMap<String, verdict_core::metrics::aggregate::QuestionAggregation> {
-    verdict_core::metrics::aggregate::summarise(gathered)
 }
 
 #[cfg(test)]

@@ -72,20 +72,17 @@ pub async fn measure(
         None => None,
     };
     // Majority vote and Dawid-Skene are not folded: they are worked out from the
-    // counted ratings, under the same turn, whenever a rating of the batch changed
-    // since they last were (Dawid-Skene takes seconds on a large batch).
+    // folded ratings' codes, under the same turn, whenever a rating of the batch changed
+    // since they last were (Dawid-Skene iterates over every answer).
     let fingerprint = store.ratings_fingerprint(id).await?;
-    let gathered = match &folded.aggregation {
-        Some((of, _)) if *of == fingerprint => None,
-        _ => Some(crate::export::aggregate::gather(store, id, &rubric).await?),
-    };
+    let stale = !matches!(&folded.aggregation, Some((of, _)) if *of == fingerprint);
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
     let prior = batch.bradley_terry_prior;
     let (folded, metrics) = tokio::task::spawn_blocking(move || {
         let mut folded = folded;
-        if let Some(gathered) = gathered {
-            folded.aggregation = Some((fingerprint, crate::export::aggregate::summary(&gathered)));
+        if stale {
+            folded.aggregation = Some((fingerprint, folded.acc.aggregation(&judged)));
         }
         let aggregation = folded
             .aggregation

@@ -12,6 +12,7 @@ use super::*;
 use crate::lifecycle::{Exclusion, Outcome, Status};
 use crate::rubric::{Favours, Rubric, Subject};
 
+mod aggregation;
 mod figures;
 
 pub(super) type RawMap<'a> = HashMap<&'a str, &'a RawValue>;

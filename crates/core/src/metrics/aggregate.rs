@@ -111,58 +111,68 @@ pub struct Aggregate<T, R, L> {
     pub loss_history: Vec<f64>,
 }
 
-/// The answers as indices into sorted tasks, raters and classes.
-struct Coded<T, R, L> {
-    tasks: Vec<T>,
-    raters: Vec<R>,
-    classes: Vec<L>,
-    /// (task, rater, class) per answer.
-    rows: Vec<(usize, usize, usize)>,
+/// One answer as indices: the task, the rater and the class (each from 0, dense).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Coded {
+    pub task: u32,
+    pub rater: u32,
+    pub class: u32,
 }
 
-fn index<X: Ord + Clone>(items: impl Iterator<Item = X>) -> (Vec<X>, BTreeMap<X, usize>) {
-    let set: std::collections::BTreeSet<X> = items.collect();
-    let list: Vec<X> = set.into_iter().collect();
-    let map = list
-        .iter()
-        .cloned()
-        .enumerate()
-        .map(|(i, x)| (x, i))
-        .collect();
-    (list, map)
+/// What an aggregation of coded answers gives: per task (`tasks` × `classes`, row by
+/// task) the posterior of each class, and for Dawid-Skene the priors, each rater's
+/// confusion entries and the evidence lower bound per iteration.
+#[derive(Debug, Clone)]
+pub struct Fit {
+    pub classes: usize,
+    pub posteriors: Vec<f64>,
+    pub priors: Vec<f64>,
+    /// Per rater, per class given, per true class: the confusion entry
+    /// (`raters` × `classes` × `classes`); 0 where the rater never gave that class.
+    pub errors: Vec<f64>,
+    pub loss_history: Vec<f64>,
 }
 
-fn code<T: Ord + Clone, R: Ord + Clone, L: Ord + Clone>(votes: &[Vote<T, R, L>]) -> Coded<T, R, L> {
-    let (tasks, task_at) = index(votes.iter().map(|v| v.task.clone()));
-    let (raters, rater_at) = index(votes.iter().map(|v| v.rater.clone()));
-    // In order of first appearance, as pandas' `value_counts` leaves them.
-    let mut classes: Vec<L> = Vec::new();
-    let mut class_at: BTreeMap<L, usize> = BTreeMap::new();
-    for v in votes {
-        if !class_at.contains_key(&v.label) {
-            class_at.insert(v.label.clone(), classes.len());
-            classes.push(v.label.clone());
-        }
+impl Fit {
+    /// Task `t`'s posteriors.
+    pub fn of(&self, t: usize) -> &[f64] {
+        &self.posteriors[t * self.classes..(t + 1) * self.classes]
     }
-    let rows = votes
-        .iter()
-        .map(|v| (task_at[&v.task], rater_at[&v.rater], class_at[&v.label]))
-        .collect();
-    Coded {
-        tasks,
-        raters,
+
+    /// Task `t`'s answer: the first class of highest posterior, and that posterior.
+    pub fn answer(&self, t: usize) -> (usize, f64) {
+        let posteriors = self.of(t);
+        let best = most_probable(posteriors);
+        (best, posteriors[best])
+    }
+
+    /// Rater `r`'s estimated accuracy (see the module's notes).
+    pub fn accuracy(&self, r: usize) -> f64 {
+        let k = self.classes;
+        (0..k)
+            .map(|c| self.priors[c] * self.errors[(r * k + c) * k + c])
+            .sum()
+    }
+}
+
+/// The majority vote's shares per task and class, of answers coded with `classes`
+/// classes over `tasks` tasks.
+pub fn majority_fit(tasks: usize, classes: usize, answers: &[Coded]) -> Fit {
+    Fit {
         classes,
-        rows,
+        posteriors: shares(tasks, classes, answers),
+        priors: Vec::new(),
+        errors: Vec::new(),
+        loss_history: Vec::new(),
     }
 }
 
-/// The majority vote's shares per task and class.
-fn shares(tasks: usize, classes: usize, rows: &[(usize, usize, usize)]) -> Vec<Vec<f64>> {
-    let mut counts = vec![vec![0.0; classes]; tasks];
-    for &(t, _, c) in rows {
-        counts[t][c] += 1.0;
+fn shares(tasks: usize, classes: usize, answers: &[Coded]) -> Vec<f64> {
+    let mut counts = vec![0.0; tasks * classes];
+    for a in answers {
+        counts[a.task as usize * classes + a.class as usize] += 1.0;
     }
-    for row in &mut counts {
+    for row in counts.chunks_mut(classes.max(1)) {
         let total: f64 = row.iter().sum();
         if total > 0.0 {
             row.iter_mut().for_each(|x| *x /= total);
@@ -182,24 +192,283 @@ fn most_probable(posteriors: &[f64]) -> usize {
     best
 }
 
-fn answers<T: Clone, R, L: Clone>(
-    coded: &Coded<T, R, L>,
-    posteriors: Vec<Vec<f64>>,
-) -> Vec<TaskAnswer<T, L>> {
-    let mut per_task = vec![0usize; coded.tasks.len()];
-    for &(t, _, _) in &coded.rows {
-        per_task[t] += 1;
+/// The confusion entries and what the M-step summed to make them.
+///
+/// The arrays are flat (rater, class given, true class), not a vector per rater and
+/// label: the E- and M-steps touch them once per answer, and a million answers made a
+/// heap allocation per task and per iteration the larger part of the work.
+struct Confusion {
+    classes: usize,
+    /// Per (rater, class given): whether the rater gave it.
+    gave: Vec<bool>,
+    /// The M-step's sums of posteriors per (rater, class given, true class), before the
+    /// floor; the evidence lower bound's joint term reads them.
+    sums: Vec<f64>,
+    /// The entries: the sums floored at 1e-10 and divided by the rater's column sum.
+    errors: Vec<f64>,
+}
+
+impl Confusion {
+    fn new(raters: usize, classes: usize, answers: &[Coded]) -> Self {
+        let mut gave = vec![false; raters * classes];
+        for a in answers {
+            gave[a.rater as usize * classes + a.class as usize] = true;
+        }
+        let cells = raters * classes * classes;
+        Self {
+            classes,
+            gave,
+            sums: vec![0.0; cells],
+            errors: vec![0.0; cells],
+        }
     }
-    posteriors
-        .into_iter()
+
+    /// The M-step: each rater's confusion entries from the tasks' posteriors.
+    fn m_step(&mut self, answers: &[Coded], posteriors: &[f64]) {
+        let k = self.classes;
+        self.sums.iter_mut().for_each(|s| *s = 0.0);
+        for a in answers {
+            let at = (a.rater as usize * k + a.class as usize) * k;
+            let row = &posteriors[a.task as usize * k..][..k];
+            for (s, p) in self.sums[at..at + k].iter_mut().zip(row) {
+                *s += p;
+            }
+        }
+        let mut column = vec![0.0; k];
+        for ((sums, errors), gave) in self
+            .sums
+            .chunks(k * k)
+            .zip(self.errors.chunks_mut(k * k))
+            .zip(self.gave.chunks(k))
+        {
+            column.iter_mut().for_each(|c| *c = 0.0);
+            for (l, _) in gave.iter().enumerate().filter(|(_, g)| **g) {
+                for (c, s) in column.iter_mut().zip(&sums[l * k..][..k]) {
+                    *c += s.max(EPS);
+                }
+            }
+            for (l, given) in gave.iter().enumerate() {
+                let (errors, sums) = (&mut errors[l * k..][..k], &sums[l * k..][..k]);
+                for ((e, s), c) in errors.iter_mut().zip(sums).zip(&column) {
+                    *e = if *given { s.max(EPS) / c } else { 0.0 };
+                }
+            }
+        }
+    }
+
+    /// Every entry with `log` applied (0 where the rater never gave the class): once
+    /// per (rater, label), not per answer.
+    fn logs(&self, log: fn(f64) -> f64) -> Vec<f64> {
+        let k = self.classes;
+        let mut out = vec![0.0; self.errors.len()];
+        for (i, given) in self.gave.iter().enumerate() {
+            if *given {
+                for (o, e) in out[i * k..][..k].iter_mut().zip(&self.errors[i * k..][..k]) {
+                    *o = log(*e);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The E-step: each task's posteriors from the priors and the confusion entries, into
+/// `posteriors`. Returns the posteriors' entropy (natural logs, each posterior floored at
+/// 1e-10 as crowd-kit floors them), worked out from the logs already at hand rather than
+/// one logarithm per posterior.
+fn e_step(
+    tasks: usize,
+    answers: &[Coded],
+    priors: &[f64],
+    confusion: &Confusion,
+    posteriors: &mut Vec<f64>,
+) -> f64 {
+    let k = confusion.classes;
+    let base: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
+    let log_errors = confusion.logs(f64::log2);
+    posteriors.clear();
+    for _ in 0..tasks {
+        posteriors.extend_from_slice(&base);
+    }
+    for a in answers {
+        let at = (a.rater as usize * k + a.class as usize) * k;
+        let row = &mut posteriors[a.task as usize * k..][..k];
+        for (x, e) in row.iter_mut().zip(&log_errors[at..at + k]) {
+            *x += e;
+        }
+    }
+    let mut entropy = 0.0;
+    // Each row's base-2 logs, scaled so the largest is 0.
+    let mut logs = vec![0.0; k];
+    for row in posteriors.chunks_mut(k.max(1)) {
+        let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        for (log, x) in logs.iter_mut().zip(row.iter_mut()) {
+            *log = *x - top;
+            *x = log.exp2();
+        }
+        let total: f64 = row.iter().sum();
+        let log_total = total.ln();
+        for (x, log) in row.iter_mut().zip(&logs) {
+            *x /= total;
+            entropy -= if *x < EPS {
+                EPS * EPS.ln()
+            } else {
+                *x * (log * std::f64::consts::LN_2 - log_total)
+            };
+        }
+    }
+    entropy
+}
+
+fn column_means(posteriors: &[f64], classes: usize) -> Vec<f64> {
+    let mut means = vec![0.0; classes];
+    for row in posteriors.chunks(classes.max(1)) {
+        for (m, p) in means.iter_mut().zip(row) {
+            *m += p;
+        }
+    }
+    let n = (posteriors.len() / classes.max(1)).max(1) as f64;
+    means.iter_mut().for_each(|m| *m /= n);
+    means
+}
+
+/// The evidence lower bound: the expected log joint probability of the answers and the
+/// classes under the posteriors, plus the posteriors' `entropy` (natural logs). The
+/// joint's answer term is read off the M-step's sums (per rater and class given, the
+/// posteriors summed over its answers), so it takes no pass over the answers.
+fn evidence_lower_bound(
+    answers_per_task: &[u32],
+    posteriors: &[f64],
+    priors: &[f64],
+    confusion: &Confusion,
+    entropy: f64,
+) -> f64 {
+    let k = confusion.classes;
+    let log_priors: Vec<f64> = priors.iter().map(|p| p.max(EPS).ln()).collect();
+    let log_errors = confusion.logs(f64::ln);
+    let mut joint: f64 = confusion
+        .sums
+        .iter()
+        .zip(&log_errors)
+        .map(|(s, e)| s * e)
+        .sum();
+    for (row, n) in posteriors.chunks(k.max(1)).zip(answers_per_task) {
+        let per_answer: f64 = row.iter().zip(&log_priors).map(|(p, l)| p * l).sum();
+        joint += f64::from(*n) * per_answer;
+    }
+    joint + entropy
+}
+
+/// Dawid-Skene over coded answers, as crowd-kit's `DawidSkene(n_iter, tol)`.
+pub fn dawid_skene_fit(
+    tasks: usize,
+    raters: usize,
+    classes: usize,
+    answers: &[Coded],
+    max_iterations: usize,
+    tolerance: f64,
+) -> Fit {
+    let k = classes;
+    if answers.is_empty() {
+        return majority_fit(tasks, classes, answers);
+    }
+    let mut answers_per_task = vec![0u32; tasks];
+    for a in answers {
+        answers_per_task[a.task as usize] += 1;
+    }
+    let mut posteriors = shares(tasks, k, answers);
+    let mut priors = column_means(&posteriors, k);
+    let mut confusion = Confusion::new(raters, k, answers);
+    confusion.m_step(answers, &posteriors);
+    let mut loss = f64::NEG_INFINITY;
+    let mut loss_history = Vec::new();
+    for _ in 0..max_iterations {
+        let entropy = e_step(tasks, answers, &priors, &confusion, &mut posteriors);
+        priors = column_means(&posteriors, k);
+        confusion.m_step(answers, &posteriors);
+        let bound =
+            evidence_lower_bound(&answers_per_task, &posteriors, &priors, &confusion, entropy);
+        let new_loss = bound / answers.len() as f64;
+        loss_history.push(new_loss);
+        // crowd-kit floors the posteriors in place while it works out the bound.
+        posteriors.iter_mut().for_each(|p| *p = p.max(EPS));
+        if new_loss - loss < tolerance {
+            break;
+        }
+        loss = new_loss;
+    }
+    Fit {
+        classes: k,
+        posteriors,
+        priors: priors.iter().map(|p| p.max(EPS)).collect(),
+        errors: confusion.errors,
+        loss_history,
+    }
+}
+
+/// The answers as indices into sorted tasks, raters and classes.
+struct Indexed<T, R, L> {
+    tasks: Vec<T>,
+    raters: Vec<R>,
+    classes: Vec<L>,
+    answers: Vec<Coded>,
+}
+
+fn index<X: Ord + Clone>(items: impl Iterator<Item = X>) -> (Vec<X>, BTreeMap<X, usize>) {
+    let set: std::collections::BTreeSet<X> = items.collect();
+    let list: Vec<X> = set.into_iter().collect();
+    let map = list
+        .iter()
+        .cloned()
         .enumerate()
-        .map(|(t, posteriors)| {
-            let best = most_probable(&posteriors);
+        .map(|(i, x)| (x, i))
+        .collect();
+    (list, map)
+}
+
+fn code<T: Ord + Clone, R: Ord + Clone, L: Ord + Clone>(
+    votes: &[Vote<T, R, L>],
+) -> Indexed<T, R, L> {
+    let (tasks, task_at) = index(votes.iter().map(|v| v.task.clone()));
+    let (raters, rater_at) = index(votes.iter().map(|v| v.rater.clone()));
+    // In order of first appearance, as pandas' `value_counts` leaves them.
+    let mut classes: Vec<L> = Vec::new();
+    let mut class_at: BTreeMap<L, usize> = BTreeMap::new();
+    for v in votes {
+        if !class_at.contains_key(&v.label) {
+            class_at.insert(v.label.clone(), classes.len());
+            classes.push(v.label.clone());
+        }
+    }
+    let answers = votes
+        .iter()
+        .map(|v| Coded {
+            task: task_at[&v.task] as u32,
+            rater: rater_at[&v.rater] as u32,
+            class: class_at[&v.label] as u32,
+        })
+        .collect();
+    Indexed {
+        tasks,
+        raters,
+        classes,
+        answers,
+    }
+}
+
+fn answers<T: Clone, R, L: Clone>(indexed: &Indexed<T, R, L>, fit: &Fit) -> Vec<TaskAnswer<T, L>> {
+    let mut per_task = vec![0usize; indexed.tasks.len()];
+    for a in &indexed.answers {
+        per_task[a.task as usize] += 1;
+    }
+    (0..indexed.tasks.len())
+        .map(|t| {
+            let (best, confidence) = fit.answer(t);
             TaskAnswer {
-                task: coded.tasks[t].clone(),
-                label: coded.classes[best].clone(),
-                confidence: posteriors[best],
-                posteriors,
+                task: indexed.tasks[t].clone(),
+                label: indexed.classes[best].clone(),
+                confidence,
+                posteriors: fit.of(t).to_vec(),
                 answers: per_task[t],
             }
         })
@@ -210,134 +479,15 @@ fn answers<T: Clone, R, L: Clone>(
 pub fn majority_vote<T: Ord + Clone, R: Ord + Clone, L: Ord + Clone>(
     votes: &[Vote<T, R, L>],
 ) -> Aggregate<T, R, L> {
-    let coded = code(votes);
-    let posteriors = shares(coded.tasks.len(), coded.classes.len(), &coded.rows);
+    let indexed = code(votes);
+    let fit = majority_fit(indexed.tasks.len(), indexed.classes.len(), &indexed.answers);
     Aggregate {
-        tasks: answers(&coded, posteriors),
-        classes: coded.classes,
+        tasks: answers(&indexed, &fit),
+        classes: indexed.classes,
         priors: Vec::new(),
         raters: Vec::new(),
         loss_history: Vec::new(),
     }
-}
-
-/// Each rater's confusion entries: per rater, per label they gave (none for a label they
-/// never gave), the weight of each true class (a column sums to 1 over the labels the
-/// rater gave).
-type Errors = Vec<Vec<Option<Vec<f64>>>>;
-
-fn m_step(
-    raters: usize,
-    classes: usize,
-    rows: &[(usize, usize, usize)],
-    probas: &[Vec<f64>],
-) -> Errors {
-    let mut errors: Errors = vec![vec![None; classes]; raters];
-    for &(t, r, l) in rows {
-        let entry = errors[r][l].get_or_insert_with(|| vec![0.0; classes]);
-        for (e, p) in entry.iter_mut().zip(&probas[t]) {
-            *e += p;
-        }
-    }
-    for rater in &mut errors {
-        let mut column = vec![0.0; classes];
-        for entry in rater.iter_mut().flatten() {
-            for (e, sum) in entry.iter_mut().zip(column.iter_mut()) {
-                *e = e.max(EPS);
-                *sum += *e;
-            }
-        }
-        for entry in rater.iter_mut().flatten() {
-            for (e, sum) in entry.iter_mut().zip(&column) {
-                *e /= sum;
-            }
-        }
-    }
-    errors
-}
-
-/// The confusion entries of rater `r` giving label `l` (which they gave).
-fn entry(errors: &Errors, r: usize, l: usize) -> &[f64] {
-    errors[r][l].as_deref().unwrap_or_default()
-}
-
-/// `errors` with `log` applied to every entry: once per (rater, label), not per answer.
-fn logs_of(errors: &Errors, log: fn(f64) -> f64) -> Errors {
-    errors
-        .iter()
-        .map(|rater| {
-            rater
-                .iter()
-                .map(|e| e.as_ref().map(|e| e.iter().map(|x| log(*x)).collect()))
-                .collect()
-        })
-        .collect()
-}
-
-fn e_step(
-    tasks: usize,
-    rows: &[(usize, usize, usize)],
-    priors: &[f64],
-    errors: &Errors,
-) -> Vec<Vec<f64>> {
-    let base: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
-    let log_errors = logs_of(errors, f64::log2);
-    let mut logs = vec![base; tasks];
-    for &(t, r, l) in rows {
-        for (x, e) in logs[t].iter_mut().zip(entry(&log_errors, r, l)) {
-            *x += e;
-        }
-    }
-    for row in &mut logs {
-        let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        row.iter_mut().for_each(|x| *x = (*x - top).exp2());
-        let total: f64 = row.iter().sum();
-        row.iter_mut().for_each(|x| *x /= total);
-    }
-    logs
-}
-
-fn column_means(probas: &[Vec<f64>], classes: usize) -> Vec<f64> {
-    let mut means = vec![0.0; classes];
-    for row in probas {
-        for (m, p) in means.iter_mut().zip(row) {
-            *m += p;
-        }
-    }
-    let n = probas.len().max(1) as f64;
-    means.iter_mut().for_each(|m| *m /= n);
-    means
-}
-
-/// The evidence lower bound: the expected log joint probability of the answers and the
-/// classes under the posteriors, plus the posteriors' entropy (natural logs).
-fn evidence_lower_bound(
-    rows: &[(usize, usize, usize)],
-    probas: &[Vec<f64>],
-    priors: &[f64],
-    errors: &Errors,
-) -> f64 {
-    let log_priors: Vec<f64> = priors.iter().map(|p| p.max(EPS).ln()).collect();
-    let log_errors = logs_of(errors, f64::ln);
-    let mut joint = 0.0;
-    for &(t, r, l) in rows {
-        for ((p, e), log_prior) in probas[t]
-            .iter()
-            .zip(entry(&log_errors, r, l))
-            .zip(&log_priors)
-        {
-            joint += p * (e + log_prior);
-        }
-    }
-    let entropy: f64 = probas
-        .iter()
-        .flatten()
-        .map(|p| {
-            let p = p.max(EPS);
-            -p * p.ln()
-        })
-        .sum();
-    joint + entropy
 }
 
 /// Dawid-Skene with crowd-kit's defaults (100 iterations at most, tolerance 1e-5).
@@ -353,50 +503,35 @@ pub fn dawid_skene_with<T: Ord + Clone, R: Ord + Clone, L: Ord + Clone>(
     max_iterations: usize,
     tolerance: f64,
 ) -> Aggregate<T, R, L> {
-    let coded = code(votes);
-    let (n_tasks, n_raters, k) = (coded.tasks.len(), coded.raters.len(), coded.classes.len());
-    let rows = &coded.rows;
-    let mut probas = shares(n_tasks, k, rows);
-    let mut priors = column_means(&probas, k);
-    let mut errors = m_step(n_raters, k, rows, &probas);
-    let mut loss = f64::NEG_INFINITY;
-    let mut loss_history = Vec::new();
-    for _ in 0..max_iterations {
-        probas = e_step(n_tasks, rows, &priors, &errors);
-        priors = column_means(&probas, k);
-        errors = m_step(n_raters, k, rows, &probas);
-        let new_loss = evidence_lower_bound(rows, &probas, &priors, &errors) / rows.len() as f64;
-        loss_history.push(new_loss);
-        // crowd-kit floors the posteriors in place while it works out the bound.
-        probas.iter_mut().flatten().for_each(|p| *p = p.max(EPS));
-        if new_loss - loss < tolerance {
-            break;
-        }
-        loss = new_loss;
+    let indexed = code(votes);
+    let fit = dawid_skene_fit(
+        indexed.tasks.len(),
+        indexed.raters.len(),
+        indexed.classes.len(),
+        &indexed.answers,
+        max_iterations,
+        tolerance,
+    );
+    let mut per_rater = vec![0usize; indexed.raters.len()];
+    for a in &indexed.answers {
+        per_rater[a.rater as usize] += 1;
     }
-    let priors: Vec<f64> = priors.iter().map(|p| p.max(EPS)).collect();
-    let mut per_rater = vec![0usize; n_raters];
-    for &(_, r, _) in rows {
-        per_rater[r] += 1;
-    }
-    let raters = coded
+    let raters = indexed
         .raters
         .iter()
         .enumerate()
         .map(|(r, rater)| RaterAccuracy {
             rater: rater.clone(),
-            accuracy: (0..k)
-                .map(|c| priors[c] * errors[r][c].as_ref().map_or(0.0, |e| e[c]))
-                .sum(),
+            accuracy: fit.accuracy(r),
             answers: per_rater[r],
         })
         .collect();
     Aggregate {
-        tasks: answers(&coded, probas),
-        classes: coded.classes,
-        priors,
+        tasks: answers(&indexed, &fit),
+        classes: indexed.classes,
+        priors: fit.priors.clone(),
         raters,
-        loss_history,
+        loss_history: fit.loss_history,
     }
 }
 
@@ -575,35 +710,60 @@ pub struct QuestionAggregation {
 /// The metrics' summary of each question (by path), from the gathered answers.
 pub fn summarise<T: Ord + Clone>(gathered: &Gathered<T>) -> BTreeMap<String, QuestionAggregation> {
     let mut out = BTreeMap::new();
-    for (i, question) in gathered.questions.iter().enumerate() {
-        let mv = gathered.run(i, Method::Majority);
-        let ds = gathered.run(i, Method::DawidSkene);
-        let n = mv.tasks.len();
-        let mean = |a: &Aggregate<T, String, Label>| {
-            (n > 0).then(|| a.tasks.iter().map(|t| t.confidence).sum::<f64>() / n as f64)
-        };
-        let differ = mv
-            .tasks
-            .iter()
-            .zip(&ds.tasks)
-            .filter(|(m, d)| m.label != d.label)
-            .count();
+    for (question, votes) in gathered.questions.iter().zip(&gathered.votes) {
+        let indexed = code(&question.in_option_order(votes));
+        let raters: Vec<&str> = indexed.raters.iter().map(String::as_str).collect();
         out.insert(
             question.path.clone(),
-            QuestionAggregation {
-                tasks: n,
-                differ: (n > 0).then(|| differ as f64 / n as f64),
-                majority_confidence: mean(&mv),
-                dawid_skene_confidence: mean(&ds),
-                raters: ds
-                    .raters
-                    .iter()
-                    .map(|r| (r.rater.clone(), r.accuracy))
-                    .collect(),
-            },
+            summary(
+                indexed.tasks.len(),
+                &raters,
+                indexed.classes.len(),
+                &indexed.answers,
+            ),
         );
     }
     out
+}
+
+/// One question's summary from its coded answers: `tasks` tasks, each with at least one
+/// answer, `raters` naming the raters by index, and `classes` classes.
+pub fn summary(
+    tasks: usize,
+    raters: &[&str],
+    classes: usize,
+    answers: &[Coded],
+) -> QuestionAggregation {
+    let mv = majority_fit(tasks, classes, answers);
+    let ds = dawid_skene_fit(
+        tasks,
+        raters.len(),
+        classes,
+        answers,
+        MAX_ITERATIONS,
+        TOLERANCE,
+    );
+    let (mut differ, mut majority, mut dawid_skene) = (0usize, 0.0, 0.0);
+    for t in 0..tasks {
+        let (m, m_confidence) = mv.answer(t);
+        let (d, d_confidence) = ds.answer(t);
+        differ += usize::from(m != d);
+        majority += m_confidence;
+        dawid_skene += d_confidence;
+    }
+    let n = tasks as f64;
+    let mean = |sum: f64| (tasks > 0).then(|| sum / n);
+    QuestionAggregation {
+        tasks,
+        differ: (tasks > 0).then(|| differ as f64 / n),
+        majority_confidence: mean(majority),
+        dawid_skene_confidence: mean(dawid_skene),
+        raters: raters
+            .iter()
+            .enumerate()
+            .map(|(r, name)| ((*name).to_owned(), ds.accuracy(r)))
+            .collect(),
+    }
 }
 
 #[cfg(test)]

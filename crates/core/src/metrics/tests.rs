@@ -847,3 +847,57 @@ fn issue_categories_are_counted_per_response_per_model_and_pooled() {
     assert_eq!((b.models["m2"].asked, b.models["m2"].answered), (1, 0));
     assert_eq!(b.counts.options["performance"], 0);
 }
+
+/// The aggregation read off the folded ratings' codes gives the figures the votes
+/// gathered from the same ratings' answers give (the aggregated export's path), however
+/// the ratings were folded in.
+#[test]
+fn the_aggregation_from_codes_matches_the_one_from_answers() {
+    let rubric = by_name("blackhat").unwrap();
+    let rows = varied_blackhat_batch();
+    let mut acc = Accumulator::new(rubric, 1, &language());
+    fold_over_time(&mut acc, &rows);
+    let mut gathered = aggregate::Gathered::new(rubric);
+    for row in rows
+        .iter()
+        .filter(|r| crate::lifecycle::counts_in_metrics(r.outcome, r.status))
+    {
+        let answers: crate::rubric::Answers = serde_json::from_str(&row.answers).unwrap();
+        gathered.add(&row.task_id.to_string(), &row.rater, &answers);
+    }
+    let want = aggregate::summarise(&gathered);
+    let got = acc.aggregation(rubric);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(want.len(), 7, "six questions of each response and sxs");
+    for (path, want) in &want {
+        let got = &got[path];
+        assert!(want.tasks > 40, "{path}: {} tasks", want.tasks);
+        assert_eq!(got.tasks, want.tasks, "{path}");
+        let close = |a: Option<f64>, b: Option<f64>, what: &str| {
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert!((a - b).abs() < 1e-9, "{path} {what}: {a} against {b}");
+        };
+        close(got.differ, want.differ, "differ");
+        close(
+            got.majority_confidence,
+            want.majority_confidence,
+            "majority",
+        );
+        close(
+            got.dawid_skene_confidence,
+            want.dawid_skene_confidence,
+            "dawid_skene",
+        );
+        assert_eq!(
+            got.raters.keys().collect::<Vec<_>>(),
+            want.raters.keys().collect::<Vec<_>>(),
+            "{path}"
+        );
+        for (rater, accuracy) in &want.raters {
+            close(Some(got.raters[rater]), Some(*accuracy), rater);
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Majority vote and Dawid-Skene read off the folded ratings: each counted rating's
+//! code for a question is already held, with its task and rater as indices, so the
+//! aggregation takes no second read of the ratings and no string keys.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::metrics::aggregate::{self, Coded, Label, QuestionAggregation};
+
+impl Accumulator {
+    /// Each aggregated question's summary (see [`aggregate::questions`]), by path, over
+    /// the ratings that count: the same figures [`aggregate::summarise`] gives of those
+    /// ratings' answers. A question's classes are the codes given, in the rubric's
+    /// option order, so a tie goes to the option it lists first.
+    pub fn aggregation(&self, rubric: &Rubric) -> BTreeMap<String, QuestionAggregation> {
+        aggregate::questions(rubric)
+            .iter()
+            .filter_map(|question| {
+                let qi = self
+                    .questions
+                    .iter()
+                    .position(|q| q.path == question.path)?;
+                Some((question.path.clone(), self.aggregate(qi)))
+            })
+            .collect()
+    }
+
+    /// Question `qi`'s summary.
+    fn aggregate(&self, qi: usize) -> QuestionAggregation {
+        let q = &self.questions[qi];
+        // Codes whose answer is a class (a yes/no, a whole number or a text).
+        let is_class: Vec<bool> = std::iter::once(false)
+            .chain(q.texts.iter().map(|text| {
+                serde_json::from_str::<serde_json::Value>(text)
+                    .ok()
+                    .and_then(|v| Label::from_json(&v))
+                    .is_some()
+            }))
+            .collect();
+        let mut answers: Vec<Coded> = Vec::new();
+        let mut given = vec![false; is_class.len()];
+        let mut rater_at = vec![u32::MAX; self.raters.len()];
+        let mut raters: Vec<&str> = Vec::new();
+        let mut tasks = 0u32;
+        for unit in &self.tasks {
+            let mut answered = false;
+            for id in &unit.members {
+                let entry = &self.entries[id];
+                let code = usize::from(entry.codes[qi]);
+                if !is_class[code] {
+                    continue;
+                }
+                given[code] = true;
+                let r = entry.rater as usize;
+                if rater_at[r] == u32::MAX {
+                    rater_at[r] = raters.len() as u32;
+                    raters.push(&self.raters[r].name);
+                }
+                answers.push(Coded {
+                    task: tasks,
+                    rater: rater_at[r],
+                    class: code as u32,
+                });
+                answered = true;
+            }
+            tasks += u32::from(answered);
+        }
+        // Codes to classes: the codes given, in order.
+        let mut class_of = vec![0u32; given.len()];
+        let mut classes = 0u32;
+        for (code, given) in given.iter().enumerate() {
+            if *given {
+                class_of[code] = classes;
+                classes += 1;
+            }
+        }
+        for answer in &mut answers {
+            answer.class = class_of[answer.class as usize];
+        }
+        aggregate::summary(tasks as usize, &raters, classes as usize, &answers)
+    }
+}
