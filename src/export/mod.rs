@@ -226,89 +226,206 @@ fn code_runs(evidence: Option<&Evidence>) -> String {
         .join("; ")
 }
 
-/// A JSON cell, empty for nothing.
-fn json_cell<T: serde::Serialize>(value: &T, empty: bool) -> String {
-    if empty {
-        return String::new();
-    }
-    neutral(&serde_json::to_string(value).unwrap_or_default())
-}
-
 /// A cell a spreadsheet would run as a formula gets a leading apostrophe.
 pub(crate) fn neutral(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if is_formula(text) {
         format!("'{text}")
     } else {
         text.to_owned()
     }
 }
 
-fn text(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => neutral(s),
-        Some(other) => other.to_string(),
+fn is_formula(text: &str) -> bool {
+    text.starts_with(['=', '+', '-', '@', '\t', '\r'])
+}
+
+/// A time as the export writes it: RFC 3339 in UTC, with as many digits of the second
+/// as it needs (none, 3, 6 or 9), as [`DateTime::to_rfc3339`] writes it.
+const STAMP: &str = "%Y-%m-%dT%H:%M:%S%.f+00:00";
+
+/// The answer columns of a rubric, worked out once per export: each slot's place (a
+/// response's side, or the top) and key, and its explanation's key if it has one.
+pub struct AnswerColumns<'r> {
+    cells: Vec<(Option<Side>, &'r str, Option<String>)>,
+}
+
+impl<'r> AnswerColumns<'r> {
+    pub fn of(rubric: &'r Rubric) -> Self {
+        let cells = rubric
+            .slots()
+            .into_iter()
+            .map(|slot| (slot.side(), slot.key(), slot.explanation_key()))
+            .collect();
+        Self { cells }
     }
 }
 
-fn stamp(t: Option<DateTime<Utc>>) -> String {
-    t.map(|t| t.to_rfc3339()).unwrap_or_default()
+/// Writes one CSV record, in the order of [`columns`], cell by cell: text the row holds
+/// is written from where it lies and numbers and times go through one reused buffer, so
+/// a row costs no string per cell. `rubric` names the rubric; `version` is its version
+/// the batch pinned.
+pub struct CsvRecords<'r> {
+    rubric: &'r str,
+    version: i32,
+    answers: AnswerColumns<'r>,
+    scratch: String,
 }
 
-/// One CSV record, in the order of [`columns`]; `version` is the rubric's the batch pinned.
-pub fn csv_record(rubric: &Rubric, version: i32, row: &ExportRow) -> Vec<String> {
-    let answers = &row.answers.0;
-    let mut record = vec![
-        row.rating_id.to_string(),
-        neutral(&row.batch),
-        neutral(&row.external_id),
-        neutral(&row.rater),
-        row.rater_kind.to_string(),
-        row.outcome.to_string(),
-        row.status.to_string(),
-        row.counts_in_metrics().to_string(),
-        row.swapped.to_string(),
-        neutral(row.model_a.as_deref().unwrap_or("")),
-        neutral(row.model_b.as_deref().unwrap_or("")),
-    ];
-    for slot in rubric.slots() {
-        let holder = slot.holder(answers);
-        record.push(text(holder.and_then(|h| h.get(slot.key()))));
-        if let Some(key) = slot.explanation_key() {
-            record.push(text(holder.and_then(|h| h.get(&key))));
+impl<'r> CsvRecords<'r> {
+    pub fn new(rubric: &'r Rubric, version: i32) -> Self {
+        Self {
+            rubric: &rubric.name,
+            version,
+            answers: AnswerColumns::of(rubric),
+            scratch: String::new(),
         }
     }
-    record.push(
-        answers
-            .get("classifications")
-            .map(|c| neutral(&c.to_string()))
-            .unwrap_or_default(),
-    );
-    record.push(neutral(
-        row.skip_reason.as_ref().map_or("", SkipReason::as_str),
-    ));
-    record.push(neutral(row.note.as_deref().unwrap_or("")));
-    record.push(row.time_spent_s.to_string());
-    record.push(row.version.to_string());
-    record.push(row.created_at.to_rfc3339());
-    record.push(stamp(row.submitted_at));
-    record.push(stamp(row.reviewed_at));
-    record.push(neutral(row.review_comment.as_deref().unwrap_or("")));
-    record.push(neutral(&rubric.name));
-    record.push(version.to_string());
-    record.push(neutral(&row.confirmed_warnings.0.join(";")));
-    let evidence = row.evidence.as_ref().map(|e| &e.0);
-    record.push(code_runs(evidence));
-    let attachments = evidence.map_or(&[][..], |e| &e.attachments[..]);
-    record.push(json_cell(&attachments, attachments.is_empty()));
-    let comments = &row.review_fields.0;
-    record.push(json_cell(comments, comments.is_empty()));
-    record.push(row.gold.to_string());
-    let grade = row.gold_grade.as_ref().map(|g| &g.0);
-    record.push(json_cell(&grade, grade.is_none()));
-    record.push(row.review_first.to_string());
-    record.push(row.judge_run.map_or_else(String::new, |id| id.to_string()));
-    record
+
+    /// Writes `row` to `out`.
+    pub fn write<W: std::io::Write>(
+        &mut self,
+        out: &mut csv::Writer<W>,
+        row: &ExportRow,
+    ) -> csv::Result<()> {
+        let mut cells = Cells {
+            out,
+            scratch: &mut self.scratch,
+        };
+        cells.display(row.rating_id)?;
+        cells.text(&row.batch)?;
+        cells.text(&row.external_id)?;
+        cells.text(&row.rater)?;
+        cells.display(row.rater_kind)?;
+        cells.display(row.outcome)?;
+        cells.display(row.status)?;
+        cells.display(row.counts_in_metrics())?;
+        cells.display(row.swapped)?;
+        cells.text(row.model_a.as_deref().unwrap_or(""))?;
+        cells.text(row.model_b.as_deref().unwrap_or(""))?;
+        let answers: &verdict_core::rubric::Answers = &row.answers.0;
+        for (side, key, explanation) in &self.answers.cells {
+            let holder = match side {
+                Some(side) => answers.get(side.key()).and_then(Value::as_object),
+                None => Some(answers),
+            };
+            cells.value(holder.and_then(|h| h.get(*key)))?;
+            if let Some(explanation) = explanation {
+                cells.value(holder.and_then(|h| h.get(explanation)))?;
+            }
+        }
+        match answers.get("classifications") {
+            Some(c) => cells.json(c, false)?,
+            None => cells.text("")?,
+        }
+        cells.text(row.skip_reason.as_ref().map_or("", SkipReason::as_str))?;
+        cells.text(row.note.as_deref().unwrap_or(""))?;
+        cells.display(row.time_spent_s)?;
+        cells.display(row.version)?;
+        cells.stamp(Some(row.created_at))?;
+        cells.stamp(row.submitted_at)?;
+        cells.stamp(row.reviewed_at)?;
+        cells.text(row.review_comment.as_deref().unwrap_or(""))?;
+        cells.text(self.rubric)?;
+        cells.display(self.version)?;
+        cells.warnings(&row.confirmed_warnings.0)?;
+        let evidence = row.evidence.as_ref().map(|e| &e.0);
+        // Words of the server's own ("a: ran 2 blocks: ..."), never a formula.
+        cells.out.write_field(code_runs(evidence))?;
+        let attachments = evidence.map_or(&[][..], |e| &e.attachments[..]);
+        cells.json(&attachments, attachments.is_empty())?;
+        let comments = &row.review_fields.0;
+        cells.json(comments, comments.is_empty())?;
+        cells.display(row.gold)?;
+        let grade = row.gold_grade.as_ref().map(|g| &g.0);
+        cells.json(&grade, grade.is_none())?;
+        cells.display(row.review_first)?;
+        match row.judge_run {
+            Some(id) => cells.display(id)?,
+            None => cells.text("")?,
+        }
+        // No fields: ends the record.
+        cells.out.write_record(None::<&[u8]>)
+    }
+}
+
+/// The cells of one record being written.
+struct Cells<'a, W: std::io::Write> {
+    out: &'a mut csv::Writer<W>,
+    scratch: &'a mut String,
+}
+
+impl<W: std::io::Write> Cells<'_, W> {
+    /// Text as it is, a formula neutralised.
+    fn text(&mut self, text: &str) -> csv::Result<()> {
+        if is_formula(text) {
+            self.scratch.clear();
+            self.scratch.push('\'');
+            self.scratch.push_str(text);
+            self.out.write_field(self.scratch.as_bytes())
+        } else {
+            self.out.write_field(text)
+        }
+    }
+
+    /// A value written as it displays (numbers, names, ids): never a formula.
+    fn display(&mut self, value: impl std::fmt::Display) -> csv::Result<()> {
+        use std::fmt::Write;
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{value}");
+        self.out.write_field(self.scratch.as_bytes())
+    }
+
+    /// An answer: text as it is, anything else as JSON, nothing for none.
+    fn value(&mut self, value: Option<&Value>) -> csv::Result<()> {
+        match value {
+            None | Some(Value::Null) => self.out.write_field(""),
+            Some(Value::String(s)) => self.text(s),
+            Some(other) => self.display(other),
+        }
+    }
+
+    /// A value as JSON, neutralised; nothing when `empty`.
+    fn json<T: Serialize + ?Sized>(&mut self, value: &T, empty: bool) -> csv::Result<()> {
+        if empty {
+            return self.out.write_field("");
+        }
+        let mut json = std::mem::take(self.scratch);
+        json.clear();
+        // Serialising into a string cannot fail for these values.
+        let mut bytes = json.into_bytes();
+        let _ = serde_json::to_writer(&mut bytes, value);
+        let json = String::from_utf8(bytes).unwrap_or_default();
+        let written = if is_formula(&json) {
+            self.out.write_field(format!("'{json}"))
+        } else {
+            self.out.write_field(json.as_bytes())
+        };
+        *self.scratch = json;
+        written
+    }
+
+    /// A time (see [`STAMP`]), nothing for none.
+    fn stamp(&mut self, time: Option<DateTime<Utc>>) -> csv::Result<()> {
+        match time {
+            Some(t) => self.display(t.format(STAMP)),
+            None => self.out.write_field(""),
+        }
+    }
+
+    /// The confirmed warnings, joined by `;`, neutralised.
+    fn warnings(&mut self, warnings: &[String]) -> csv::Result<()> {
+        let mut joined = std::mem::take(self.scratch);
+        joined.clear();
+        for (i, w) in warnings.iter().enumerate() {
+            if i > 0 {
+                joined.push(';');
+            }
+            joined.push_str(w);
+        }
+        let written = self.text(&joined);
+        *self.scratch = joined;
+        written
+    }
 }
 
 /// One JSON Lines object (answers nested, canonical orientation), borrowing from the
@@ -429,6 +546,7 @@ pub async fn write(
             .from_writer(Vec::with_capacity(64 * 1024))
     };
     let mut rows_csv = csv_writer();
+    let mut records = CsvRecords::new(&rubric, rubric_version);
     let each = |row: ExportRow| {
         if faulted || fault_after.is_some_and(|n| pending as u64 >= n) {
             faulted = true;
@@ -437,7 +555,7 @@ pub async fn write(
         // Writing into memory cannot fail.
         match format {
             Format::Csv => {
-                let _ = rows_csv.write_record(csv_record(&rubric, rubric_version, &row));
+                let _ = records.write(&mut rows_csv, &row);
             }
             Format::Jsonl => {
                 let record = json_record(&rubric, rubric_version, &row);
@@ -468,6 +586,16 @@ pub async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_written_as_rfc_3339() {
+        use chrono::TimeZone;
+        let second = Utc.with_ymd_and_hms(2026, 11, 29, 5, 6, 7).unwrap();
+        for nanos in [0, 120_000_000, 123_456_000, 123_456_789, 1] {
+            let t = second + chrono::Duration::nanoseconds(nanos);
+            assert_eq!(t.format(STAMP).to_string(), t.to_rfc3339(), "{nanos}");
+        }
+    }
 
     #[test]
     fn formula_cells_are_neutralised() {
