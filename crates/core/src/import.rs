@@ -635,7 +635,23 @@ pub fn check(
     responses: Responses,
     gold: impl Fn(&Value) -> Result<(), String>,
     existing: &HashMap<String, String>,
+    progress: impl FnMut(u64),
+) -> Checked {
+    check_each(format, bytes, responses, gold, existing, progress, |_| {})
+}
+
+/// [`check`], handing each task that passed to `accept` as it goes (new ones and those
+/// identical to the stored ones, in file order), for as long as no record has failed: a
+/// caller stores them while the rest is checked, and keeps what it stored only if the
+/// whole file passed.
+pub fn check_each(
+    format: Format,
+    bytes: &[u8],
+    responses: Responses,
+    gold: impl Fn(&Value) -> Result<(), String>,
+    existing: &HashMap<String, String>,
     mut progress: impl FnMut(u64),
+    mut accept: impl FnMut(NewTask),
 ) -> Checked {
     let mut checked = Checked {
         bytes: bytes.len() as u64,
@@ -674,17 +690,29 @@ pub fn check(
             continue;
         }
         first_line.insert(task.external_id.clone(), line);
-        match existing.get(&task.external_id) {
-            None => checked.new += 1,
-            Some(hash) if *hash == task.content_hash => checked.unchanged += 1,
-            Some(_) => checked.refuse(
-                line,
-                format!(
-                    "external_id {:?} is already in this batch with different content; \
-                     give changed tasks new ids",
-                    task.external_id
-                ),
-            ),
+        let passed = match existing.get(&task.external_id) {
+            None => {
+                checked.new += 1;
+                true
+            }
+            Some(hash) if *hash == task.content_hash => {
+                checked.unchanged += 1;
+                true
+            }
+            Some(_) => {
+                checked.refuse(
+                    line,
+                    format!(
+                        "external_id {:?} is already in this batch with different content; \
+                         give changed tasks new ids",
+                        task.external_id
+                    ),
+                );
+                false
+            }
+        };
+        if passed && checked.error_count == 0 {
+            accept(task);
         }
     }
     if checked.new + checked.unchanged == 0 && checked.error_count == 0 {

@@ -491,6 +491,10 @@ impl super::Store {
     /// created if it does not exist, tasks whose id it already holds are left alone, the
     /// rest are appended in file order. Either all of it is stored or none.
     ///
+    /// The tasks arrive on `tasks` while the caller is still checking the file, and are
+    /// stored as they come; once `tasks` ends, `passed` says whether every record passed
+    /// its check. If not, nothing is kept and the answer is [`StoreError::Withdrawn`].
+    ///
     /// The caller checked the file against the batch as it was (`seen`: the batch's id,
     /// or `None` when there was none). Concurrent uploads to one batch take turns on the
     /// batch's row; if another one created the batch or added one of these ids with other
@@ -501,7 +505,8 @@ impl super::Store {
         &self,
         new: &NewBatch,
         seen: Option<Uuid>,
-        tasks: impl Iterator<Item = NewTask>,
+        mut tasks: tokio::sync::mpsc::Receiver<Vec<NewTask>>,
+        passed: impl std::future::Future<Output = bool>,
         entry: Option<&UploadEntry>,
     ) -> StoreResult<Imported> {
         let now = Utc::now();
@@ -565,17 +570,25 @@ impl super::Store {
             // settings agree (the tasks are compared one by one below).
             let mut raced = !batch_created && seen != Some(batch.id) && !new.fits(&batch);
             let mut chunk: Vec<NewTask> = Vec::with_capacity(INSERT_CHUNK);
-            let mut tasks = tasks.peekable();
-            while !raced && let Some(task) = tasks.next() {
-                match known.get(&task.external_id) {
-                    Some(hash) if *hash == task.content_hash => unchanged += 1,
-                    Some(_) => raced = true,
-                    None => chunk.push(task),
-                }
-                if !raced
-                    && (chunk.len() == INSERT_CHUNK
-                        || (tasks.peek().is_none() && !chunk.is_empty()))
-                {
+            let mut last = false;
+            while !raced && !last {
+                let piece = tasks.recv().await;
+                last = piece.is_none();
+                let mut piece = piece.unwrap_or_default().into_iter();
+                loop {
+                    while !raced
+                        && chunk.len() < INSERT_CHUNK
+                        && let Some(task) = piece.next()
+                    {
+                        match known.get(&task.external_id) {
+                            Some(hash) if *hash == task.content_hash => unchanged += 1,
+                            Some(_) => raced = true,
+                            None => chunk.push(task),
+                        }
+                    }
+                    if raced || chunk.is_empty() || (chunk.len() < INSERT_CHUNK && !last) {
+                        break;
+                    }
                     let mut insert = sqlx::QueryBuilder::new(
                         "INSERT INTO tasks (id, batch_id, seq, external_id, prompt, response_a, response_b, \
                          model_a, model_b, metadata, content_hash, created_at, is_full, route_key) ",
@@ -627,6 +640,10 @@ impl super::Store {
             if raced {
                 // Undoes this transaction's inserts: the caller checks again.
                 return Err(StoreError::Retry);
+            }
+            if !passed.await {
+                // A record failed its check after others were stored: none of it is kept.
+                return Err(StoreError::Withdrawn);
             }
             if created > 0 && !batch_created {
                 sqlx::query("UPDATE batches SET updated_at = $2 WHERE id = $1")

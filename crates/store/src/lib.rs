@@ -87,6 +87,10 @@ pub enum StoreError {
     /// nothing was written; check again and retry.
     #[error("changed by a concurrent request; try again")]
     Retry,
+    /// The caller withdrew what it was writing part way (an upload one of whose records
+    /// failed its check after others were stored): nothing was written.
+    #[error("withdrawn by the caller; nothing was written")]
+    Withdrawn,
     #[error(transparent)]
     Db(#[from] sqlx::Error),
     #[error(transparent)]

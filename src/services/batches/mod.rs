@@ -223,13 +223,17 @@ pub async fn new_batch(
     })
 }
 
+/// Tasks handed from the check to the store at a time.
+const PIECE: usize = 256;
+
 /// How many times an upload is checked again when a concurrent upload changed its batch
 /// between the check and the write.
 const IMPORT_ATTEMPTS: usize = 5;
 
-/// Imports an uploaded file: checks every record first (nothing is stored if any is
-/// bad), then stores the new tasks in one transaction, with the upload's audit entry
-/// when `by` is given. `progress` hears bytes checked.
+/// Imports an uploaded file: stores the new tasks in one transaction while it checks
+/// every record, and keeps them only if every record passed (nothing is stored if any is
+/// bad), with the upload's audit entry when `by` is given. `progress` hears bytes
+/// checked.
 pub async fn import(
     store: &Store,
     new: NewBatch,
@@ -270,25 +274,57 @@ pub async fn import(
             Some(batch) => store.task_hashes(batch.id).await?,
             None => Default::default(),
         };
+        // The file is checked on a blocking thread, which hands on each task that
+        // passed while the store writes them in its transaction; the transaction keeps
+        // them only if the whole file passed.
         let (file, progress) = (bytes.clone(), progress.clone());
-        let checked = tokio::task::spawn_blocking(move || {
+        let (sender, tasks) = tokio::sync::mpsc::channel::<Vec<import::NewTask>>(4);
+        let (verdict, passed) = tokio::sync::oneshot::channel::<bool>();
+        let checker = tokio::task::spawn_blocking(move || {
             let gold =
                 |expected: &serde_json::Value| verdict_core::gold::check_task(&rubric, expected);
-            import::check(format, &file, responses, gold, &hashes, progress)
-        })
-        .await
-        .map_err(|e| ServiceError::Internal(e.to_string()))?;
+            let mut sender = Some(sender);
+            let mut piece = Vec::with_capacity(PIECE);
+            let mut hand_on = move |piece: Vec<import::NewTask>| {
+                // A store that stopped (an error, a concurrent upload) takes no more;
+                // the check goes on, to report every bad record.
+                if sender
+                    .as_ref()
+                    .is_some_and(|s| s.blocking_send(piece).is_err())
+                {
+                    sender = None;
+                }
+            };
+            let checked =
+                import::check_each(format, &file, responses, gold, &hashes, progress, |task| {
+                    piece.push(task);
+                    if piece.len() == PIECE {
+                        hand_on(std::mem::replace(&mut piece, Vec::with_capacity(PIECE)));
+                    }
+                });
+            if checked.error_count == 0 && !piece.is_empty() {
+                hand_on(piece);
+            }
+            // The store hears the verdict once it has read every task handed on.
+            drop(hand_on);
+            let _ = verdict.send(checked.error_count == 0);
+            checked
+        });
+        let seen = existing.as_ref().map(|b| b.id);
+        let passed = async { passed.await.unwrap_or(false) };
+        let stored = store
+            .import_tasks(&new, seen, tasks, passed, entry.as_ref())
+            .await;
+        let checked = checker
+            .await
+            .map_err(|e| ServiceError::Internal(e.to_string()))?;
         if checked.error_count > 0 {
             return Err(ServiceError::BadRecords {
                 count: checked.error_count,
                 errors: checked.errors,
             });
         }
-        let records = import::records(format, &bytes, responses)
-            .map_err(|e| ServiceError::Internal(e.message))?;
-        let tasks = records.filter_map(|(_, task)| task.ok());
-        let seen = existing.as_ref().map(|b| b.id);
-        match store.import_tasks(&new, seen, tasks, entry.as_ref()).await {
+        match stored {
             Err(StoreError::Retry) if attempt < IMPORT_ATTEMPTS => {
                 // The other upload's commit may not be visible yet: give it a moment.
                 let pause = 20 * u64::try_from(attempt).unwrap_or(1);

@@ -462,3 +462,49 @@ fn only_the_first_hundred_errors_are_listed_but_all_are_counted() {
         (MAX_REPORTED_ERRORS, 150)
     );
 }
+
+/// `check_each` hands on the tasks that pass, in file order, new and unchanged alike,
+/// until a record fails; it counts and reports the same as `check`.
+#[test]
+fn each_task_that_passes_is_handed_on_until_one_fails() {
+    let unchanged = parse_task(&task("2"), Responses::Two).unwrap();
+    let existing = HashMap::from([("2".to_owned(), unchanged.content_hash)]);
+    let mut handed = Vec::new();
+    let file = lines(&[task("1"), task("2"), task("3")]);
+    let checked = check_each(
+        Format::Jsonl,
+        file.as_bytes(),
+        Responses::Two,
+        any_gold,
+        &existing,
+        |_| {},
+        |t| handed.push(t.external_id),
+    );
+    assert_eq!(
+        (checked.new, checked.unchanged, checked.error_count),
+        (2, 1, 0)
+    );
+    assert_eq!(handed, ["1", "2", "3"]);
+    handed.clear();
+    let file = lines(&[task("1"), json!({"external_id": "x"}), task("3"), task("1")]);
+    let checked = check_each(
+        Format::Jsonl,
+        file.as_bytes(),
+        Responses::Two,
+        any_gold,
+        &HashMap::new(),
+        |_| {},
+        |t| handed.push(t.external_id),
+    );
+    assert_eq!((checked.new, checked.error_count), (2, 2));
+    assert_eq!(handed, ["1"], "nothing after the first bad record");
+    let again = check(
+        Format::Jsonl,
+        file.as_bytes(),
+        Responses::Two,
+        any_gold,
+        &HashMap::new(),
+        |_| {},
+    );
+    assert_eq!((again.new, again.error_count), (2, 2));
+}
