@@ -12,17 +12,42 @@ impl Accumulator {
     /// the ratings that count: the same figures [`aggregate::summarise`] gives of those
     /// ratings' answers. A question's classes are the codes given, in the rubric's
     /// option order, so a tie goes to the option it lists first.
+    ///
+    /// The questions are worked out on as many threads as the machine has cores: each
+    /// question's Dawid-Skene iterates over every answer and owes nothing to the others.
     pub fn aggregation(&self, rubric: &Rubric) -> BTreeMap<String, QuestionAggregation> {
-        aggregate::questions(rubric)
-            .iter()
+        let found: Vec<(String, usize)> = aggregate::questions(rubric)
+            .into_iter()
             .filter_map(|question| {
                 let qi = self
                     .questions
                     .iter()
                     .position(|q| q.path == question.path)?;
-                Some((question.path.clone(), self.aggregate(qi)))
+                Some((question.path, qi))
             })
-            .collect()
+            .collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, found.len().max(1));
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|first| {
+                    let found = &found;
+                    scope.spawn(move || {
+                        found
+                            .iter()
+                            .skip(first)
+                            .step_by(threads)
+                            .map(|(path, qi)| (path.clone(), self.aggregate(*qi)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
     }
 
     /// Question `qi`'s summary.
