@@ -484,6 +484,57 @@ async fn a_large_upload_is_stored_whole_and_in_order(app: &TestApp) {
 }
 db_test!(a_large_upload_is_stored_whole_and_in_order: TestApp);
 
+/// The tasks are stored while the file is checked, several hundred at a time: a bad
+/// record after many good ones undoes what was stored, for a new batch and for one that
+/// already has tasks.
+async fn a_bad_record_after_many_good_ones_keeps_nothing(app: &TestApp) {
+    let admin = app.admin().await;
+    let mut file = tasks_jsonl(1234);
+    file.push_str("{\"external_id\": \"late\", \"prompt\": \"\", \"response_a\": \"A\", \"response_b\": \"B\"}\n");
+    let response = upload(
+        app,
+        &admin,
+        "name=late",
+        "application/x-ndjson",
+        file.clone(),
+    )
+    .await;
+    let body = json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(body["error_count"], 1, "{body}");
+    assert_eq!(body["errors"][0]["line"], 1235, "{body}");
+    assert!(
+        app.store.batch_by_name("late").await.unwrap().is_none(),
+        "no batch"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 0, "no task");
+    // A batch with tasks already: the file's 1,231 new ones and the bad one.
+    app.batch(&admin, "late", &tasks_jsonl(3), "").await;
+    let response = upload(app, &admin, "name=late", "application/x-ndjson", file).await;
+    json_with(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM tasks").await,
+        3,
+        "only the first upload's"
+    );
+    // The same file without its bad record is stored whole.
+    let response = upload(
+        app,
+        &admin,
+        "name=late",
+        "application/x-ndjson",
+        tasks_jsonl(1234),
+    )
+    .await;
+    let body = json_with(response, StatusCode::CREATED).await;
+    assert_eq!(
+        (body["created"].as_u64(), body["unchanged"].as_u64()),
+        (Some(1231), Some(3)),
+        "{body}"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM tasks").await, 1234);
+}
+db_test!(a_bad_record_after_many_good_ones_keeps_nothing: TestApp);
+
 async fn progress(app: &TestApp, who: &Persona, batch: &str) -> serde_json::Value {
     let one = who
         .api
