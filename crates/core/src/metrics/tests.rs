@@ -867,6 +867,16 @@ fn the_aggregation_from_codes_matches_the_one_from_answers() {
     }
     let want = aggregate::summarise(&gathered);
     let got = acc.aggregation(rubric);
+    // Folded in file order rather than over time: the same to the last bit.
+    let mut plain = Accumulator::new(rubric, 1, &language());
+    for row in &rows {
+        plain.add(row);
+    }
+    assert_eq!(
+        serde_json::to_string(&plain.aggregation(rubric)).unwrap(),
+        serde_json::to_string(&got).unwrap(),
+        "the order ratings were folded in changes nothing"
+    );
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>()
