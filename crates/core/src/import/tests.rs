@@ -498,13 +498,6 @@ fn each_task_that_passes_is_handed_on_until_one_fails() {
     );
     assert_eq!((checked.new, checked.error_count), (2, 2));
     assert_eq!(handed, ["1"], "nothing after the first bad record");
-    let again = check(
-        Format::Jsonl,
-        file.as_bytes(),
-        Responses::Two,
-        any_gold,
-        &HashMap::new(),
-        |_| {},
-    );
+    let again = check_all(Format::Jsonl, file.as_bytes());
     assert_eq!((again.new, again.error_count), (2, 2));
 }
