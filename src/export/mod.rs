@@ -243,10 +243,10 @@ fn is_formula(text: &str) -> bool {
 /// as it needs (none, 3, 6 or 9), as [`DateTime::to_rfc3339`] writes it.
 const STAMP: &str = "%Y-%m-%dT%H:%M:%S%.f+00:00";
 
-/// The answer columns of a rubric, worked out once per export: each slot's place (a
-/// response's side, or the top) and key, and its explanation's key if it has one.
+/// The answer columns of a rubric, worked out once per export: each slot, and its
+/// explanation's key if it has one.
 pub struct AnswerColumns<'r> {
-    cells: Vec<(Option<Side>, &'r str, Option<String>)>,
+    cells: Vec<(verdict_core::rubric::Slot<'r>, Option<String>)>,
 }
 
 impl<'r> AnswerColumns<'r> {
@@ -254,7 +254,7 @@ impl<'r> AnswerColumns<'r> {
         let cells = rubric
             .slots()
             .into_iter()
-            .map(|slot| (slot.side(), slot.key(), slot.explanation_key()))
+            .map(|slot| (slot, slot.explanation_key()))
             .collect();
         Self { cells }
     }
@@ -303,12 +303,9 @@ impl<'r> CsvRecords<'r> {
         cells.text(row.model_a.as_deref().unwrap_or(""))?;
         cells.text(row.model_b.as_deref().unwrap_or(""))?;
         let answers: &verdict_core::rubric::Answers = &row.answers.0;
-        for (side, key, explanation) in &self.answers.cells {
-            let holder = match side {
-                Some(side) => answers.get(side.key()).and_then(Value::as_object),
-                None => Some(answers),
-            };
-            cells.value(holder.and_then(|h| h.get(*key)))?;
+        for (slot, explanation) in &self.answers.cells {
+            let holder = slot.holder(answers);
+            cells.value(holder.and_then(|h| h.get(slot.key())))?;
             if let Some(explanation) = explanation {
                 cells.value(holder.and_then(|h| h.get(explanation)))?;
             }
