@@ -234,6 +234,13 @@ impl Confusion {
                 *s += p;
             }
         }
+        self.normalise();
+    }
+
+    /// The entries from the sums: each floored at 1e-10 and divided by its rater's
+    /// column sum over the classes the rater gave.
+    fn normalise(&mut self) {
+        let k = self.classes;
         let mut column = vec![0.0; k];
         for ((sums, errors), gave) in self
             .sums
@@ -272,54 +279,6 @@ impl Confusion {
     }
 }
 
-/// The E-step: each task's posteriors from the priors and the confusion entries, into
-/// `posteriors`. Returns the posteriors' entropy (natural logs, each posterior floored at
-/// 1e-10 as crowd-kit floors them), worked out from the logs already at hand rather than
-/// one logarithm per posterior.
-fn e_step(
-    tasks: usize,
-    answers: &[Coded],
-    priors: &[f64],
-    confusion: &Confusion,
-    posteriors: &mut Vec<f64>,
-) -> f64 {
-    let k = confusion.classes;
-    let base: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
-    let log_errors = confusion.logs(f64::log2);
-    posteriors.clear();
-    for _ in 0..tasks {
-        posteriors.extend_from_slice(&base);
-    }
-    for a in answers {
-        let at = (a.rater as usize * k + a.class as usize) * k;
-        let row = &mut posteriors[a.task as usize * k..][..k];
-        for (x, e) in row.iter_mut().zip(&log_errors[at..at + k]) {
-            *x += e;
-        }
-    }
-    let mut entropy = 0.0;
-    // Each row's base-2 logs, scaled so the largest is 0.
-    let mut logs = vec![0.0; k];
-    for row in posteriors.chunks_mut(k.max(1)) {
-        let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        for (log, x) in logs.iter_mut().zip(row.iter_mut()) {
-            *log = *x - top;
-            *x = log.exp2();
-        }
-        let total: f64 = row.iter().sum();
-        let log_total = total.ln();
-        for (x, log) in row.iter_mut().zip(&logs) {
-            *x /= total;
-            entropy -= if *x < EPS {
-                EPS * EPS.ln()
-            } else {
-                *x * (log * std::f64::consts::LN_2 - log_total)
-            };
-        }
-    }
-    entropy
-}
-
 fn column_means(posteriors: &[f64], classes: usize) -> Vec<f64> {
     let mut means = vec![0.0; classes];
     for row in posteriors.chunks(classes.max(1)) {
@@ -332,34 +291,31 @@ fn column_means(posteriors: &[f64], classes: usize) -> Vec<f64> {
     means
 }
 
-/// The evidence lower bound: the expected log joint probability of the answers and the
-/// classes under the posteriors, plus the posteriors' `entropy` (natural logs). The
-/// joint's answer term is read off the M-step's sums (per rater and class given, the
-/// posteriors summed over its answers), so it takes no pass over the answers.
-fn evidence_lower_bound(
-    answers_per_task: &[u32],
-    posteriors: &[f64],
-    priors: &[f64],
-    confusion: &Confusion,
+/// How many pieces an iteration's work is cut into, whatever the number of cores: the
+/// pieces' sums are added in their order, so the result does not depend on how many
+/// threads worked them out (an instance on a machine with more cores gets the same bits).
+const PIECES: usize = 16;
+/// No piece is cut smaller than this many answers, bar the last.
+const PIECE_MIN_ANSWERS: usize = 4096;
+
+/// Whole tasks `tasks`: one piece of an iteration, and what its E- and M-step summed.
+struct Piece {
+    tasks: std::ops::Range<usize>,
+    /// Its share of the M-step's sums (see [`Confusion::sums`]).
+    sums: Vec<f64>,
+    /// Per class: the posteriors summed over its tasks, and the same weighted by each
+    /// task's number of answers.
+    column: Vec<f64>,
+    weighted: Vec<f64>,
     entropy: f64,
-) -> f64 {
-    let k = confusion.classes;
-    let log_priors: Vec<f64> = priors.iter().map(|p| p.max(EPS).ln()).collect();
-    let log_errors = confusion.logs(f64::ln);
-    let mut joint: f64 = confusion
-        .sums
-        .iter()
-        .zip(&log_errors)
-        .map(|(s, e)| s * e)
-        .sum();
-    for (row, n) in posteriors.chunks(k.max(1)).zip(answers_per_task) {
-        let per_answer: f64 = row.iter().zip(&log_priors).map(|(p, l)| p * l).sum();
-        joint += f64::from(*n) * per_answer;
-    }
-    joint + entropy
 }
 
 /// Dawid-Skene over coded answers, as crowd-kit's `DawidSkene(n_iter, tol)`.
+///
+/// Each iteration is one pass over the answers, task by task: a task's posteriors (the
+/// E-step) are added at once into the M-step's sums, the priors' sums and the evidence
+/// lower bound's terms, so no second pass reads them. The tasks are cut into
+/// [`PIECES`] pieces worked on every core, each with sums of its own.
 pub fn dawid_skene_fit(
     tasks: usize,
     raters: usize,
@@ -368,14 +324,41 @@ pub fn dawid_skene_fit(
     max_iterations: usize,
     tolerance: f64,
 ) -> Fit {
+    use rayon::prelude::*;
     let k = classes;
-    if answers.is_empty() {
+    if answers.is_empty() || k == 0 {
         return majority_fit(tasks, classes, answers);
     }
-    let mut answers_per_task = vec![0u32; tasks];
+    // The answers in task order (stable: a task's answers keep the order they came in,
+    // which is the order its logs are added in), each as its row's start.
+    let mut starts = vec![0usize; tasks + 1];
     for a in answers {
-        answers_per_task[a.task as usize] += 1;
+        starts[a.task as usize + 1] += 1;
     }
+    for t in 0..tasks {
+        starts[t + 1] += starts[t];
+    }
+    // Each answer, in task order, as where its rater's row of entries for the class it gave
+    // starts.
+    let mut ordered = vec![0usize; answers.len()];
+    let mut next = starts.clone();
+    for a in answers {
+        let slot = &mut next[a.task as usize];
+        ordered[*slot] = (a.rater as usize * k + a.class as usize) * k;
+        *slot += 1;
+    }
+    let cells = raters * k * k;
+    let mut pieces = cut(&starts, tasks, answers.len())
+        .into_iter()
+        .map(|tasks| Piece {
+            tasks,
+            sums: vec![0.0; cells],
+            column: vec![0.0; k],
+            weighted: vec![0.0; k],
+            entropy: 0.0,
+        })
+        .collect::<Vec<_>>();
+
     let mut posteriors = shares(tasks, k, answers);
     let mut priors = column_means(&posteriors, k);
     let mut confusion = Confusion::new(raters, k, answers);
@@ -383,26 +366,178 @@ pub fn dawid_skene_fit(
     let mut loss = f64::NEG_INFINITY;
     let mut loss_history = Vec::new();
     for _ in 0..max_iterations {
-        let entropy = e_step(tasks, answers, &priors, &confusion, &mut posteriors);
-        priors = column_means(&posteriors, k);
-        confusion.m_step(answers, &posteriors);
-        let bound =
-            evidence_lower_bound(&answers_per_task, &posteriors, &priors, &confusion, entropy);
-        let new_loss = bound / answers.len() as f64;
+        let base: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
+        let log_errors = confusion.logs(f64::log2);
+        let step = Step {
+            k,
+            base: &base,
+            log_errors: &log_errors,
+            starts: &starts,
+            ordered: &ordered,
+        };
+        // Each piece with its own rows of the posteriors.
+        let mut rest = &mut posteriors[..];
+        let mut work = Vec::with_capacity(pieces.len());
+        for piece in &mut pieces {
+            let (rows, tail) = rest.split_at_mut(piece.tasks.len() * k);
+            rest = tail;
+            work.push((piece, rows));
+        }
+        work.par_iter_mut()
+            .for_each(|(piece, rows)| step.run(piece, rows));
+
+        // The pieces' sums, added in their order.
+        let (mut column, mut weighted, mut entropy) = (vec![0.0; k], vec![0.0; k], 0.0);
+        confusion.sums.iter_mut().for_each(|s| *s = 0.0);
+        for piece in &pieces {
+            add(&mut confusion.sums, &piece.sums);
+            add(&mut column, &piece.column);
+            add(&mut weighted, &piece.weighted);
+            entropy += piece.entropy;
+        }
+        priors = column.iter().map(|c| c / tasks.max(1) as f64).collect();
+        confusion.normalise();
+        // The evidence lower bound: the expected log joint probability of the answers
+        // and the classes, plus the posteriors' entropy (natural logs). Its answer term
+        // is read off the M-step's sums, its class term off the answer-weighted columns.
+        let log_errors = confusion.logs(f64::ln);
+        let answer_term: f64 = confusion
+            .sums
+            .iter()
+            .zip(&log_errors)
+            .map(|(s, e)| s * e)
+            .sum();
+        let class_term: f64 = weighted
+            .iter()
+            .zip(&priors)
+            .map(|(w, p)| w * p.max(EPS).ln())
+            .sum();
+        let new_loss = (answer_term + class_term + entropy) / answers.len() as f64;
         loss_history.push(new_loss);
-        // crowd-kit floors the posteriors in place while it works out the bound.
-        posteriors.iter_mut().for_each(|p| *p = p.max(EPS));
         if new_loss - loss < tolerance {
             break;
         }
         loss = new_loss;
     }
+    // crowd-kit floors the posteriors in place while it works out the bound.
+    posteriors.iter_mut().for_each(|p| *p = p.max(EPS));
     Fit {
         classes: k,
         posteriors,
         priors: priors.iter().map(|p| p.max(EPS)).collect(),
         errors: confusion.errors,
         loss_history,
+    }
+}
+
+fn add(into: &mut [f64], from: &[f64]) {
+    for (i, f) in into.iter_mut().zip(from) {
+        *i += f;
+    }
+}
+
+/// Whole tasks cut into at most [`PIECES`] runs of about equal numbers of answers
+/// (`starts[t]` is where task `t`'s answers start).
+fn cut(starts: &[usize], tasks: usize, answers: usize) -> Vec<std::ops::Range<usize>> {
+    let size = answers.div_ceil(PIECES).max(PIECE_MIN_ANSWERS);
+    let mut out = Vec::new();
+    let mut first = 0;
+    while first < tasks {
+        // The first task that starts at or past this piece's share.
+        let goal = starts[first] + size;
+        let end = match starts[first + 1..=tasks].binary_search(&goal) {
+            Ok(i) | Err(i) => first + 1 + i,
+        }
+        .min(tasks);
+        out.push(first..end);
+        first = end;
+    }
+    out
+}
+
+/// What one iteration's E-step reads.
+struct Step<'a> {
+    k: usize,
+    /// The priors' base-2 logs (each prior floored at 1e-10).
+    base: &'a [f64],
+    /// The confusion entries' base-2 logs.
+    log_errors: &'a [f64],
+    starts: &'a [usize],
+    ordered: &'a [usize],
+}
+
+impl Step<'_> {
+    /// The E-step of `piece`'s tasks into `rows` (theirs of the posteriors), and their
+    /// sums for the M-step, the priors and the bound into the piece.
+    fn run(&self, piece: &mut Piece, rows: &mut [f64]) {
+        let k = self.k;
+        piece.sums.iter_mut().for_each(|s| *s = 0.0);
+        piece.column.iter_mut().for_each(|s| *s = 0.0);
+        piece.weighted.iter_mut().for_each(|s| *s = 0.0);
+        // The entropy's terms (natural logs, each posterior floored at 1e-10 as
+        // crowd-kit floors them), from the logs at hand: a posterior is 2^log / total,
+        // so its log is log·ln 2 - ln total. The tasks' totals are multiplied together
+        // and their logarithm taken now and then, not one per task.
+        let mut scaled = 0.0;
+        let mut product = 1.0f64;
+        let mut log_totals = 0.0;
+        let mut floored = 0.0;
+        let mut logs = vec![0.0; k];
+        for (t, row) in piece.tasks.clone().zip(rows.chunks_mut(k)) {
+            let given = &self.ordered[self.starts[t]..self.starts[t + 1]];
+            row.copy_from_slice(self.base);
+            for &at in given {
+                for (x, e) in row.iter_mut().zip(&self.log_errors[at..][..k]) {
+                    *x += e;
+                }
+            }
+            // The base-2 logs scaled so the largest is 0: the total is then 1 to k.
+            let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mut total = 0.0;
+            for (log, x) in logs.iter_mut().zip(row.iter_mut()) {
+                *log = *x - top;
+                *x = log.exp2();
+                total += *x;
+            }
+            let mut kept = 0.0;
+            let mut under = false;
+            let share = 1.0 / total;
+            for (x, log) in row.iter_mut().zip(&logs) {
+                *x *= share;
+                if *x < EPS {
+                    floored -= EPS * EPS.ln();
+                    under = true;
+                } else {
+                    scaled -= *x * log;
+                    kept += *x;
+                }
+            }
+            // -Σ x·(log·ln 2 - ln total) over the posteriors kept: ln total times their
+            // sum, which is 1 unless some were floored.
+            if under {
+                log_totals += total.ln() * kept;
+            } else {
+                product *= total;
+                if product > 1e200 {
+                    log_totals += product.ln();
+                    product = 1.0;
+                }
+            }
+            let n = given.len() as f64;
+            for (c, x) in piece.column.iter_mut().zip(row.iter()) {
+                *c += x;
+            }
+            for (w, x) in piece.weighted.iter_mut().zip(row.iter()) {
+                *w += n * x;
+            }
+            for &at in given {
+                for (s, x) in piece.sums[at..][..k].iter_mut().zip(row.iter()) {
+                    *s += x;
+                }
+            }
+        }
+        log_totals += product.ln();
+        piece.entropy = scaled * std::f64::consts::LN_2 + log_totals + floored;
     }
 }
 
@@ -845,6 +980,207 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Answers enough to be cut into several pieces: `raters` raters of differing skill
+    /// over `tasks` tasks, three to seven answers each, from a fixed seed.
+    fn noisy(tasks: u32, raters: u32, classes: u32) -> Vec<Coded> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut draw = |n: u32| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) % u64::from(n)) as u32
+        };
+        let mut out = Vec::new();
+        for task in 0..tasks {
+            let truth = draw(classes);
+            for _ in 0..3 + draw(5) {
+                let rater = draw(raters);
+                // Rater r is right (r + 5) in (raters + 5) times, else answers at random.
+                let class = if draw(raters + 5) < rater + 5 {
+                    truth
+                } else {
+                    draw(classes)
+                };
+                out.push(Coded { task, rater, class });
+            }
+        }
+        out
+    }
+
+    /// crowd-kit's Dawid-Skene written the plain way, one step after another with a
+    /// vector per task and per rater: the oracle for the one-pass, cut-up version.
+    fn plain_dawid_skene(tasks: usize, raters: usize, k: usize, answers: &[Coded]) -> Fit {
+        let shares = |posteriors: &mut Vec<Vec<f64>>| {
+            for row in posteriors.iter_mut() {
+                let total: f64 = row.iter().sum();
+                row.iter_mut().for_each(|x| *x /= total);
+            }
+        };
+        let mut posteriors = vec![vec![0.0; k]; tasks];
+        for a in answers {
+            posteriors[a.task as usize][a.class as usize] += 1.0;
+        }
+        shares(&mut posteriors);
+        let means = |posteriors: &[Vec<f64>]| -> Vec<f64> {
+            (0..k)
+                .map(|c| posteriors.iter().map(|row| row[c]).sum::<f64>() / tasks as f64)
+                .collect()
+        };
+        // errors[r][l][c], and which labels each rater gave.
+        let m_step = |posteriors: &[Vec<f64>]| {
+            let mut sums = vec![vec![vec![0.0; k]; k]; raters];
+            let mut gave = vec![vec![false; k]; raters];
+            for a in answers {
+                gave[a.rater as usize][a.class as usize] = true;
+                for c in 0..k {
+                    sums[a.rater as usize][a.class as usize][c] += posteriors[a.task as usize][c];
+                }
+            }
+            let mut errors = vec![vec![vec![0.0; k]; k]; raters];
+            for r in 0..raters {
+                for c in 0..k {
+                    let column: f64 = (0..k)
+                        .filter(|l| gave[r][*l])
+                        .map(|l| sums[r][l][c].max(EPS))
+                        .sum();
+                    for l in (0..k).filter(|l| gave[r][*l]) {
+                        errors[r][l][c] = sums[r][l][c].max(EPS) / column;
+                    }
+                }
+            }
+            (errors, gave)
+        };
+        let mut of_task = vec![Vec::new(); tasks];
+        for a in answers {
+            of_task[a.task as usize].push(*a);
+        }
+        let mut priors = means(&posteriors);
+        let (mut errors, _) = m_step(&posteriors);
+        let mut loss = f64::NEG_INFINITY;
+        let mut history = Vec::new();
+        for _ in 0..MAX_ITERATIONS {
+            for (t, row) in posteriors.iter_mut().enumerate() {
+                let mut logs: Vec<f64> = priors.iter().map(|p| p.max(EPS).log2()).collect();
+                for a in &of_task[t] {
+                    for (c, log) in logs.iter_mut().enumerate() {
+                        let e = errors[a.rater as usize][a.class as usize][c];
+                        *log += e.log2();
+                    }
+                }
+                let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                for (x, log) in row.iter_mut().zip(&logs) {
+                    *x = (log - top).exp2();
+                }
+            }
+            shares(&mut posteriors);
+            priors = means(&posteriors);
+            let (new_errors, gave) = m_step(&posteriors);
+            errors = new_errors;
+            let mut bound = 0.0;
+            for a in answers {
+                for c in 0..k {
+                    let p = posteriors[a.task as usize][c];
+                    bound += p * priors[c].max(EPS).ln();
+                    if gave[a.rater as usize][a.class as usize] {
+                        bound += p * errors[a.rater as usize][a.class as usize][c].ln();
+                    }
+                }
+            }
+            for row in &posteriors {
+                for p in row {
+                    let p = p.max(EPS);
+                    bound -= p * p.ln();
+                }
+            }
+            let new_loss = bound / answers.len() as f64;
+            history.push(new_loss);
+            if new_loss - loss < TOLERANCE {
+                break;
+            }
+            loss = new_loss;
+        }
+        let errors_flat = errors
+            .iter()
+            .flat_map(|per_label| per_label.iter().flatten().copied())
+            .collect();
+        Fit {
+            classes: k,
+            posteriors: posteriors.iter().flatten().map(|p| p.max(EPS)).collect(),
+            priors: priors.iter().map(|p| p.max(EPS)).collect(),
+            errors: errors_flat,
+            loss_history: history,
+        }
+    }
+
+    /// Large enough to be cut into several pieces, the one-pass version gives what the
+    /// plain one gives, to 1e-9.
+    #[test]
+    fn the_pieces_add_up_to_the_plain_algorithm() {
+        let (tasks, raters, classes) = (4000, 40, 5);
+        let answers = noisy(tasks, raters, classes);
+        assert!(answers.len() > 4 * PIECE_MIN_ANSWERS, "{}", answers.len());
+        let (tasks, raters, classes) = (tasks as usize, raters as usize, classes as usize);
+        let got = dawid_skene_fit(tasks, raters, classes, &answers, MAX_ITERATIONS, TOLERANCE);
+        let want = plain_dawid_skene(tasks, raters, classes, &answers);
+        assert!(want.loss_history.len() > 2, "{:?}", want.loss_history);
+        assert_eq!(got.loss_history.len(), want.loss_history.len());
+        let close = |what: &str, got: &[f64], want: &[f64]| {
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                assert!((g - w).abs() < 1e-9, "{what} {i}: {g} against {w}");
+            }
+        };
+        close("bound", &got.loss_history, &want.loss_history);
+        close("posteriors", &got.posteriors, &want.posteriors);
+        close("priors", &got.priors, &want.priors);
+        close("errors", &got.errors, &want.errors);
+    }
+
+    /// The pieces' sums are added in their order, so one thread and several give the
+    /// same bits.
+    #[test]
+    fn the_fit_does_not_depend_on_the_number_of_threads() {
+        let answers = noisy(2000, 25, 7);
+        let fit = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| dawid_skene_fit(2000, 25, 7, &answers, MAX_ITERATIONS, TOLERANCE))
+        };
+        let (one, four) = (fit(1), fit(4));
+        let bits = |xs: &[f64]| xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one.posteriors), bits(&four.posteriors));
+        assert_eq!(bits(&one.errors), bits(&four.errors));
+        assert_eq!(bits(&one.loss_history), bits(&four.loss_history));
+    }
+
+    #[test]
+    fn the_pieces_are_whole_tasks_that_cover_them_all() {
+        // Tasks of 1, 2, 3, ... answers.
+        let mut starts = vec![0];
+        for t in 0..400 {
+            starts.push(starts[t] + t + 1);
+        }
+        let answers = starts[400];
+        let pieces = cut(&starts, 400, answers);
+        assert!(
+            pieces.len() > 1 && pieces.len() <= PIECES,
+            "{}",
+            pieces.len()
+        );
+        assert_eq!(pieces[0].start, 0);
+        assert_eq!(pieces.last().unwrap().end, 400);
+        for pair in pieces.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+            assert!(!pair[0].is_empty());
+            let size = starts[pair[0].end] - starts[pair[0].start];
+            assert!(size >= PIECE_MIN_ANSWERS, "{size}");
+        }
+        // Fewer answers than one piece's least: one piece.
+        assert_eq!(cut(&starts[..11], 10, starts[10]), vec![0..10]);
     }
 
     /// The fixtures crowd-kit 1.4 made (`tests/fixtures/aggregation/generate.py`).

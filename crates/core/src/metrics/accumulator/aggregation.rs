@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use super::*;
 use crate::metrics::aggregate::{self, Coded, Label, QuestionAggregation};
 
@@ -13,8 +15,9 @@ impl Accumulator {
     /// ratings' answers. A question's classes are the codes given, in the rubric's
     /// option order, so a tie goes to the option it lists first.
     ///
-    /// The questions are worked out on as many threads as the machine has cores: each
-    /// question's Dawid-Skene iterates over every answer and owes nothing to the others.
+    /// The questions are worked out on every core: each question's Dawid-Skene iterates
+    /// over every answer and owes nothing to the others (and each shares its iterations
+    /// out in turn, so one long question keeps every core busy too).
     pub fn aggregation(&self, rubric: &Rubric) -> BTreeMap<String, QuestionAggregation> {
         let found: Vec<(String, usize)> = aggregate::questions(rubric)
             .into_iter()
@@ -45,28 +48,10 @@ impl Accumulator {
             ends.push(held.len());
         }
         let canonical = (&held[..], &ends[..]);
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .clamp(1, found.len().max(1));
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|first| {
-                    let found = &found;
-                    scope.spawn(move || {
-                        found
-                            .iter()
-                            .skip(first)
-                            .step_by(threads)
-                            .map(|(path, qi)| (path.clone(), self.aggregate(*qi, canonical)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        })
+        found
+            .par_iter()
+            .map(|(path, qi)| (path.clone(), self.aggregate(*qi, canonical)))
+            .collect()
     }
 
     /// Question `qi`'s summary, of the counted ratings `held` one task after another
