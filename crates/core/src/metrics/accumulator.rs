@@ -1,8 +1,9 @@
 //! The fold: ratings added, changed or taken out one at a time ([`Accumulator`]), and
 //! the figures read off it whenever asked (`figures`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+use foldhash::{HashMap, HashMapExt};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
@@ -15,7 +16,49 @@ use crate::rubric::{Favours, Rubric, Subject};
 mod aggregation;
 mod figures;
 
-pub(super) type RawMap<'a> = HashMap<&'a str, &'a RawValue>;
+/// A JSON object's members, each value left as its raw text.
+///
+/// A rating's answers are objects of a handful of members, read once each: looking along
+/// them finds a key sooner than hashing it, and a cold read of a million ratings hashed
+/// about ten keys a rating. Written here because serde_json offers no borrowed object of
+/// raw values other than a map.
+#[derive(Default)]
+pub(super) struct RawMap<'a>(Vec<(&'a str, &'a RawValue)>);
+
+impl<'a> RawMap<'a> {
+    /// The value of `key`: of its last occurrence, as a map read from the same text
+    /// would keep it.
+    pub(super) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for RawMap<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
+            type Value = RawMap<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(member) = map.next_entry::<&'de str, &'de RawValue>()? {
+                    members.push(member);
+                }
+                Ok(RawMap(members))
+            }
+        }
+        deserializer.deserialize_map(Members(std::marker::PhantomData))
+    }
+}
 
 /// One model pair's answers to a preference, read with the first model by name as A.
 #[derive(Default)]
@@ -134,7 +177,9 @@ pub struct Accumulator {
     pub(super) counts: Counts,
     /// Per question, per code (index 0 unused): how often it was given.
     pub(super) tallies: Vec<Vec<u64>>,
-    /// Every rating held, by id.
+    /// Every rating held, by id. These maps (foldhash, not the standard SipHash) are
+    /// looked up for every rating folded; their keys are ids and names the server made
+    /// or checked, and SipHash was the larger part of a cold fold's hashing.
     pub(super) entries: HashMap<Uuid, Entry>,
     pub(super) tasks: Vec<Unit>,
     pub(super) task_index: HashMap<Uuid, u32>,
@@ -405,7 +450,7 @@ impl Accumulator {
     }
 
     /// The options chosen for each classification question (one, or several).
-    pub(super) fn classes(&self, given: Option<&&RawValue>) -> Box<[(u16, u16)]> {
+    pub(super) fn classes(&self, given: Option<&RawValue>) -> Box<[(u16, u16)]> {
         let Some(given) = given else {
             return Box::default();
         };
@@ -651,5 +696,23 @@ impl Accumulator {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RawMap;
+
+    #[test]
+    fn a_raw_map_finds_members_and_keeps_a_repeated_key_last() {
+        let text = r#"{"a": {"x": 1}, "sxs": 5, "note": "t\"ext", "sxs": 6}"#;
+        let map: RawMap = serde_json::from_str(text).unwrap();
+        assert_eq!(map.get("a").map(|v| v.get()), Some(r#"{"x": 1}"#));
+        assert_eq!(map.get("note").map(|v| v.get()), Some(r#""t\"ext""#));
+        assert_eq!(map.get("sxs").map(|v| v.get()), Some("6"));
+        assert!(map.get("b").is_none());
+        // Anything but an object is not one.
+        assert!(serde_json::from_str::<RawMap>("[1, 2]").is_err());
+        assert!(serde_json::from_str::<RawMap>("7").is_err());
     }
 }
