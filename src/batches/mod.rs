@@ -127,6 +127,21 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
     })
 }
 
+/// The batch alone, if this user may see it (404 otherwise), without the progress
+/// [`visible`] counts over all its tasks and ratings: for a request that needs only the
+/// batch's settings (an export of a million ratings spent seconds on those counts first).
+pub async fn visible_settings(
+    state: &AppState,
+    id: Uuid,
+    user: &User,
+) -> AppResult<verdict_core::batch::Batch> {
+    let store = state.store();
+    if !store.batch_matches(id, user.id, user.role).await? {
+        return Err(AppError::NotFound);
+    }
+    store.batch(id).await?.ok_or(AppError::NotFound)
+}
+
 /// The batch, if this user may see it (404 otherwise: its existence is not revealed).
 pub async fn visible(state: &AppState, id: Uuid, user: &User) -> AppResult<BatchSummary> {
     state

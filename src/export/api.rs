@@ -59,10 +59,10 @@ pub async fn export(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> AppResult<Response> {
-    let summary = crate::batches::visible(&state, id, &lead).await?;
-    let rubric = state.store().batch_rubric(&summary.batch).await?;
+    let batch = crate::batches::visible_settings(&state, id, &lead).await?;
+    let rubric = state.store().batch_rubric(&batch).await?;
     if let Some(aggregate) = &query.aggregate {
-        return aggregated(&state, &lead, &summary.batch, &rubric, &query, aggregate).await;
+        return aggregated(&state, &lead, &batch, &rubric, &query, aggregate).await;
     }
     let (format, filter) = parse(&query)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
@@ -74,7 +74,7 @@ pub async fn export(
         let export = super::Export {
             batch_id: id,
             rubric,
-            rubric_version: summary.batch.rubric_version,
+            rubric_version: batch.rubric_version,
             format,
             filter: &filter,
         };
@@ -86,20 +86,13 @@ pub async fn export(
         let _ = finished.send(written.map(|_| ()).map_err(|e| e.to_string()));
     });
     let stream = body_of(rx, outcome);
-    tracing::info!(lead = %lead.username, batch = %summary.batch.name, "export started");
+    tracing::info!(lead = %lead.username, batch = %batch.name, "export started");
     let mut detail = serde_json::to_value(&query).map_err(AppError::internal)?;
     detail["batch_id"] = serde_json::json!(id);
-    crate::services::audit::record(
-        state.store(),
-        &lead,
-        "batch.export",
-        &summary.batch.name,
-        detail,
-    )
-    .await;
+    crate::services::audit::record(state.store(), &lead, "batch.export", &batch.name, detail).await;
     let filename = format!(
         "{}-ratings-{}.{}",
-        slug(&summary.batch.name),
+        slug(&batch.name),
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         format.extension()
     );
@@ -212,7 +205,7 @@ pub async fn judge_export(
 ) -> AppResult<Response> {
     let store = state.store();
     let run = store.run(id).await?.ok_or(AppError::NotFound)?;
-    let summary = crate::batches::visible(&state, run.batch_id, &lead).await?;
+    let batch = crate::batches::visible_settings(&state, run.batch_id, &lead).await?;
     let mut fields = crate::error::FieldErrors::new();
     let format = super::format_of(query.format.as_deref(), &mut fields)
         .ok_or_else(|| AppError::invalid(fields))?;
@@ -228,7 +221,7 @@ pub async fn judge_export(
     let export = super::judge::JudgeExport {
         run_id: run.id,
         judge: judge.clone(),
-        batch: summary.batch.name.clone(),
+        batch: batch.name.clone(),
         rubric,
         min_explanation: plan.min_explanation,
         format,
@@ -248,13 +241,13 @@ pub async fn judge_export(
         store,
         &lead,
         "judge_run.export",
-        &summary.batch.name,
+        &batch.name,
         serde_json::json!({"run": id, "judge": judge, "format": format.extension()}),
     )
     .await;
     let filename = format!(
         "{}-judge-{}-{}.{}",
-        slug(&summary.batch.name),
+        slug(&batch.name),
         slug(&judge),
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         format.extension()

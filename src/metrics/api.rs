@@ -199,11 +199,7 @@ pub async fn metrics_api(
 ) -> AppResult<Json<Metrics>> {
     // The batch and its task count only: the progress the batch page shows counts over
     // all the batch's ratings, which the metrics keep folded.
-    let store = state.store();
-    if !store.batch_matches(id, lead.id, lead.role).await? {
-        return Err(AppError::NotFound);
-    }
-    let batch = store.batch(id).await?.ok_or(AppError::NotFound)?;
-    let tasks = store.task_count(id).await?;
+    let batch = crate::batches::visible_settings(&state, id, &lead).await?;
+    let tasks = state.store().task_count(id).await?;
     Ok(Json(measure(&state, &batch, tasks).await?.0))
 }
