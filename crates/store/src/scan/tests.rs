@@ -200,3 +200,58 @@ async fn a_scan_reads_every_kind_of_column_as_sqlx_does() {
         vec![rows[1].clone()]
     );
 }
+
+columns! {
+    /// A numbered row, for long scans.
+    #[derive(Debug)]
+    struct Numbered {
+        n: i64 = "s.n",
+        #[sqlx(try_from = "String")]
+        outcome: Outcome = "s.outcome",
+    }
+}
+
+/// Rows beyond several batches come out in the order read; a row that cannot be decoded
+/// ends the scan with an error after the batches before it.
+#[tokio::test]
+async fn a_long_scan_keeps_its_order_and_a_bad_row_ends_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (path, mut conn) = database(dir.path()).await;
+    sqlx::query("CREATE TABLE seq (n INTEGER PRIMARY KEY, outcome TEXT NOT NULL)")
+        .execute(&mut conn)
+        .await
+        .expect("table");
+    let total = 3 * BATCH as i64 + 7;
+    sqlx::query(
+        "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $1)
+         INSERT INTO seq SELECT n, CASE n % 3 WHEN 0 THEN 'rated' WHEN 1 THEN 'skipped'
+                                  ELSE 'out_of_scope' END FROM c",
+    )
+    .bind(total)
+    .execute(&mut conn)
+    .await
+    .expect("rows");
+    let all = format!("SELECT {} FROM seq s ORDER BY s.n", Numbered::COLUMNS);
+    let read = scanned::<Numbered>(&path, &all, vec![]).await;
+    assert_eq!(read.len() as i64, total);
+    for (i, row) in read.iter().enumerate() {
+        assert_eq!(row.n, i as i64);
+        let want = [Outcome::Rated, Outcome::Skipped, Outcome::OutOfScope][i % 3];
+        assert_eq!(row.outcome, want, "row {i}");
+    }
+
+    let bad = BATCH as i64 + 3;
+    sqlx::query("UPDATE seq SET outcome = 'bogus' WHERE n = $1")
+        .bind(bad)
+        .execute(&mut conn)
+        .await
+        .expect("bad row");
+    let mut rows = scan::<Numbered>(path.clone(), all, vec![]);
+    let first = rows.batch().await.expect("the first batch is whole");
+    assert_eq!(first.map(|b| b.len()), Some(BATCH));
+    let err = rows
+        .batch()
+        .await
+        .expect_err("the batch holding the bad row fails");
+    assert!(err.to_string().contains("bogus"), "{err}");
+}
