@@ -1,8 +1,5 @@
 #![forbid(unsafe_code)]
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     verdict::cli::run()
 }
