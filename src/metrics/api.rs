@@ -15,6 +15,7 @@ use crate::error::{AppError, AppResult, ErrorBody};
 use crate::heavy::live::Folded;
 use crate::metrics::{Accumulator, Metrics};
 use crate::state::AppState;
+use crate::store::review::RatingsMark;
 use crate::web::ApiPath;
 use crate::web::openapi::ApiRouter;
 use verdict_core::rubric::Rubric;
@@ -33,8 +34,12 @@ pub async fn measure(
     let id = batch.id;
     let rubric = state.store().batch_rubric(batch).await?;
     let turn = state.heavy_reads().turn().await;
-    let (folded, mut slot) = fold(state, id, batch, &rubric).await?;
     let store = state.store();
+    // Taken before the ratings are read: a rating that changes during the read (or after
+    // it) then moves the fingerprint away from the one the aggregation is kept under, and
+    // the next request works it out again; taken after, such a change could be missed.
+    let fingerprint = store.ratings_fingerprint(id).await?;
+    let (folded, mut slot) = fold(state, id, batch, &rubric, fingerprint.count()).await?;
     // A judge's calls about gold tasks grade it (`gold.judges`) and count in none of its
     // figures beside the raters, as the raters' gold ratings count in none of theirs.
     let expected: HashMap<Uuid, verdict_core::gold::Expected> = if batch.has_gold {
@@ -74,7 +79,6 @@ pub async fn measure(
     // Majority vote and Dawid-Skene are not folded: they are worked out from the
     // folded ratings' codes, under the same turn, whenever a rating of the batch changed
     // since they last were (Dawid-Skene iterates over every answer).
-    let fingerprint = store.ratings_fingerprint(id).await?;
     let stale = !matches!(&folded.aggregation, Some((of, _)) if *of == fingerprint);
     let judged = Arc::clone(&rubric);
     let min_explanation = batch.min_explanation();
@@ -148,13 +152,15 @@ const UNFAMILIAR: &str = "unfamiliar";
 
 /// The batch's ratings folded, brought up to date: the instance's folded copy with the
 /// ratings changed since its last read folded in, or on the first request (or after the
-/// batch's rubric changed, or a read failed part way) all its ratings. Returned with the
-/// batch's slot, held: put the folded ratings back in it when done.
+/// batch's rubric changed, or a read failed part way) all its ratings, of which there are
+/// about `expected`. Returned with the batch's slot, held: put the folded ratings back in
+/// it when done.
 async fn fold(
     state: &AppState,
     id: Uuid,
     batch: &verdict_core::batch::Batch,
     rubric: &Rubric,
+    expected: usize,
 ) -> AppResult<(Folded, tokio::sync::OwnedMutexGuard<Option<Folded>>)> {
     let mut slot = state.live_metrics().slot(id).lock_owned().await;
     let store = state.store();
@@ -166,16 +172,14 @@ async fn fold(
     let mark = store.ratings_mark().await?;
     let mut folded = match kept {
         Some(mut folded) => {
-            store
-                .for_each_rating(id, Some(folded.mark), |row| folded.acc.add(&row))
-                .await?;
+            folded.acc = fold_in(state, id, Some(folded.mark), folded.acc).await?;
             folded
         }
         None => {
             let mut acc = Accumulator::new(rubric, batch.rubric_version, &batch.classifications);
-            store.for_each_rating(id, None, |row| acc.add(&row)).await?;
+            acc.reserve(expected);
             Folded {
-                acc,
+                acc: fold_in(state, id, None, acc).await?,
                 mark,
                 version: batch.rubric_version,
                 classifications: batch.classifications.clone(),
@@ -185,6 +189,32 @@ async fn fold(
     };
     folded.mark = mark;
     Ok((folded, slot))
+}
+
+/// `acc` with the batch's ratings read from the store folded in (those changed since
+/// `since`, or all of them): the store reads on its side while a blocking thread folds
+/// what it has read, so that a cold read of a million ratings holds none of the
+/// runtime's workers.
+async fn fold_in(
+    state: &AppState,
+    id: Uuid,
+    since: Option<RatingsMark>,
+    mut acc: Accumulator,
+) -> AppResult<Accumulator> {
+    // A few batches in flight keep both sides busy without holding the batch in memory.
+    let (out, mut rows) = tokio::sync::mpsc::channel::<Vec<verdict_core::metrics::RatingFacts>>(4);
+    let folding = tokio::task::spawn_blocking(move || {
+        while let Some(batch) = rows.blocking_recv() {
+            batch.iter().for_each(|row| acc.add(row));
+        }
+        acc
+    });
+    let read = state.store().send_ratings(id, since, &out).await;
+    // The folding thread ends once the sender is gone and it has what was sent.
+    drop(out);
+    let acc = folding.await.map_err(AppError::internal)?;
+    read?;
+    Ok(acc)
 }
 
 /// The batch's metrics. Only ratings with outcome `rated` and status `submitted` or

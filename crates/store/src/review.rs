@@ -33,6 +33,14 @@ pub struct RatingsMark(i64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RatingsFingerprint(i64, i64);
 
+impl RatingsFingerprint {
+    /// How many ratings the batch has, of every kind (an upper bound on those a read of
+    /// its figures finds).
+    pub fn count(self) -> usize {
+        usize::try_from(self.0).unwrap_or(0)
+    }
+}
+
 /// A rating in the review queue, with what the queue's filters and summaries read.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueueRow {
@@ -548,20 +556,21 @@ impl super::Store {
         Ok(RatingsFingerprint(count, versions))
     }
 
-    /// Feeds the human ratings of a batch, drafts included, to `each`, one row at a time
-    /// (judges' ratings are measured apart: see `metrics::judges`). Ratings of gold
-    /// tasks, and ratings held for review first until a lead accepts them, are not the
-    /// batch's figures.
+    /// Sends the human ratings of a batch, drafts included, to `out` in batches of
+    /// rows, as they are read (judges' ratings are measured apart: see
+    /// `metrics::judges`). Ratings of gold tasks, and ratings held for review first until
+    /// a lead accepts them, are not the batch's figures. Stops early when the receiver is
+    /// gone.
     ///
     /// Without `since`, every rating of the batch's figures. With it, every rating of
     /// the batch changed since that mark (some may come again), with
     /// [`RatingFacts::counted`] false for those not in the figures, so that a reader
     /// keeping them can take them out.
-    pub async fn for_each_rating(
+    pub async fn send_ratings(
         &self,
         batch_id: Uuid,
         since: Option<RatingsMark>,
-        mut each: impl FnMut(RatingFacts) + Send,
+        out: &tokio::sync::mpsc::Sender<Vec<RatingFacts>>,
     ) -> StoreResult<()> {
         let select = format!(
             "SELECT {} FROM ratings r JOIN users u ON u.id = r.rater_id WHERE r.batch_id = $1",
@@ -575,7 +584,10 @@ impl super::Store {
         if let Some(path) = self.sqlite_path() {
             let mut rows = scan::scan::<FactsRow>(path, sql, vec![scan::uuid(batch_id)]);
             while let Some(batch) = rows.batch().await? {
-                batch.into_iter().map(RatingFacts::from).for_each(&mut each);
+                let facts = batch.into_iter().map(RatingFacts::from).collect();
+                if out.send(facts).await.is_err() {
+                    break;
+                }
             }
             return Ok(());
         }
@@ -583,8 +595,24 @@ impl super::Store {
             let mut rows = sqlx::query_as::<_, FactsRow>(&sql)
                 .bind(batch_id)
                 .fetch(pool);
+            let mut facts = Vec::with_capacity(FACTS_BATCH);
             while let Some(row) = rows.try_next().await? {
-                each(row.into());
+                facts.push(row.into());
+                if facts.len() == FACTS_BATCH
+                    && out
+                        .send(std::mem::replace(
+                            &mut facts,
+                            Vec::with_capacity(FACTS_BATCH),
+                        ))
+                        .await
+                        .is_err()
+                {
+                    return Ok(());
+                }
+            }
+            if !facts.is_empty() {
+                // A receiver gone by now wants nothing more.
+                let _ = out.send(facts).await;
             }
             Ok::<(), sqlx::Error>(())
         })?;
@@ -662,6 +690,9 @@ impl super::Store {
         Ok(count)
     }
 }
+
+/// Rows to a batch of [`Store::send_ratings`] on PostgreSQL (SQLite's scan has its own).
+const FACTS_BATCH: usize = 1024;
 
 /// The ratings of the review queue: `$1` the lead, `$2` a batch or null, `$3` the status,
 /// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or

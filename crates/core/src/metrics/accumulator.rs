@@ -363,6 +363,12 @@ impl Accumulator {
         }
     }
 
+    /// Makes room for about `ratings` more ratings at once, rather than growing as they
+    /// come (a cold read of a batch knows roughly how many there are).
+    pub fn reserve(&mut self, ratings: usize) {
+        self.entries.reserve(ratings);
+    }
+
     /// Takes out the rating `id`, if it is held.
     pub fn remove(&mut self, id: Uuid) {
         let Some(held) = self.entries.get(&id) else {
