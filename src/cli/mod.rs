@@ -608,7 +608,21 @@ enum TokenCommand {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // One worker per core, as tokio would choose; named so that a profile (`top -H`, the
+    // benchmark's processor table) tells the workers from the blocking pool. The workers
+    // are the first threads the runtime starts, as it is built.
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let started = std::sync::atomic::AtomicUsize::new(0);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name_fn(move || {
+            let n = started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n < workers {
+                "verdict-async".to_owned()
+            } else {
+                "verdict-block".to_owned()
+            }
+        })
         .enable_all()
         .build()
     {
