@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::cpu::{CpuUse, CpuWatch};
 use common::{
     Database, PASSWORD, Server, Stats, answers, arg_value, has_flag, load, machine, persona,
     rater_token, stats, tasks, upload, upload_with, write_section,
@@ -69,6 +70,7 @@ struct ImportResult {
     megabytes: f64,
     seconds: f64,
     peak_rss_mib: f64,
+    cpu: CpuUse,
     /// SQLite: the time to insert the stored task rows again into an empty database of
     /// the same schema, in one transaction with one prepared statement.
     bare_insert_seconds: Option<f64>,
@@ -80,12 +82,15 @@ async fn bench_import(opts: &Options, tasks_n: usize) -> ImportResult {
     let server = Server::start(&db);
     let body = tasks(tasks_n, 6000);
     let megabytes = body.len() as f64 / 1e6;
+    let watch = CpuWatch::start(server.child.id());
     let (_, elapsed) = upload(&admin, &server, "import", body).await;
+    let cpu = watch.stop();
     let result = ImportResult {
         tasks: tasks_n,
         megabytes,
         seconds: elapsed.as_secs_f64(),
         peak_rss_mib: server.peak_rss_mib(),
+        cpu,
         bare_insert_seconds: None,
     };
     server.stop();
@@ -317,6 +322,8 @@ struct LargeBatchResult {
     exports: Vec<(String, usize, f64, f64)>,
     /// The floor: a bare read of the batch's ratings, rows and seconds.
     scan: (usize, f64),
+    /// Where the processor time went in each request, by the request's label.
+    cpu: Vec<(String, CpuUse)>,
 }
 
 /// Submits the standard answers for the task `next` handed `rater`.
@@ -349,9 +356,12 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
     let lead_client = persona(&db, "lead", "lead");
     let scan = floor::scan_ratings(&db, batch.parse().expect("uuid")).await;
     let server = Server::start(&db);
+    let mut cpu = Vec::new();
+    let watch = CpuWatch::start(server.child.id());
     let started = Instant::now();
     let metrics = metrics_of(&lead_client, &server, &batch).await;
     let metrics_seconds = started.elapsed().as_secs_f64();
+    cpu.push(("metrics, cold".to_owned(), watch.stop()));
     assert_eq!(
         metrics["counts"]["included"].as_u64(),
         Some(ratings as u64),
@@ -369,9 +379,11 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
         .await
         .expect("a task left open (the batch size must not be a multiple of 3)");
     submit(&late, &server, &next).await;
+    let watch = CpuWatch::start(server.child.id());
     let started = Instant::now();
     let metrics = metrics_of(&lead_client, &server, &batch).await;
     let one_more_seconds = started.elapsed().as_secs_f64();
+    cpu.push(("metrics, after one more rating".to_owned(), watch.stop()));
     assert_eq!(
         metrics["counts"]["included"].as_u64(),
         Some(ratings as u64 + 1),
@@ -386,6 +398,7 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
         ("JSONL, all", "format=jsonl"),
     ] {
         let server = Server::start(&db);
+        let watch = CpuWatch::start(server.child.id());
         let started = Instant::now();
         let mut response = lead_client
             .get(server.url(&format!("/api/v1/batches/{batch}/export?{query}")))
@@ -404,6 +417,7 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
             lines
         };
         exports.push((label.to_owned(), rows, seconds, server.peak_rss_mib()));
+        cpu.push((format!("export, {label}"), watch.stop()));
         server.stop();
     }
     if opts.keep {
@@ -418,6 +432,7 @@ async fn bench_large_batch(opts: &Options, ratings: usize) -> LargeBatchResult {
         metrics_peak_mib,
         exports,
         scan,
+        cpu,
     }
 }
 
@@ -571,6 +586,8 @@ struct ScaleOut {
     /// from their open and finished assignments.
     over_k: i64,
     bad_claims: i64,
+    /// Where the processor time went, with one instance.
+    cpu: Option<CpuUse>,
 }
 
 /// The setting of a run of simulated raters.
@@ -586,7 +603,11 @@ struct Load {
 
 /// `raters` simulated raters, each taking the next task and submitting it, as fast as
 /// they can for `seconds`, on one instance.
-async fn bench_concurrent_raters(opts: &Options, raters: usize, seconds: f64) -> Throughput {
+async fn bench_concurrent_raters(
+    opts: &Options,
+    raters: usize,
+    seconds: f64,
+) -> (Throughput, CpuUse) {
     let setting = Load {
         raters,
         seconds,
@@ -594,7 +615,8 @@ async fn bench_concurrent_raters(opts: &Options, raters: usize, seconds: f64) ->
         overlap: 1,
         kill_after: None,
     };
-    rater_load(opts, &setting).await.load
+    let run = rater_load(opts, &setting).await;
+    (run.load, run.cpu.unwrap_or_default())
 }
 
 /// One rater's loop: next, then submit, until the deadline. Stops early when its
@@ -690,6 +712,7 @@ async fn rater_load(opts: &Options, setting: &Load) -> ScaleOut {
     let victim = setting.instances - 1;
     let killed = Arc::new(AtomicBool::new(false));
     let deadline = Instant::now() + Duration::from_secs_f64(setting.seconds);
+    let watch = (setting.instances == 1).then(|| CpuWatch::start(servers[0].child.id()));
     let started = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for (i, client) in clients.into_iter().enumerate() {
@@ -713,6 +736,7 @@ async fn rater_load(opts: &Options, setting: &Load) -> ScaleOut {
         errors_killed += k;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu = watch.map(CpuWatch::stop);
     for server in servers.drain(..) {
         server.stop();
     }
@@ -733,16 +757,13 @@ async fn rater_load(opts: &Options, setting: &Load) -> ScaleOut {
         stored,
         over_k,
         bad_claims,
+        cpu,
     }
 }
 
 /// The rater's task page (rendered Markdown and code) against a static file, both under
 /// `connections` concurrent clients.
-async fn bench_task_page(
-    opts: &Options,
-    connections: usize,
-    seconds: f64,
-) -> ((f64, Stats), (f64, Stats)) {
+async fn bench_task_page(opts: &Options, connections: usize, seconds: f64) -> TaskPage {
     let db = Database::fresh(opts.database_url.as_deref()).await;
     let admin = persona(&db, "admin", "admin");
     persona(&db, "reader", "rater");
@@ -795,7 +816,10 @@ async fn bench_task_page(
         .expect("form");
     let page_url = form.url().to_string();
     assert!(page_url.contains("/assignments/"), "{page_url}");
+    let watch = CpuWatch::start(server.child.id());
     let page = load(&browser, &page_url, connections, seconds).await;
+    let page_cpu = watch.stop();
+    let watch = CpuWatch::start(server.child.id());
     let file = load(
         &browser,
         &server.url("/static/app.css"),
@@ -803,9 +827,22 @@ async fn bench_task_page(
         seconds,
     )
     .await;
+    let file_cpu = watch.stop();
     server.stop();
     db.drop_it().await;
-    (page, file)
+    TaskPage {
+        page,
+        file,
+        cpu: [page_cpu, file_cpu],
+    }
+}
+
+/// The task page and the static file under the same load: each's rate and latency, and
+/// where the processor time went (the page's, then the file's).
+struct TaskPage {
+    page: (f64, Stats),
+    file: (f64, Stats),
+    cpu: [CpuUse; 2],
 }
 
 /// A section of the report: its title, what it measures, and its table, left out when
@@ -858,6 +895,7 @@ fn main() {
     let mut scale_rows = String::new();
     let mut floor_rows = String::new();
     let mut share_rows = String::new();
+    let mut cpu_rows = String::new();
     for (backend, url) in &backends {
         let run = Options {
             database_url: url.clone(),
@@ -880,6 +918,7 @@ fn main() {
                 import.megabytes / import.seconds,
                 import.peak_rss_mib
             );
+            cpu_rows.push_str(&import.cpu.row("import", backend));
             figures.import = import
                 .bare_insert_seconds
                 .map(|bare| (import.seconds, bare));
@@ -919,7 +958,9 @@ fn main() {
         }
         if run.runs("raters") {
             eprintln!("{load_raters} concurrent raters for {load_seconds} s ({backend})");
-            let t = runtime.block_on(bench_concurrent_raters(&run, load_raters, load_seconds));
+            let (t, cpu) =
+                runtime.block_on(bench_concurrent_raters(&run, load_raters, load_seconds));
+            cpu_rows.push_str(&cpu.row(&format!("{load_raters} raters"), backend));
             let _ = writeln!(
                 load_rows,
                 "| {backend} | {} | {} | {:.0} ratings/s | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {} |",
@@ -936,8 +977,13 @@ fn main() {
         }
         if run.runs("page") {
             eprintln!("task page under 64 connections ({backend})");
-            let ((page_rate, page), (file_rate, file)) =
-                runtime.block_on(bench_task_page(&run, 64, load_seconds / 2.0));
+            let TaskPage {
+                page: (page_rate, page),
+                file: (file_rate, file),
+                cpu: [page_cpu, file_cpu],
+            } = runtime.block_on(bench_task_page(&run, 64, load_seconds / 2.0));
+            cpu_rows.push_str(&page_cpu.row("task page, 64 connections", backend));
+            cpu_rows.push_str(&file_cpu.row("static file, 64 connections", backend));
             let _ = writeln!(
                 page_rows,
                 "| {backend} | {page_rate:.0} req/s | {:.1} ms | {:.1} ms | {file_rate:.0} req/s | {:.1} ms | {:.0}% |",
@@ -1003,6 +1049,9 @@ fn main() {
                     "| {backend} | {label} | {rows} | {seconds:.2} s | {:.0} rows/s | {peak:.0} MiB |",
                     *rows as f64 / seconds
                 );
+            }
+            for (label, cpu) in &big.cpu {
+                cpu_rows.push_str(&cpu.row(label, backend));
             }
             figures.large = Some(big);
         }
@@ -1182,6 +1231,20 @@ fn main() {
             "share of the floor",
         ],
         &share_rows,
+    );
+    section(
+        &mut md,
+        "Where the processor time went",
+        "For each scenario above, read from `/proc` at the start and the end of its timed window: how many of the \
+         machine's cores were busy on average (every process), and how many of them went to verdict's server (all \
+         its threads; those that ended within the window too), to its busiest threads by name (`verdict-async`: \
+         the async runtime's workers, one per core; `verdict-block`: its blocking pool, where the SQLite scans of \
+         metrics and exports, the fold of the metrics and the import's checking run; `sqlx-sqlite-wor`: sqlx's \
+         thread of a SQLite connection), to PostgreSQL's processes and to this benchmark's own process, which generates the \
+         load. A machine busy on every core is bound by the processor, and the columns say who holds it; a thread \
+         at one core is bound by that thread alone.",
+        &common::cpu::HEADER,
+        &cpu_rows,
     );
     if let Some(output) = &opts.output {
         write_section(output, "verdict", &md);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each benchmark uses its own part of this module
 
+pub mod cpu;
+
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
