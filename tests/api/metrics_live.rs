@@ -548,6 +548,30 @@ async fn metrics_follow_every_change_and_equal_a_fresh_count(app: &TestApp) {
 }
 db_test!(metrics_follow_every_change_and_equal_a_fresh_count: TestApp);
 
+/// The store hands the ratings to the fold in batches of rows (1,024 on both backends), cold
+/// and for the changes since a mark: more ratings than one batch are every one counted,
+/// on a cold read and when more than a batch of them changed since the last read.
+async fn more_ratings_than_one_read_batch_are_all_counted(app: &TestApp) {
+    const TASKS: u64 = 1100;
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let rater = app.rater().await;
+    let batch = app
+        .batch(&admin, "many", &tasks_jsonl(TASKS as usize), "")
+        .await;
+    for _ in 0..10 {
+        app.rate(&rater, &batch, &complete_answers()).await;
+    }
+    let m = live_equals_fresh(app, &lead, &batch, "the first ten ratings").await;
+    assert_eq!(count(&m, "included"), 10);
+    let rest = app.rate_all(&rater, &batch, |_| complete_answers()).await;
+    assert_eq!(rest as u64, TASKS - 10);
+    // The live instance reads the 1,090 changes since its mark; the fresh one all 1,100.
+    let m = live_equals_fresh(app, &lead, &batch, "every task rated").await;
+    assert_eq!(count(&m, "included"), TASKS);
+}
+db_test!(more_ratings_than_one_read_batch_are_all_counted: TestApp);
+
 async fn a_rating_made_on_another_instance_shows_at_once(app: &TestApp) {
     let admin = app.admin().await;
     let lead = app.lead().await;

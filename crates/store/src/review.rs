@@ -518,7 +518,7 @@ impl super::Store {
         Ok(row.map(|(id,)| id))
     }
 
-    /// Where the ratings stand now, for [`Store::for_each_rating`]: the lowest change
+    /// Where the ratings stand now, for [`Store::send_ratings`]: the lowest change
     /// number a change committed after it can have, so a read of the ratings changed at
     /// or above the mark misses none of them (and may read some again). On SQLite, one
     /// above the count of rating changes (migration 0013: one writer, so later changes
