@@ -595,14 +595,14 @@ impl super::Store {
             let mut rows = sqlx::query_as::<_, FactsRow>(&sql)
                 .bind(batch_id)
                 .fetch(pool);
-            let mut facts = Vec::with_capacity(FACTS_BATCH);
+            let mut facts = Vec::with_capacity(scan::BATCH);
             while let Some(row) = rows.try_next().await? {
                 facts.push(row.into());
-                if facts.len() == FACTS_BATCH
+                if facts.len() == scan::BATCH
                     && out
                         .send(std::mem::replace(
                             &mut facts,
-                            Vec::with_capacity(FACTS_BATCH),
+                            Vec::with_capacity(scan::BATCH),
                         ))
                         .await
                         .is_err()
@@ -690,9 +690,6 @@ impl super::Store {
         Ok(count)
     }
 }
-
-/// Rows to a batch of [`Store::send_ratings`] on PostgreSQL (SQLite's scan has its own).
-const FACTS_BATCH: usize = 1024;
 
 /// The ratings of the review queue: `$1` the lead, `$2` a batch or null, `$3` the status,
 /// `$4` the skip outcome (never queued), `$5` a rater's name or null, `$6` an outcome or

@@ -21,8 +21,9 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 use verdict_core::lifecycle::{Outcome, RaterKind, SkipReason, Status};
 
-/// Rows per batch handed to the async side.
-const BATCH: usize = 1024;
+/// Rows per batch handed to the async side (and to [`crate::Store::send_ratings`]'s
+/// receiver, on either backend).
+pub(crate) const BATCH: usize = 1024;
 
 /// Declares a row type read both by sqlx and by a [`scan`]: a struct whose every field
 /// is written `name: Type = "SQL expression"`. It derives `sqlx::FromRow` (which reads
