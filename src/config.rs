@@ -85,8 +85,10 @@ pub const MAX_DEFAULT_CONCURRENT_HASHES: usize = 4;
 /// How long a password check waits for its turn by default.
 pub const DEFAULT_HASH_WAIT: Duration = Duration::from_secs(10);
 
-/// One password hash per core: more would not finish sooner, only take more memory.
-fn cores() -> usize {
+/// The machine's cores (2 when it cannot tell): the runtime's workers, one each, and the
+/// defaults below (one password hash per core: more would not finish sooner, only take
+/// more memory).
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 

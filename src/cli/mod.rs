@@ -611,7 +611,7 @@ pub fn run() -> ExitCode {
     // One worker per core, as tokio would choose; named so that a profile (`top -H`, the
     // benchmark's processor table) tells the workers from the blocking pool. The workers
     // are the first threads the runtime starts, as it is built.
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = crate::config::cores();
     let started = std::sync::atomic::AtomicUsize::new(0);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
