@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -20,6 +22,10 @@ const CYCLES: usize = 12;
 const RATERS: usize = 48;
 /// Tasks in the batch at first, and how many each top-up adds.
 const DURABLE_TASKS: usize = 5000;
+/// How long a test waits for a server that should answer, before calling it hung: far
+/// beyond what the slowest machine takes (a busy one of two cores starts the server and
+/// answers its first ratings in seconds), so that only a hang reaches it.
+pub(crate) const HANG: Duration = Duration::from_secs(300);
 
 /// `verdict serve` on a free port; returns the process and its base URL.
 fn serve(db: &TestDb) -> (Child, String) {
@@ -50,7 +56,7 @@ pub(crate) fn serve_with(db: &TestDb, env: &[(&str, &str)]) -> (Child, String) {
         }
     });
     let base = rx
-        .recv_timeout(Duration::from_secs(30))
+        .recv_timeout(HANG)
         .expect("the server reports its address");
     (child, base)
 }
@@ -115,10 +121,49 @@ fn random_below(n: u64) -> u64 {
     (uuid::Uuid::new_v4().as_u128() % u128::from(n)) as u64
 }
 
-/// One rater's loop: next, submit, until the server goes away. Returns the ratings the
-/// server acknowledged (assignment id to rating id).
-async fn rate_until_gone(base: String, token: String, batch: String) -> Vec<(String, String)> {
-    rate_all(base, token, batch).await.0
+/// What a crowd of raters has done so far, for a test to wait on: how many ratings the
+/// server acknowledged, and how many raters stopped.
+#[derive(Default)]
+pub(crate) struct Progress {
+    acknowledged: AtomicUsize,
+    ended: AtomicUsize,
+    changed: tokio::sync::Notify,
+}
+
+impl Progress {
+    fn acknowledge(&self) {
+        self.acknowledged.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    fn end(&self) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until the server has acknowledged `n` ratings, or all `raters` have stopped
+    /// (then fewer may have come); returns how many were acknowledged. Fails the test if
+    /// neither happens within [`HANG`].
+    pub(crate) async fn acknowledged(&self, n: usize, raters: usize) -> usize {
+        let waited = tokio::time::timeout(HANG, async {
+            loop {
+                // Registered before the check, so a change between the two is not missed.
+                let changed = self.changed.notified();
+                let acknowledged = self.acknowledged.load(Ordering::SeqCst);
+                if acknowledged >= n || self.ended.load(Ordering::SeqCst) >= raters {
+                    return acknowledged;
+                }
+                changed.await;
+            }
+        })
+        .await;
+        waited.unwrap_or_else(|_| {
+            panic!(
+                "the server hung: {} of {n} ratings acknowledged in {HANG:?}",
+                self.acknowledged.load(Ordering::SeqCst)
+            )
+        })
+    }
 }
 
 /// How a rater's run ended.
@@ -137,7 +182,28 @@ pub(crate) async fn rate_all(
     token: String,
     batch: String,
 ) -> (Vec<(String, String)>, Ended) {
-    let client = bearer(&token);
+    rate_reporting(base, token, batch, Arc::default()).await
+}
+
+/// [`rate_all`], telling `progress` of each acknowledgement and of the end.
+pub(crate) async fn rate_reporting(
+    base: String,
+    token: String,
+    batch: String,
+    progress: Arc<Progress>,
+) -> (Vec<(String, String)>, Ended) {
+    let rated = rate_each(&base, &token, &batch, &progress).await;
+    progress.end();
+    rated
+}
+
+async fn rate_each(
+    base: &str,
+    token: &str,
+    batch: &str,
+    progress: &Progress,
+) -> (Vec<(String, String)>, Ended) {
+    let client = bearer(token);
     let mut acknowledged = Vec::new();
     loop {
         let next = match client
@@ -181,6 +247,7 @@ pub(crate) async fn rate_all(
             Err(_) => String::new(),
         };
         acknowledged.push((assignment, rating));
+        progress.acknowledge();
     }
 }
 
@@ -244,12 +311,8 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
     kill_9(&mut server);
 
     let mut acknowledged: HashMap<String, String> = HashMap::new();
-    // At least CYCLES kills, and more while too little work got done between them for
-    // the check to mean much (a loaded machine answers slowly), up to a limit.
-    let mut cycles = 0;
     let mut uploaded = DURABLE_TASKS;
-    while cycles < CYCLES || (acknowledged.len() <= CYCLES && cycles < CYCLES * 5) {
-        cycles += 1;
+    for _ in 0..CYCLES {
         let (mut server, base) = serve(db);
         // However fast the raters are, every cycle has work to be killed in the middle of.
         if uploaded - acknowledged.len() < DURABLE_TASKS / 2 {
@@ -266,24 +329,34 @@ async fn acknowledged_ratings_survive_sigkill_at_random_moments(db: &TestDb) {
             assert_eq!(topped_up.status(), StatusCode::CREATED);
             uploaded += DURABLE_TASKS;
         }
+        let progress = Arc::new(Progress::default());
         let raters: Vec<_> = tokens
             .iter()
-            .map(|t| tokio::spawn(rate_until_gone(base.clone(), t.clone(), batch.clone())))
+            .map(|t| {
+                let run = rate_reporting(base.clone(), t.clone(), batch.clone(), progress.clone());
+                tokio::spawn(run)
+            })
             .collect();
-        tokio::time::sleep(Duration::from_millis(150 + random_below(600))).await;
+        // The moment of the kill is drawn once the server has acknowledged its first
+        // rating of the cycle, not from its start: however slowly a busy machine starts
+        // the server, every kill comes while work is under way.
+        let answered = progress.acknowledged(1, raters.len()).await;
+        tokio::time::sleep(Duration::from_millis(random_below(600))).await;
         kill_9(&mut server);
+        let mut ends = Vec::new();
         for rater in raters {
-            for (assignment, rating) in rater.await.expect("rater") {
+            let (rated, ended) = rater.await.expect("rater");
+            for (assignment, rating) in rated {
                 let before = acknowledged.insert(assignment.clone(), rating);
                 assert!(before.is_none(), "{assignment} was acknowledged twice");
             }
+            ends.push(ended);
         }
+        assert!(
+            answered > 0,
+            "every rater stopped before the server acknowledged a rating: {ends:?}"
+        );
     }
-    assert!(
-        acknowledged.len() > CYCLES,
-        "the raters got work done between kills ({} ratings in {cycles} cycles)",
-        acknowledged.len()
-    );
 
     // Start once more, so recovery runs as it would in production, and take an online
     // backup beside the running server (SQLite; PostgreSQL is backed up with pg_dump).
@@ -431,14 +504,14 @@ const RESTART_LOW_WATER: usize = 250;
 /// Ratings to see acknowledged before the outage, and again after it.
 const RESTART_RATINGS_PER_PHASE: usize = 40;
 
-/// Waits until `done` holds of what the raters saw, for at most two minutes: the phases of
-/// the restart test last as long as the work they need takes, however fast the machine.
+/// Waits until `done` holds of what the raters saw, for at most [`HANG`]: the phases of the
+/// restart test last as long as the work they need takes, however slow the machine.
 async fn wait_until(
     outage: &tokio::sync::Mutex<Outage>,
     what: &str,
     done: impl Fn(&Outage) -> bool,
 ) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + HANG;
     loop {
         {
             let seen = outage.lock().await;
@@ -447,7 +520,7 @@ async fn wait_until(
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "{what} did not happen within two minutes ({} ratings acknowledged, {} answers \
+                "{what} did not happen within {HANG:?} ({} ratings acknowledged, {} answers \
                  503, unexpected: {:?})",
                 seen.acknowledged.len(),
                 seen.unavailable,

@@ -623,7 +623,7 @@ async fn a_run_against_a_failing_endpoint_says_it_retries_and_ends_failed(fixtur
     // While its calls wait to be asked again, the run says so: the attempt each waits
     // for, and the error it met.
     let mut attempts = std::collections::BTreeSet::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + crate::durability::HANG;
     let view = loop {
         let response = admin
             .api
@@ -1058,7 +1058,7 @@ async fn killed_mid_run(db: &TestDb, sibling: bool) {
         .to_owned();
 
     // Killed with calls answered and more to ask.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + crate::durability::HANG;
     while stored_calls(db).await.len() < 5 {
         assert!(
             std::time::Instant::now() < deadline,
@@ -1074,7 +1074,7 @@ async fn killed_mid_run(db: &TestDb, sibling: bool) {
         Some(running) => running,
         None => serve_with(db, &lease),
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + crate::durability::HANG;
     let view = loop {
         let view: Value = admin
             .get(format!("{base}/api/v1/judge-runs/{run}"))
@@ -1379,7 +1379,7 @@ async fn cli_batch_and_judge(db: &TestDb, name: &str, base_url: &str) {
 
 /// Waits until `n` calls are answered (of every run on `db`).
 async fn until_answered(db: &TestDb, n: usize) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + crate::durability::HANG;
     while stored_calls(db).await.len() < n {
         assert!(
             std::time::Instant::now() < deadline,
