@@ -54,7 +54,8 @@ pub struct Revealed {
     /// The answers it expects, by path (in the task's own orientation, A as uploaded).
     #[schema(value_type = Object)]
     pub expected: BTreeMap<String, Tolerance>,
-    /// The rater's answers at those paths, as stored (task's own orientation).
+    /// The rater's answers at those paths as they were graded, when the rating was first
+    /// sent (task's own orientation).
     #[schema(value_type = Object)]
     pub given: BTreeMap<String, Value>,
     /// The paths they answered wrong.
@@ -79,12 +80,13 @@ pub async fn for_rater(
         for t in standing.tries.iter().filter(|t| t.passed.is_some()) {
             let first = usize::try_from(t.number - 1).unwrap_or(0) * size;
             for result in results.iter().skip(first).take(size) {
+                let graded = result.graded_answers();
                 let given = result
                     .expected
                     .0
                     .keys()
                     .map(|path| {
-                        let value = answer_at(&result.answers.0, path);
+                        let value = answer_at(&graded, path);
                         (path.clone(), value.cloned().unwrap_or(Value::Null))
                     })
                     .collect();

@@ -89,7 +89,7 @@ pub async fn draft(store: &Store, access: &Access) -> ServiceResult<Option<Revis
 /// change its outcome, with what that outcome needs: an explanation for out of scope, a
 /// reason (and a note) for a skip. Answers are checked as a submission, or as out of
 /// scope (laid over the answers kept, so a new explanation alone is enough). The change
-/// is kept in its history.
+/// is kept in its history. A gold rating keeps the grade it got when first sent.
 pub async fn revise(
     store: &Store,
     access: &Access,
@@ -123,7 +123,7 @@ pub async fn revise(
         }
     };
     let mut extras = extras;
-    (extras.gold_grade, extras.review_first) = super::gold::assess(
+    (_, extras.review_first) = super::gold::assess(
         store,
         &access.batch,
         access.rating.task_id,
@@ -132,6 +132,11 @@ pub async fn revise(
         access.rating.review_first,
     )
     .await?;
+    // A gold rating is graded once, when first sent, and a revision never grades it
+    // again: otherwise a rater could revise until the grade (or the qualification standing
+    // worked out from the grades) says right, learning the expected answers, or revise a
+    // qualifying rating to watch later gold tasks slide into its try.
+    extras.gold_grade = access.rating.gold_grade.clone();
     Ok(store
         .revise(
             access.rating.id,

@@ -313,3 +313,129 @@ async fn broken_qualification_settings_are_named_and_change_nothing(app: &TestAp
     }
 }
 db_test!(broken_qualification_settings_are_named_and_change_nothing: TestApp);
+
+/// Takes `rater`'s next task, which must be a gold one, rates it right or wrong, and
+/// returns the rating's id.
+async fn rate_gold_rating(app: &TestApp, rater: &Persona, batch: &str, right: bool) -> String {
+    let next = app.next(rater, batch).await.expect("a task");
+    let answers = if right {
+        complete_answers()
+    } else {
+        wrong_answers()
+    };
+    let done = app
+        .act(rater, &assignment_id(&next), "submit", &answers)
+        .await;
+    json_with(done, StatusCode::OK).await["rating_id"]
+        .as_str()
+        .expect("rating id")
+        .to_owned()
+}
+
+/// `rater` revises rating `id` to the right answers or wrong ones; the revision is taken.
+async fn revise_gold(app: &TestApp, rater: &Persona, id: &str, right: bool) -> Value {
+    let answers = if right {
+        complete_answers()
+    } else {
+        wrong_answers()
+    };
+    let revised = rater
+        .api
+        .put(app.url(&format!("/api/v1/ratings/{id}")))
+        .json(&answers)
+        .go()
+        .await;
+    json_with(revised, StatusCode::OK).await
+}
+
+/// Issue 50: a gold rating is graded once, when sent. Revising it changes nothing a rater
+/// can see: not a try's count of right answers while it is under way (so the expected
+/// answers cannot be searched for), not a failed standing (so a failed rater cannot
+/// revise their way to the real tasks), and not which ratings make a try (so a rater who
+/// passed cannot push a qualifying rating out of its try to see later gold tasks slide in).
+async fn revising_a_gold_rating_changes_no_grade_and_no_standing(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let query = "&randomize=false&raters_see_external_ids=true";
+    let batch = app.batch(&admin, "final", &tasks_jsonl(6), query).await;
+    app.batch(&admin, "final", &gold_tasks(8), query).await;
+    let (status, gold) = set_gold(
+        app,
+        &lead,
+        &batch,
+        json!({"gold_rate": 0.5, "qualify_tasks": 2, "qualify_pass": 1.0, "qualify_tries": 1,
+               "qualify_reveal": true}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{gold}");
+
+    // (a) Mid-try: a wrong answer revised to the right one still counts as wrong.
+    let first = rate_gold_rating(app, &ana, &batch, false).await;
+    let before = qualification(app, &ana, &batch).await["mine"].clone();
+    assert_eq!(
+        before["standing"]["tries"],
+        json!([{"number": 1, "rated": 1, "right": 0}]),
+        "{before}"
+    );
+    let revised = revise_gold(app, &ana, &first, true).await;
+    assert!(revised.get("gold_grade").is_none(), "{revised}");
+    assert_eq!(
+        qualification(app, &ana, &batch).await["mine"],
+        before,
+        "a revision changed what the rater sees of a try under way"
+    );
+    assert_eq!(
+        before["revealed"],
+        json!([]),
+        "nothing shown before the try ends"
+    );
+
+    // (b) Failed: revising every rating of the try to the revealed answers changes nothing.
+    let second = rate_gold_rating(app, &ana, &batch, false).await;
+    let failed = qualification(app, &ana, &batch).await["mine"].clone();
+    assert_eq!(failed["standing"]["state"], "failed", "{failed}");
+    assert_eq!(failed["revealed"].as_array().map(Vec::len), Some(2));
+    for id in [&first, &second] {
+        revise_gold(app, &ana, id, true).await;
+    }
+    assert_eq!(qualification(app, &ana, &batch).await["mine"], failed);
+    next_refused(app, &ana, &batch, "did not pass this batch's qualification").await;
+    let seen_by_lead = qualification(app, &lead, &batch).await;
+    assert_eq!(seen_by_lead["raters"]["ana"]["state"], "failed");
+
+    // (c) Passed, then the batch's work with gold mixed in: revising a qualifying rating
+    // wrong (and back) shows nothing new.
+    let qualifying = [
+        rate_gold_rating(app, &bo, &batch, true).await,
+        rate_gold_rating(app, &bo, &batch, true).await,
+    ];
+    let mut later_gold = 0;
+    while let Some(next) = app.next(&bo, &batch).await {
+        if next["task"]["external_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with('g'))
+        {
+            later_gold += 1;
+        }
+        let done = app
+            .act(&bo, &assignment_id(&next), "submit", &wrong_answers())
+            .await;
+        json_with(done, StatusCode::OK).await;
+    }
+    assert!(later_gold > 0, "the batch's work had gold tasks in it");
+    let passed = qualification(app, &bo, &batch).await["mine"].clone();
+    assert_eq!(passed["standing"]["state"], "passed", "{passed}");
+    revise_gold(app, &bo, &qualifying[0], false).await;
+    assert_eq!(
+        qualification(app, &bo, &batch).await["mine"],
+        passed,
+        "a revision moved the tries"
+    );
+    revise_gold(app, &bo, &qualifying[0], true).await;
+    assert_eq!(qualification(app, &bo, &batch).await["mine"], passed);
+    let seen_by_lead = qualification(app, &lead, &batch).await;
+    assert_eq!(seen_by_lead["raters"]["bo"]["state"], "passed");
+}
+db_test!(revising_a_gold_rating_changes_no_grade_and_no_standing: TestApp);

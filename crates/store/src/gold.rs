@@ -152,7 +152,9 @@ impl super::Store {
         rater_id: Uuid,
     ) -> StoreResult<Vec<GoldResult>> {
         let sql = format!(
-            "SELECT t.external_id, r.answers, r.gold_grade AS grade, g.expected, g.explanation
+            "SELECT t.external_id, r.answers, r.gold_grade AS grade, g.expected, g.explanation,
+                    (SELECT h.after FROM rating_history h WHERE h.rating_id = r.id
+                     ORDER BY h.at, h.id LIMIT 1) AS first_sent
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN gold_tasks g ON g.task_id = r.task_id
              WHERE r.batch_id = $1 AND r.rater_id = $2 AND {GRADED}
              ORDER BY r.submitted_at, r.id"
@@ -172,9 +174,25 @@ impl super::Store {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct GoldResult {
     pub external_id: String,
-    /// In the task's own orientation.
+    /// As they stand now, in the task's own orientation.
     pub answers: Json<Answers>,
+    /// Given when the rating was first sent: a gold rating keeps that grade, whatever
+    /// revisions came after.
     pub grade: Json<Grade>,
     pub expected: Json<Expected>,
     pub explanation: Option<String>,
+    /// The rating as it was first sent (its first history entry).
+    first_sent: Option<Json<serde_json::Value>>,
+}
+
+impl GoldResult {
+    /// The answers that were graded: those of the rating as first sent (the answers now,
+    /// for a rating with no history).
+    pub fn graded_answers(&self) -> Answers {
+        self.first_sent
+            .as_ref()
+            .and_then(|Json(first)| first.get("answers"))
+            .and_then(|answers| serde_json::from_value(answers.clone()).ok())
+            .unwrap_or_else(|| self.answers.0.clone())
+    }
 }
