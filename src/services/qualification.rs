@@ -49,6 +49,8 @@ pub struct Revealed {
     /// The try it was part of, from 1.
     #[serde(rename = "try")]
     pub try_number: i32,
+    /// The task's external id where the viewer may see it, else `Task N` (see
+    /// [`crate::access::sees_external_ids`]).
     pub external_id: String,
     pub right: bool,
     /// The answers it expects, by path (in the task's own orientation, A as uploaded).
@@ -75,6 +77,7 @@ pub async fn for_rater(
     let right: Vec<bool> = results.iter().map(|r| r.grade.0.passed()).collect();
     let standing = q.standing(&right);
     let size = usize::try_from(q.tasks).unwrap_or(1).max(1);
+    let sees_external_ids = crate::access::sees_external_ids(user, batch.raters_see_external_ids);
     let mut revealed = Vec::new();
     if q.reveal {
         for t in standing.tries.iter().filter(|t| t.passed.is_some()) {
@@ -92,7 +95,11 @@ pub async fn for_rater(
                     .collect();
                 revealed.push(Revealed {
                     try_number: t.number,
-                    external_id: result.external_id.clone(),
+                    external_id: crate::access::task_name(
+                        sees_external_ids,
+                        &result.external_id,
+                        result.task_number,
+                    ),
                     right: result.grade.0.passed(),
                     expected: result.expected.0.clone(),
                     given,

@@ -439,3 +439,54 @@ async fn revising_a_gold_rating_changes_no_grade_and_no_standing(app: &TestApp) 
     assert_eq!(seen_by_lead["raters"]["bo"]["state"], "passed");
 }
 db_test!(revising_a_gold_rating_changes_no_grade_and_no_standing: TestApp);
+
+/// Issue 50: what a try reveals names each task as the rater knows it: `Task N` unless
+/// the batch shows raters external ids (which may name a public benchmark item).
+async fn revealed_answers_name_tasks_as_the_rater_knows_them(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let mut task = pair_task(
+        "HumanEval-4-gold",
+        "Write a function that returns 4 cubed.",
+        ["def f(): return 64", "f = 64"],
+        ["alpha", "beta"],
+    );
+    task["gold"] = json!({"sxs": {"value": 2, "within": 1}});
+    task["gold_explanation"] = json!("A returns the cube of 4.");
+    let batch = app
+        .batch(&admin, "hidden", &tasks_jsonl(2), "&randomize=false")
+        .await;
+    app.batch(&admin, "hidden", &jsonl([task]), "&randomize=false")
+        .await;
+    let (status, body) = set_gold(
+        app,
+        &lead,
+        &batch,
+        json!({"qualify_tasks": 1, "qualify_pass": 1.0, "qualify_reveal": true}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let next = app.next(&ana, &batch).await.expect("the gold task");
+    let done = app
+        .act(&ana, &assignment_id(&next), "submit", &complete_answers())
+        .await;
+    json_with(done, StatusCode::OK).await;
+
+    let seen = qualification(app, &ana, &batch).await;
+    assert_eq!(seen["mine"]["standing"]["state"], "passed", "{seen}");
+    assert_eq!(
+        seen["mine"]["revealed"][0]["external_id"], "Task 1",
+        "{seen}"
+    );
+    let page = page_text(
+        app,
+        &app.login("ana", PASSWORD).await,
+        &format!("/batches/{batch}/qualification"),
+    )
+    .await;
+    assert!(page.contains("A returns the cube of 4."), "{page}");
+    assert!(!page.contains("HumanEval-4-gold"), "{page}");
+    assert!(!seen.to_string().contains("HumanEval-4-gold"), "{seen}");
+}
+db_test!(revealed_answers_name_tasks_as_the_rater_knows_them: TestApp);

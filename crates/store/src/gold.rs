@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use super::assignments::TASK_NUMBER;
 use super::{StoreResult, read, write};
 use verdict_core::gold::{Expected, Grade};
 use verdict_core::qualification::Qualification;
@@ -152,10 +153,12 @@ impl super::Store {
         rater_id: Uuid,
     ) -> StoreResult<Vec<GoldResult>> {
         let sql = format!(
-            "SELECT t.external_id, r.answers, r.gold_grade AS grade, g.expected, g.explanation,
+            "SELECT t.external_id, {TASK_NUMBER} AS task_number, r.answers,
+                    r.gold_grade AS grade, g.expected, g.explanation,
                     (SELECT h.after FROM rating_history h WHERE h.rating_id = r.id
                      ORDER BY h.at, h.id LIMIT 1) AS first_sent
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN gold_tasks g ON g.task_id = r.task_id
+                  JOIN assignments a ON a.id = r.assignment_id
              WHERE r.batch_id = $1 AND r.rater_id = $2 AND {GRADED}
              ORDER BY r.submitted_at, r.id"
         );
@@ -174,6 +177,9 @@ impl super::Store {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct GoldResult {
     pub external_id: String,
+    /// The task's number among its rater's tasks of the batch (see [`TASK_NUMBER`]): how a
+    /// rater who is not shown external ids knows it.
+    pub task_number: i64,
     /// As they stand now, in the task's own orientation.
     pub answers: Json<Answers>,
     /// Given when the rating was first sent: a gold rating keeps that grade, whatever
