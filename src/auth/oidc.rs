@@ -136,11 +136,14 @@ async fn callback(
     };
     let home = "/".to_owned();
     if let Some(error) = &query.error {
-        let said = query
-            .error_description
-            .as_deref()
-            .map_or_else(|| error.clone(), |d| format!("{error}: {d}"));
-        let why = format!("Your identity provider did not sign you in ({said}).");
+        // Anyone can send a browser here with any error and description: both are only
+        // logged, and the page says what the code means in words of ours.
+        tracing::info!(
+            error = %error,
+            description = query.error_description.as_deref().unwrap_or(""),
+            "the identity provider sent the browser back without a sign-in"
+        );
+        let why = verdict_core::sign_in::provider_refusal(error).to_owned();
         return refused(&state, &headers, home, why, StatusCode::UNAUTHORIZED);
     }
     let Some(pending) = super::csrf::cookie(&headers, PENDING_COOKIE)

@@ -31,6 +31,10 @@ fn accounts() -> Value {
         "erin": {"email": "erin@example.com", "email_verified": true,
                  "groups": ["verdict-leads", "verdict-admins"]},
         "frank": {"email": "frank@example.com", "email_verified": true},
+        "kate": {"email": "kate@example.com", "email_verified": true},
+        // A verified address that lower case alone would fold into kate's: its first
+        // letter is the Kelvin sign.
+        "kelvin": {"email": "\u{212A}ate@example.com", "email_verified": true},
     })
 }
 
@@ -543,19 +547,35 @@ async fn forged_replayed_and_untrustworthy_sign_ins_are_refused(db: &TestDb) {
         0
     );
 
-    // The provider's own refusal is shown, and nothing is signed in.
+    // The provider's refusal is told in our words, never in the link's (anyone can write
+    // a link to the callback), and nothing is signed in.
     let denied = browser()
-        .get(app.url("/auth/oidc/callback?error=access_denied&error_description=End-User+aborted"))
+        .get(app.url(
+            "/auth/oidc/callback?error=access_denied&error_description=Your+account+is+suspended.+Call+555-0100",
+        ))
         .go()
         .await;
     assert_eq!(denied.status(), StatusCode::UNAUTHORIZED);
+    let page = denied.text().await.unwrap();
     assert!(
-        denied
-            .text()
-            .await
-            .unwrap()
-            .contains("access_denied: End-User aborted")
+        page.contains("The sign-in was declined at your identity provider."),
+        "{page}"
     );
+    assert!(
+        !page.contains("suspended") && !page.contains("555-0100"),
+        "{page}"
+    );
+    let made_up = browser()
+        .get(app.url("/auth/oidc/callback?error=Your+account+is+suspended"))
+        .go()
+        .await;
+    assert_eq!(made_up.status(), StatusCode::UNAUTHORIZED);
+    let page = made_up.text().await.unwrap();
+    assert!(
+        page.contains("Your identity provider did not sign you in."),
+        "{page}"
+    );
+    assert!(!page.contains("suspended"), "{page}");
     for app in [app, wrong_aud, expired] {
         app.teardown().await;
     }
@@ -625,3 +645,51 @@ async fn password_sign_in_can_be_switched_off(db: &TestDb) {
 }
 
 db_test!(password_sign_in_can_be_switched_off: TestDb);
+
+/// Issue 50: an address the provider verified is not folded into someone else's: the
+/// Kelvin sign is not a K, so `\u{212A}ate@example.com` neither signs in as
+/// kate@example.com nor links her account to itself, and no account is made for it even
+/// where accounts are made for the domain. Kate signs in afterwards as before.
+async fn a_look_alike_address_takes_over_no_account(db: &TestDb) {
+    let port = free_port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let open = Policy {
+        create_domains: vec!["example.com".into()],
+        ..Policy::default()
+    };
+    let app = app_for(db.backend, &issuer, "verdict", open, None, false).await;
+    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)])).await;
+    let admin = app.admin().await;
+    let made = admin
+        .api
+        .post(app.url("/api/v1/users"))
+        .json(&json!({"username": "kate@example.com", "role": "lead",
+                      "password": "a long enough password for kate"}))
+        .go()
+        .await;
+    json_with(made, StatusCode::CREATED).await;
+
+    let look_alike = "characters that stand for others";
+    refused_with(&app, &provider, "kelvin", StatusCode::FORBIDDEN, look_alike).await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM users WHERE oidc_subject IS NOT NULL")
+            .await,
+        0,
+        "no account was linked to the look-alike"
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM users WHERE username LIKE '%@%'")
+            .await,
+        1,
+        "no account was made for it"
+    );
+    let kate = browser();
+    let done = sign_in(&app, &provider, &kate, "kate").await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let who = me(&app, &kate).await.expect("signed in");
+    assert_eq!(who["username"], "kate@example.com");
+    assert_eq!(who["role"], "lead");
+    app.teardown().await;
+}
+
+db_test!(a_look_alike_address_takes_over_no_account: TestDb);

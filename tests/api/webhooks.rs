@@ -737,6 +737,8 @@ async fn the_webhooks_pages_subscribe_show_the_secret_once_and_list_deliveries(a
         .go()
         .await;
     assert_eq!(made.status(), StatusCode::CREATED);
+    // Issue 50: the page that shows the secret is kept by no cache.
+    assert_eq!(made.headers()["cache-control"], "no-store");
     let page = made.text().await.unwrap();
     let secret = page
         .split("<code id=\"secret\">")
@@ -884,3 +886,39 @@ async fn escalations_and_finished_judge_runs_are_reported_too(app: &HookApp) {
 }
 
 db_test!(escalations_and_finished_judge_runs_are_reported_too: HookApp);
+
+/// Issue 50: no answer that shows a secret may be kept by a cache (a new webhook's
+/// signing secret, a new API token), nor any other page or API answer, which all hold
+/// someone's data; the static assets, which hold nobody's, stay cacheable.
+async fn answers_that_show_secrets_are_kept_by_no_cache(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead) = (app.admin().await, app.lead().await);
+    let receiver = Receiver::start().await;
+    let made = subscribe(app, &admin, &receiver.url(), &["rating.submitted"], None).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    assert_eq!(made.headers()["cache-control"], "no-store");
+    assert!(made.text().await.unwrap().contains("whsec_"));
+    let token = admin
+        .api
+        .post(app.url("/api/v1/tokens"))
+        .json(&json!({"name": "cached?"}))
+        .go()
+        .await;
+    assert_eq!(token.status(), StatusCode::CREATED);
+    assert_eq!(token.headers()["cache-control"], "no-store");
+    for path in ["/api/v1/me", "/api/v1/webhooks", "/"] {
+        let answer = lead.browser_for(app).await.get(app.url(path)).go().await;
+        assert_eq!(answer.headers()["cache-control"], "no-store", "{path}");
+    }
+    let asset = reqwest::get(app.url("/static/app.css")).await.unwrap();
+    assert_eq!(asset.status(), StatusCode::OK);
+    assert!(
+        asset.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .starts_with("public"),
+        "{:?}",
+        asset.headers()
+    );
+}
+db_test!(answers_that_show_secrets_are_kept_by_no_cache: HookApp);

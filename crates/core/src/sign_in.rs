@@ -2,6 +2,8 @@
 //! verified ID token names, what role its claims give, and whether an account may be made
 //! for someone who has none. The app verifies the token; this module only decides.
 
+use unicode_normalization::UnicodeNormalization;
+
 use crate::role::Role;
 
 /// The claim that names a person's verdict account.
@@ -71,6 +73,43 @@ pub enum Refused {
     Deactivated(String),
     #[error("the verdict account {0} is linked to another identity")]
     OtherIdentity(String),
+    #[error(
+        "your identity provider's email address {0:?} has characters that stand for others \
+         (compatibility forms, such as the Kelvin sign for K); this server matches no account by it"
+    )]
+    Unnormalised(String),
+}
+
+/// Why the identity provider sent the browser back without signing anyone in, in words
+/// of our own for each error code it may send (OAuth 2.0 and OpenID Connect). Anyone can
+/// write a link to the callback with any `error` and `error_description`, so neither is
+/// ever shown: a made-up code reads as the provider refusing, nothing more.
+pub fn provider_refusal(error: &str) -> &'static str {
+    match error {
+        "access_denied" => "The sign-in was declined at your identity provider.",
+        "login_required"
+        | "interaction_required"
+        | "consent_required"
+        | "account_selection_required" => {
+            "Your identity provider needs you to sign in there first: sign in again."
+        }
+        "temporarily_unavailable" | "server_error" => {
+            "Your identity provider could not sign you in just now: try again in a moment."
+        }
+        "invalid_request"
+        | "unauthorized_client"
+        | "unsupported_response_type"
+        | "invalid_scope"
+        | "invalid_request_uri"
+        | "invalid_request_object"
+        | "request_not_supported"
+        | "request_uri_not_supported"
+        | "registration_not_supported" => {
+            "Your identity provider refused this server's sign-in request: ask an administrator \
+             to check verdict's OpenID Connect settings."
+        }
+        _ => "Your identity provider did not sign you in.",
+    }
 }
 
 impl Policy {
@@ -89,9 +128,17 @@ impl Policy {
                 let email = claims
                     .email
                     .as_deref()
-                    .map(|e| e.trim().to_lowercase())
+                    .map(str::trim)
                     .filter(|e| e.contains('@'))
                     .ok_or(Refused::NoClaim("email"))?;
+                // Lower case alone would fold some characters into plain letters (the Kelvin
+                // sign into `k`), so that `\u{212A}ate@corp.com` named the account of
+                // kate@corp.com: an address that Unicode's compatibility normalisation
+                // (NFKC) would change names no account.
+                if email.nfkc().ne(email.chars()) {
+                    return Err(Refused::Unnormalised(email.to_owned()));
+                }
+                let email = email.to_lowercase();
                 // A provider that says nothing of verification is taken at its word; one
                 // that says the address is unverified is not.
                 if claims.email_verified == Some(false) {
@@ -198,6 +245,41 @@ mod tests {
         };
         assert_eq!(by_name.username(&alice).unwrap(), "al");
         assert!("nickname".parse::<MatchClaim>().is_err());
+    }
+
+    #[test]
+    fn an_address_with_compatibility_characters_names_no_account() {
+        let policy = Policy::default();
+        for forged in [
+            "\u{212A}ate@corp.com",  // Kelvin sign
+            "kate@corp.\u{217D}om",  // small Roman numeral one hundred
+            "\u{FF4B}ate@corp.com",  // fullwidth k
+            "ka\u{FB01}@corp.com",   // the fi ligature
+            "kate@co\u{0301}rp.com", // a combining accent NFKC composes
+        ] {
+            let refused = policy.username(&claims(forged, Some(true), &[]));
+            assert_eq!(
+                refused,
+                Err(Refused::Unnormalised(forged.into())),
+                "{forged}"
+            );
+        }
+        // Letters outside ASCII in their usual form are an address like any other.
+        assert_eq!(
+            policy.username(&claims("Jos\u{E9}@corp.com", Some(true), &[])),
+            Ok("jos\u{E9}@corp.com".into())
+        );
+    }
+
+    #[test]
+    fn a_providers_refusal_is_told_in_our_words_only() {
+        assert_eq!(
+            provider_refusal("access_denied"),
+            "The sign-in was declined at your identity provider."
+        );
+        assert!(provider_refusal("temporarily_unavailable").contains("try again"));
+        let made_up = provider_refusal("Your account is suspended. Call +1 555 0100");
+        assert_eq!(made_up, "Your identity provider did not sign you in.");
     }
 
     #[test]
