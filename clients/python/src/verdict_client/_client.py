@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 import httpx
@@ -44,6 +45,17 @@ Timeout = float | httpx.Timeout | None
 DEFAULT_TIMEOUT = 30.0
 
 
+def _segment(value: Id) -> str:
+    """``value`` as one segment of a path, every character that means something in a URL
+    (``/``, ``?``, ``#``, ``%``) percent-encoded, so an id cannot climb out of its place
+    (``"x/../../steal"``). ``.`` and ``..`` would still climb, and an empty id names
+    nothing, so those are refused."""
+    text = str(value)
+    if text in ("", ".", ".."):
+        raise ValueError(f"{text!r} is not an id")
+    return quote(text, safe="")
+
+
 class _Common:
     """Settings and the parts of each call that do not depend on how it is sent."""
 
@@ -63,6 +75,22 @@ class _Common:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
+
+    def _target(self, path: str) -> str:
+        """``path`` if the token may go there: a path (under ``/api/v1``), or a whole URL
+        on ``base_url``'s own scheme, host and port. A URL anywhere else is refused before
+        anything is sent, so the token never leaves for another host."""
+        parts = urlsplit(path)
+        if parts.scheme or parts.netloc:
+            base = urlsplit(self.base_url)
+            if (parts.scheme.lower(), parts.netloc.lower()) != (
+                base.scheme.lower(),
+                base.netloc.lower(),
+            ):
+                raise ValueError(
+                    f"{path!r} is not on {self.base_url}: the client sends its token there only"
+                )
+        return path
 
     @staticmethod
     def _query(**filters: Any) -> dict[str, str]:
@@ -135,7 +163,8 @@ class Client(_Common):
         """Any API call: ``path`` under ``/api/v1`` (``"/batches/…/next"``), the answer's
         JSON back (``None`` when it has no body), an error raised. For what the client
         has no method for, such as rating."""
-        return _json(self._http.request(method, path, params=params, json=json))
+        target = self._target(path)
+        return _json(self._http.request(method, target, params=params, json=json))
 
     def _paged(
         self, path: str, model: type[M], params: dict[str, Any], limit: int | None
@@ -239,7 +268,7 @@ class Client(_Common):
 
     def batch(self, batch_id: Id) -> Batch:
         """One batch with its settings and progress."""
-        return Batch.model_validate(self.request("GET", f"/batches/{batch_id}"))
+        return Batch.model_validate(self.request("GET", f"/batches/{_segment(batch_id)}"))
 
     def update_batch(self, batch_id: Id, **settings: Any) -> Batch:
         """Changes a batch's settings (admin) and returns the batch: any of ``state``,
@@ -247,7 +276,8 @@ class Client(_Common):
         ``randomize``, ``raters_see_external_ids``, ``lease_minutes``,
         ``min_explanation_len``, ``bradley_terry_prior``, ``classifications``, ``raters``,
         ``leads`` (``None`` where the API takes ``null``: everyone, or no routing)."""
-        return Batch.model_validate(self.request("PATCH", f"/batches/{batch_id}", json=settings))
+        path = f"/batches/{_segment(batch_id)}"
+        return Batch.model_validate(self.request("PATCH", path, json=settings))
 
     def watch(
         self, batch_id: Id, *, every: float = 5.0, timeout: float | None = None
@@ -266,7 +296,8 @@ class Client(_Common):
 
     def metrics(self, batch_id: Id) -> Metrics:
         """The batch's metrics (a lead of the batch)."""
-        return Metrics.model_validate(self.request("GET", f"/batches/{batch_id}/metrics"))
+        path = f"/batches/{_segment(batch_id)}/metrics"
+        return Metrics.model_validate(self.request("GET", path))
 
     def ratings(self, *, limit: int | None = None) -> Iterator[RatingSummary]:
         """The caller's own ratings, drafts included, newest first; every page, read
@@ -332,7 +363,8 @@ class Client(_Common):
         _export.check_as(as_)
         params = _export.export_params(aggregate, outcome, status, rater, since, until)
         rows = _export.Rows(aggregated=aggregate is not None)
-        with self._http.stream("GET", f"/batches/{batch_id}/export", params=params) as response:
+        path = f"/batches/{_segment(batch_id)}/export"
+        with self._http.stream("GET", path, params=params) as response:
             if not response.is_success:
                 response.read()
                 raise_for(response)
@@ -374,7 +406,8 @@ class AsyncClient(_Common):
         json: Any = None,
     ) -> Any:
         """As :meth:`Client.request`."""
-        return _json(await self._http.request(method, path, params=params, json=json))
+        target = self._target(path)
+        return _json(await self._http.request(method, target, params=params, json=json))
 
     async def _paged(
         self, path: str, model: type[M], params: dict[str, Any], limit: int | None
@@ -465,11 +498,11 @@ class AsyncClient(_Common):
 
     async def batch(self, batch_id: Id) -> Batch:
         """As :meth:`Client.batch`."""
-        return Batch.model_validate(await self.request("GET", f"/batches/{batch_id}"))
+        return Batch.model_validate(await self.request("GET", f"/batches/{_segment(batch_id)}"))
 
     async def update_batch(self, batch_id: Id, **settings: Any) -> Batch:
         """As :meth:`Client.update_batch`."""
-        body = await self.request("PATCH", f"/batches/{batch_id}", json=settings)
+        body = await self.request("PATCH", f"/batches/{_segment(batch_id)}", json=settings)
         return Batch.model_validate(body)
 
     async def watch(
@@ -488,7 +521,8 @@ class AsyncClient(_Common):
 
     async def metrics(self, batch_id: Id) -> Metrics:
         """As :meth:`Client.metrics`."""
-        return Metrics.model_validate(await self.request("GET", f"/batches/{batch_id}/metrics"))
+        path = f"/batches/{_segment(batch_id)}/metrics"
+        return Metrics.model_validate(await self.request("GET", path))
 
     def ratings(self, *, limit: int | None = None) -> AsyncIterator[RatingSummary]:
         """As :meth:`Client.ratings`, an async iterator."""
@@ -546,7 +580,7 @@ class AsyncClient(_Common):
         params = _export.export_params(aggregate, outcome, status, rater, since, until)
         rows = _export.Rows(aggregated=aggregate is not None)
         async with self._http.stream(
-            "GET", f"/batches/{batch_id}/export", params=params
+            "GET", f"/batches/{_segment(batch_id)}/export", params=params
         ) as response:
             if not response.is_success:
                 await response.aread()
