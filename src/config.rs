@@ -191,7 +191,8 @@ impl MetricsAccess {
 }
 
 /// How webhooks are delivered: how often the outbox is read, how long a receiver has,
-/// and the retries (`--webhook-timeout-s`, `--webhook-attempts`).
+/// the retries and where receivers may be (`--webhook-timeout-s`, `--webhook-attempts`,
+/// `--webhook-allow-hosts`).
 #[derive(Debug, Clone)]
 pub struct Delivering {
     /// How often the outbox is looked at.
@@ -199,6 +200,8 @@ pub struct Delivering {
     /// The longest an attempt waits for the receiver's answer.
     pub timeout: Duration,
     pub retries: verdict_core::webhook::Retries,
+    /// Where receivers may be: public addresses, and the internal ones an admin allows.
+    pub endpoints: crate::services::judging::endpoint::EndpointPolicy,
 }
 
 impl Delivering {
@@ -216,6 +219,7 @@ impl Default for Delivering {
             poll: Duration::from_secs(1),
             timeout: Duration::from_secs(10),
             retries: Default::default(),
+            endpoints: crate::services::judging::endpoint::EndpointPolicy::webhooks(None),
         }
     }
 }

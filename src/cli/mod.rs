@@ -169,7 +169,8 @@ struct JudgeEndpointArgs {
     /// The only hosts judges may be sent to: names, addresses or CIDRs, comma-separated
     /// (e.g. 127.0.0.1,10.0.0.0/8,llm.internal). Checked when a judge is configured and,
     /// on the addresses a name resolves to, when it is called. Unset: any host, but
-    /// link-local and metadata addresses (169.254.0.0/16, fe80::/10), which never are.
+    /// link-local and metadata addresses (169.254.0.0/16, fe80::/10, 100.100.100.200, in
+    /// every spelling), which never are.
     #[arg(long, env = "VERDICT_JUDGE_ALLOW_HOSTS", value_delimiter = ',')]
     judge_allow_hosts: Option<Vec<crate::services::judging::endpoint::AllowedHost>>,
     /// The largest reply a judge may be set to read, in MiB (a judge reads 4 MiB unless
@@ -184,6 +185,7 @@ impl JudgeEndpointArgs {
         crate::services::judging::endpoint::EndpointPolicy {
             allow_hosts: self.judge_allow_hosts.clone(),
             max_reply_bytes: self.judge_max_reply_mib * 1024 * 1024,
+            ..Default::default()
         }
     }
 }
@@ -406,6 +408,12 @@ struct ServeArgs {
     #[arg(long, env = "VERDICT_WEBHOOK_ATTEMPTS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..=30))]
     webhook_attempts: u32,
+    /// Internal hosts webhook receivers may be at: names, addresses or CIDRs,
+    /// comma-separated (e.g. hooks.internal,10.1.0.0/16). Unset: public addresses only;
+    /// loopback, private, unique local and carrier-grade NAT addresses are refused (any lead
+    /// may subscribe a URL), and link-local and metadata addresses always are.
+    #[arg(long, env = "VERDICT_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
+    webhook_allow_hosts: Option<Vec<crate::services::judging::endpoint::AllowedHost>>,
     #[command(flatten)]
     oidc: OidcArgs,
 }

@@ -88,6 +88,9 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
                 attempts: args.webhook_attempts,
                 ..Default::default()
             },
+            endpoints: crate::services::judging::endpoint::EndpointPolicy::webhooks(
+                args.webhook_allow_hosts.clone(),
+            ),
             ..Default::default()
         },
         oidc: args

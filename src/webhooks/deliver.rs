@@ -13,6 +13,7 @@ use sha2::Sha256;
 
 use super::SECRET_PREFIX;
 use crate::services::judging::CheckedResolver;
+use crate::services::judging::cause::RefusedAddress;
 use crate::services::judging::endpoint::{EndpointPolicy, cap};
 use crate::state::AppState;
 use crate::store::webhooks::{Due, Outcome};
@@ -41,7 +42,7 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &str) -> Option<String
 /// `poll`.
 pub async fn run(state: AppState) {
     let config = state.config();
-    let policy = config.judge_endpoints.clone();
+    let policy = config.webhooks.endpoints.clone();
     let client = match reqwest::Client::builder()
         .timeout(config.webhooks.timeout)
         .connect_timeout(config.webhooks.timeout.min(Duration::from_secs(5)))
@@ -161,22 +162,37 @@ async fn send(
         .body(due.payload.clone())
         .send()
         .await
-        .map_err(reason)?;
+        .map_err(|e| {
+            // The whole story is for the server's log; the subscriber reads a short cause,
+            // never what some service behind the URL said.
+            tracing::info!(webhook = %due.webhook_id, err = ?e, "webhooks: an attempt failed");
+            short_cause(&e).to_owned()
+        })?;
     Ok(response.status())
 }
 
-/// Why a request failed, with every cause under it (a refused connection, a time-out,
-/// an address the rules refuse), as one line.
-fn reason(e: reqwest::Error) -> String {
-    let timed_out = e.is_timeout();
-    let mut causes: Vec<String> = anyhow::Error::new(e)
-        .chain()
-        .map(ToString::to_string)
-        .collect();
-    if timed_out {
-        causes[0] = "no answer in time".to_owned();
+/// Why a request got no answer, in a few words of ours: refused, timed out, or failed.
+fn short_cause(e: &reqwest::Error) -> &'static str {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut refused_connection = false;
+    while let Some(err) = source {
+        if err.is::<RefusedAddress>() {
+            return "refused: the URL's host is at an address webhooks are not sent to";
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            refused_connection |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+        }
+        source = err.source();
     }
-    causes.join(": ")
+    if e.is_timeout() {
+        "timed out"
+    } else if refused_connection {
+        "connection refused"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "the connection failed before a whole answer came"
+    }
 }
 
 #[cfg(test)]

@@ -70,8 +70,9 @@ fn new_secret() -> String {
 }
 
 /// Subscribes `url` to `events`, of one batch or (admins only) of all. Leads subscribe
-/// only to batches they lead; the URL must be one the server may send to (the judges'
-/// address rules, `--judge-allow-hosts`); the secret is sealed with the server's key.
+/// only to batches they lead; the URL must be one the server may send to (public, or an
+/// internal host `--webhook-allow-hosts` allows); the secret is sealed with the server's
+/// key.
 pub async fn create(
     state: &AppState,
     user: &User,
@@ -84,7 +85,8 @@ pub async fn create(
         .map_err(|e| AppError::field("url", format!("is not a URL: {e}")))?;
     state
         .config()
-        .judge_endpoints
+        .webhooks
+        .endpoints
         .check_url(&parsed)
         .map_err(|why| AppError::field("url", why))?;
     match batch {

@@ -21,6 +21,7 @@ use sha2::Sha256;
 use verdict::Config;
 use verdict::config::Delivering;
 use verdict::credentials::sealed::SealingKey;
+use verdict::services::judging::endpoint::EndpointPolicy;
 use verdict::store::Backend;
 use verdict_core::webhook::Retries;
 
@@ -159,7 +160,8 @@ impl Drop for Receiver {
 }
 
 /// Quick delivery for tests: the outbox read every 50 ms, retries 100 ms apart doubling
-/// to 400 ms, four attempts.
+/// to 400 ms, four attempts; receivers on 127.0.0.1 allowed (as an admin would allow an
+/// internal host with `--webhook-allow-hosts`), since the tests' receivers are there.
 pub fn quick() -> Delivering {
     Delivering {
         poll: Duration::from_millis(50),
@@ -169,6 +171,7 @@ pub fn quick() -> Delivering {
             longest_wait: Duration::from_millis(400),
             attempts: 4,
         },
+        endpoints: EndpointPolicy::webhooks(Some(vec!["127.0.0.1".parse().expect("a host")])),
     }
 }
 
@@ -459,7 +462,11 @@ async fn bad_subscriptions_are_refused_naming_the_field(app: &HookApp) {
     assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
 
     // A server without VERDICT_SECRET_KEY cannot seal a secret, so it makes none.
-    let unsealed = TestApp::with_config(app.db.backend, Config::default())
+    let unsealed = Config {
+        webhooks: quick(),
+        ..Config::default()
+    };
+    let unsealed = TestApp::with_config(app.db.backend, unsealed)
         .await
         .expect("a second app");
     let admin2 = unsealed.admin().await;
@@ -601,6 +608,7 @@ async fn no_event_is_lost_to_sigkill_nor_sent_for_a_refused_change(db: &TestDb) 
     let env = [
         ("VERDICT_SECRET_KEY", SECRET_KEY),
         ("VERDICT_WEBHOOK_TIMEOUT_S", "1"),
+        ("VERDICT_WEBHOOK_ALLOW_HOSTS", "127.0.0.1"),
     ];
     let (server, base) = serve_with(db, &env);
     let mut server = Stopped(server);
@@ -922,3 +930,190 @@ async fn answers_that_show_secrets_are_kept_by_no_cache(app: &HookApp) {
     );
 }
 db_test!(answers_that_show_secrets_are_kept_by_no_cache: HookApp);
+
+/// The app with a secret to seal signing secrets, quick delivery, and no internal host
+/// allowed for webhooks (a server started without `--webhook-allow-hosts`).
+async fn guarded_app(backend: Backend) -> Option<TestApp> {
+    let config = Config {
+        sealing_key: Some(SealingKey::from_secret(SECRET_KEY).expect("secret")),
+        webhooks: Delivering {
+            endpoints: EndpointPolicy::webhooks(None),
+            ..quick()
+        },
+        ..Config::default()
+    };
+    TestApp::with_config(backend, config).await
+}
+
+/// Internal and metadata addresses in the spellings a lead tried (issue 50): loopback
+/// as a decimal, hex, octal and short number, IPv4-mapped and by name; private, unique
+/// local and carrier-grade NAT; metadata services directly, through 6to4, NAT64 and the
+/// IPv4-translated form, and Alibaba's and Azure's.
+const INTERNAL_URLS: [&str; 20] = [
+    "http://127.0.0.1:5432/",
+    "http://2130706433/",
+    "http://0x7f000001/",
+    "http://0177.0.0.1/",
+    "http://127.1/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::1]/",
+    "http://localhost:8080/api/v1/me",
+    "http://api.localhost/",
+    "http://10.0.0.1/",
+    "http://172.16.5.4/",
+    "http://192.168.1.1/",
+    "http://[fd12:3456::1]/",
+    "http://100.64.0.1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://100.100.100.200/latest/meta-data/",
+    "http://[2002:a9fe:a9fe::1]/",
+    "http://[64:ff9b:1::a9fe:a9fe]/",
+    "http://[::ffff:0:a9fe:a9fe]/",
+    "http://168.63.129.16/",
+];
+
+async fn no_lead_points_a_webhook_or_a_judge_at_an_internal_address(db: &TestDb) {
+    let Some(app) = guarded_app(db.backend).await else {
+        return;
+    };
+    let (admin, lead) = (app.admin().await, app.lead().await);
+    let batch = app.batch(&admin, "guarded", &tasks_jsonl(1), "").await;
+    for url in INTERNAL_URLS {
+        for who in [&lead, &admin] {
+            let refused = subscribe(&app, who, url, &["rating.submitted"], Some(&batch)).await;
+            let body = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+            let why = body["fields"]["url"].as_str().unwrap_or_default();
+            assert!(
+                why.contains("webhooks are never sent to")
+                    || why.contains("webhooks are not sent to unless an admin allows it"),
+                "{url}: {body}"
+            );
+        }
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
+
+    // Metadata addresses are refused for judges too, in the same spellings; an internal
+    // address stays allowed for them (local model servers).
+    for url in INTERNAL_URLS.iter().skip(14) {
+        let refused = admin
+            .api
+            .post(app.url("/api/v1/judges"))
+            .json(&json!({"name": "meta", "base_url": url, "model": "m"}))
+            .go()
+            .await;
+        let body = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert!(
+            body["fields"]["base_url"]
+                .as_str()
+                .is_some_and(|why| why.contains("judges are never sent to")),
+            "{url}: {body}"
+        );
+    }
+    let local = admin
+        .api
+        .post(app.url("/api/v1/judges"))
+        .json(&json!({"name": "local", "base_url": "http://127.0.0.1:8081/v1", "model": "m"}))
+        .go()
+        .await;
+    assert_eq!(local.status(), StatusCode::CREATED);
+    app.teardown().await;
+}
+db_test!(no_lead_points_a_webhook_or_a_judge_at_an_internal_address: TestDb);
+
+/// A subscription to an internal address already stored (made before the rule, or while
+/// an admin allowed the host) is refused when it is sent, not only when it is made: the
+/// receiver gets nothing, and the lead reads why in verdict's words.
+async fn an_internal_address_is_refused_at_delivery_too(db: &TestDb) {
+    let Some(app) = guarded_app(db.backend).await else {
+        return;
+    };
+    let (admin, lead, rater) = (app.admin().await, app.lead().await, app.rater().await);
+    let batch = app.batch(&admin, "stored", &tasks_jsonl(1), "").await;
+    let receiver = Receiver::start().await;
+    let key = SealingKey::from_secret(SECRET_KEY).expect("secret");
+    let webhook = verdict::store::webhooks::Webhook {
+        id: uuid::Uuid::now_v7(),
+        url: receiver.url(),
+        events: verdict::store::webhooks::EventList(vec![
+            verdict_core::webhook::EventKind::RatingSubmitted,
+        ]),
+        batch_id: Some(batch.parse().expect("uuid")),
+        secret_sealed: key.seal("whsec_c2VjcmV0IHNlY3JldCBzZWNyZXQgc2VjcmV0IQ=="),
+        created_by: Some(lead.id),
+        created_at: chrono::Utc::now(),
+    };
+    app.store.create_webhook(&webhook).await.expect("webhook");
+    app.rate(&rater, &batch, &complete_answers()).await;
+    let listed = settled(&app, &lead, &webhook.id.to_string()).await;
+    assert_eq!(listed[0]["state"], "failed", "{listed:?}");
+    for tried in listed[0]["tried"].as_array().expect("attempts") {
+        let error = tried["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("a loopback address")
+                && error.contains("not sent to unless an admin allows it"),
+            "{tried}"
+        );
+    }
+    assert!(receiver.got().is_empty(), "nothing reached the receiver");
+    app.teardown().await;
+}
+db_test!(an_internal_address_is_refused_at_delivery_too: TestDb);
+
+/// What a lead reads of a failed attempt is a short cause of verdict's own (refused,
+/// timed out, the status), never what the service behind the URL said: a closed port, a
+/// port where something that is not HTTP answers (the database), and a receiver that
+/// answers an error.
+async fn a_failed_delivery_reads_as_a_short_cause(app: &HookApp) {
+    let app = &app.0;
+    let (admin, rater) = (app.admin().await, app.rater().await);
+    let batch = app.batch(&admin, "causes", &tasks_jsonl(1), "").await;
+    let closed = {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        socket.local_addr().expect("addr").port()
+    };
+    let not_http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let not_http_port = not_http.local_addr().expect("addr").port();
+    let speaker = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        while let Ok((mut conn, _)) = not_http.accept().await {
+            let _ = conn
+                .write_all(b"SSH-2.0-OpenSSH_9.2 internal-build-host.corp\r\n")
+                .await;
+        }
+    });
+    let failing = Receiver::start().await;
+    failing.fail_next(100);
+    let mut hooks = Vec::new();
+    for url in [
+        format!("http://127.0.0.1:{closed}/hook"),
+        format!("http://127.0.0.1:{not_http_port}/hook"),
+        failing.url(),
+    ] {
+        let made = subscribe(app, &admin, &url, &["rating.submitted"], Some(&batch)).await;
+        let made = json_with(made, StatusCode::CREATED).await;
+        hooks.push(made["id"].as_str().expect("id").to_owned());
+    }
+    app.rate(&rater, &batch, &complete_answers()).await;
+    let mut errors = Vec::new();
+    for hook in &hooks {
+        let listed = settled(app, &admin, hook).await;
+        let tried = listed[0]["tried"].as_array().expect("attempts");
+        errors.push(tried[0]["error"].as_str().unwrap_or_default().to_owned());
+    }
+    speaker.abort();
+    assert_eq!(errors[0], "connection refused", "{errors:?}");
+    assert_eq!(
+        errors[1], "the connection failed before a whole answer came",
+        "{errors:?}"
+    );
+    assert_eq!(errors[2], "the receiver answered 503", "{errors:?}");
+    for error in &errors {
+        assert!(
+            !error.contains("SSH") && !error.contains("os error") && !error.contains("corp"),
+            "{error}"
+        );
+    }
+}
+db_test!(a_failed_delivery_reads_as_a_short_cause: HookApp);

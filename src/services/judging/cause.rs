@@ -277,9 +277,9 @@ pub(super) async fn checked_addrs(
     Ok(allowed)
 }
 
-/// A host name that resolved only to addresses a judge may not reach.
+/// A host name that resolved only to addresses a judge (or a webhook) may not reach.
 #[derive(Debug)]
-pub(super) struct RefusedAddress(pub(super) String);
+pub(crate) struct RefusedAddress(pub(super) String);
 
 impl std::fmt::Display for RefusedAddress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

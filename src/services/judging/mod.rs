@@ -41,7 +41,7 @@ use verdict_core::judge::{self, Asked, LastError, Plan, TaskText};
 use verdict_core::lifecycle::{CallStatus, RunStatus};
 use verdict_core::rubric::Rubric;
 
-mod cause;
+pub(crate) mod cause;
 pub mod endpoint;
 pub mod judges;
 pub mod runs;
