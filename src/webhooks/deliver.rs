@@ -93,12 +93,24 @@ async fn round(
     Ok(count)
 }
 
+/// What came of trying to send a delivery.
+enum Sent {
+    /// The receiver answered this status.
+    Answered(reqwest::StatusCode),
+    /// It could not be sent this time (why); it is tried again later.
+    Failed(String),
+    /// It is never to be sent: the subscription's owner lost the right to its events
+    /// (why), and the subscription is stopped.
+    Stopped(String),
+}
+
 /// One attempt at one delivery, recorded whatever happens.
 async fn attempt(state: &AppState, client: &reqwest::Client, policy: &EndpointPolicy, due: Due) {
     let started = Instant::now();
-    let (status, error) = match send(state, client, policy, &due).await {
-        Ok(status) => (Some(i32::from(status.as_u16())), None),
-        Err(why) => (None, Some(cap(why, MAX_ERROR_CHARS))),
+    let (status, error, stopped) = match send(state, client, policy, &due).await {
+        Sent::Answered(status) => (Some(i32::from(status.as_u16())), None, false),
+        Sent::Failed(why) => (None, Some(cap(why, MAX_ERROR_CHARS)), false),
+        Sent::Stopped(why) => (None, Some(format!("not sent: {why}")), true),
     };
     let succeeded = status.is_some_and(|s| (200..300).contains(&s));
     let error = match (status, error) {
@@ -108,6 +120,7 @@ async fn attempt(state: &AppState, client: &reqwest::Client, policy: &EndpointPo
     let attempt = u32::try_from(due.attempts - due.attempts_before).unwrap_or(u32::MAX);
     let now = Utc::now();
     let outcome = match state.config().webhooks.retries.after(attempt, succeeded) {
+        _ if stopped => Outcome::GaveUp,
         AfterAttempt::Delivered => Outcome::Delivered,
         AfterAttempt::GiveUp => Outcome::GaveUp,
         AfterAttempt::RetryIn(wait) => Outcome::RetryAt(
@@ -125,19 +138,51 @@ async fn attempt(state: &AppState, client: &reqwest::Client, policy: &EndpointPo
     }
 }
 
-/// Sends the delivery; the receiver's status, or why it could not be sent.
+/// Sends the delivery if its subscription's owner may still receive it (stopping the
+/// subscription if not): the receiver's status, or why it was not sent.
 async fn send(
     state: &AppState,
     client: &reqwest::Client,
     policy: &EndpointPolicy,
     due: &Due,
+) -> Sent {
+    let webhook = match state.store().webhook(due.webhook_id).await {
+        Ok(Some(webhook)) => webhook,
+        Ok(None) => return Sent::Stopped("the subscription was deleted".into()),
+        Err(e) => return Sent::Failed(e.to_string()),
+    };
+    match super::owner_may_receive(state, &webhook).await {
+        Ok(Ok(())) => {}
+        Ok(Err(why)) => {
+            match state
+                .store()
+                .stop_webhook(webhook.id, Utc::now(), &why)
+                .await
+            {
+                Ok(true) => {
+                    tracing::warn!(webhook = %webhook.id, %why, "webhooks: a subscription was stopped")
+                }
+                Ok(false) => {}
+                Err(e) => return Sent::Failed(e.to_string()),
+            }
+            return Sent::Stopped(why);
+        }
+        Err(e) => return Sent::Failed(e.to_string()),
+    }
+    match post(state, client, policy, due, &webhook).await {
+        Ok(status) => Sent::Answered(status),
+        Err(why) => Sent::Failed(why),
+    }
+}
+
+/// Posts the delivery to the subscription's URL, signed; the receiver's status.
+async fn post(
+    state: &AppState,
+    client: &reqwest::Client,
+    policy: &EndpointPolicy,
+    due: &Due,
+    webhook: &crate::store::webhooks::Webhook,
 ) -> Result<reqwest::StatusCode, String> {
-    let webhook = state
-        .store()
-        .webhook(due.webhook_id)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or("the subscription was deleted")?;
     let url =
         reqwest::Url::parse(&webhook.url).map_err(|e| format!("the URL is not valid: {e}"))?;
     policy.check_url(&url)?;

@@ -37,6 +37,13 @@ pub struct WebhookView {
     /// Only this batch's events; `null`: every batch's.
     pub batch: Option<Uuid>,
     pub created_at: DateTime<Utc>,
+    /// When it was stopped because its owner lost the right to its events (deactivated,
+    /// no longer leading its batch, no longer an admin); absent while it is sent to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<DateTime<Utc>>,
+    /// Why it was stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_why: Option<String>,
 }
 
 impl From<Webhook> for WebhookView {
@@ -47,6 +54,8 @@ impl From<Webhook> for WebhookView {
             events: w.events.0,
             batch: w.batch_id,
             created_at: w.created_at,
+            stopped_at: w.stopped_at,
+            stopped_why: w.stopped_why,
         }
     }
 }
@@ -119,6 +128,8 @@ pub async fn create(
         secret_sealed: key.seal(&secret),
         created_by: Some(user.id),
         created_at: Utc::now(),
+        stopped_at: None,
+        stopped_why: None,
     };
     state.store().create_webhook(&webhook).await?;
     crate::services::audit::record(
@@ -144,6 +155,38 @@ async fn may_manage(state: &AppState, user: &User, webhook: &Webhook) -> AppResu
         (Role::Lead, Some(batch)) => crate::access::can_review(state.store(), batch, user).await?,
         _ => false,
     })
+}
+
+/// Whether the owner of `webhook` may still receive its events, asked before every
+/// delivery: their account is active and they may still manage it (admins every
+/// subscription; leads those of the batches they lead). Why not, in words for admins.
+pub async fn owner_may_receive(
+    state: &AppState,
+    webhook: &Webhook,
+) -> AppResult<Result<(), String>> {
+    if let Some(why) = &webhook.stopped_why {
+        return Ok(Err(why.clone()));
+    }
+    let owner = match webhook.created_by {
+        Some(id) => state.store().user_by_id(id).await?,
+        None => None,
+    };
+    let Some(owner) = owner else {
+        return Ok(Err("its owner's account was removed".into()));
+    };
+    if !owner.active {
+        return Ok(Err(format!(
+            "its owner, {}, was deactivated",
+            owner.username
+        )));
+    }
+    if may_manage(state, &owner, webhook).await? {
+        return Ok(Ok(()));
+    }
+    Ok(Err(match webhook.batch_id {
+        None => format!("its owner, {}, is no longer an admin", owner.username),
+        Some(_) => format!("its owner, {}, no longer leads its batch", owner.username),
+    }))
 }
 
 /// The subscriptions `user` may manage.

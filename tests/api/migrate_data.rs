@@ -181,6 +181,8 @@ async fn every_kind_of_row_moves_to_postgresql_and_back() {
         secret_sealed: "sealed".into(),
         created_by: Some(admin.id),
         created_at: chrono::Utc::now(),
+        stopped_at: None,
+        stopped_why: None,
     };
     app.store.create_webhook(&webhook).await.expect("webhook");
     let mut ratings = Vec::new();

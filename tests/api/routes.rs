@@ -420,6 +420,8 @@ async fn world(app: &TestApp) -> World {
         secret_sealed: "sealed".into(),
         created_by: None,
         created_at: chrono::Utc::now(),
+        stopped_at: None,
+        stopped_why: None,
     };
     app.store.create_webhook(&webhook).await.expect("webhook");
 

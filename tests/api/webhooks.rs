@@ -1041,6 +1041,8 @@ async fn an_internal_address_is_refused_at_delivery_too(db: &TestDb) {
         secret_sealed: key.seal("whsec_c2VjcmV0IHNlY3JldCBzZWNyZXQgc2VjcmV0IQ=="),
         created_by: Some(lead.id),
         created_at: chrono::Utc::now(),
+        stopped_at: None,
+        stopped_why: None,
     };
     app.store.create_webhook(&webhook).await.expect("webhook");
     app.rate(&rater, &batch, &complete_answers()).await;
@@ -1117,3 +1119,98 @@ async fn a_failed_delivery_reads_as_a_short_cause(app: &HookApp) {
     }
 }
 db_test!(a_failed_delivery_reads_as_a_short_cause: HookApp);
+
+/// Issue 50: a subscription follows its owner's access at every delivery. A lead taken
+/// off the batch, or an admin deactivated, gets no more events (no rater name, no
+/// external id): the subscription is stopped, kept for admins with why, and its events
+/// are no longer written.
+async fn a_webhook_stops_when_its_owner_loses_access(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead, rater) = (app.admin().await, app.lead().await, app.rater().await);
+    let other_lead = app.persona("lead2", verdict::auth::Role::Lead).await;
+    let boss = app.persona("boss", verdict::auth::Role::Admin).await;
+    let batch = app.batch(&admin, "followed", &tasks_jsonl(4), "").await;
+    let receiver = Receiver::start().await;
+    let mut hooks = Vec::new();
+    for (who, scope) in [(&lead, Some(batch.as_str())), (&boss, None)] {
+        let made = subscribe(app, who, &receiver.url(), &["rating.submitted"], scope).await;
+        let made = json_with(made, StatusCode::CREATED).await;
+        hooks.push(made["id"].as_str().expect("id").to_owned());
+    }
+    app.rate(&rater, &batch, &complete_answers()).await;
+    // One event, one message id, sent once to each subscription.
+    for hook in &hooks {
+        let listed = settled(app, &admin, hook).await;
+        assert_eq!(listed[0]["state"], "delivered", "both owners may see it");
+    }
+    assert_eq!(receiver.got().len(), 2);
+
+    // The lead is taken off the batch; the second admin is deactivated.
+    let taken_off = admin
+        .api
+        .patch(app.url(&format!("/api/v1/batches/{batch}")))
+        .json(&json!({"leads": [other_lead.username]}))
+        .go()
+        .await;
+    assert_eq!(taken_off.status(), StatusCode::OK);
+    let deactivated = admin
+        .api
+        .patch(app.url(&format!("/api/v1/users/{}", boss.id)))
+        .json(&json!({"active": false}))
+        .go()
+        .await;
+    assert_eq!(deactivated.status(), StatusCode::OK);
+
+    app.rate(&rater, &batch, &complete_answers()).await;
+    for (hook, why) in hooks.iter().zip([
+        "its owner, lead, no longer leads its batch",
+        "its owner, boss, was deactivated",
+    ]) {
+        let listed = settled(app, &admin, hook).await;
+        assert_eq!(listed[0]["state"], "failed", "{listed:?}");
+        assert_eq!(
+            listed[0]["tried"][0]["error"],
+            format!("not sent: {why}"),
+            "{listed:?}"
+        );
+    }
+    let all = json_with(
+        admin.api.get(app.url("/api/v1/webhooks")).go().await,
+        StatusCode::OK,
+    )
+    .await;
+    for (hook, why) in hooks
+        .iter()
+        .zip(["no longer leads its batch", "was deactivated"])
+    {
+        let listed = all
+            .as_array()
+            .expect("a list")
+            .iter()
+            .find(|w| w["id"] == hook.as_str())
+            .expect("kept for admins");
+        assert!(listed["stopped_at"].is_string(), "{listed}");
+        assert!(
+            listed["stopped_why"]
+                .as_str()
+                .is_some_and(|w| w.contains(why)),
+            "{listed}"
+        );
+    }
+    let page = page_text(app, &admin.browser_for(app).await, "/webhooks").await;
+    assert!(
+        page.contains("Stopped: its owner, boss, was deactivated"),
+        "{page}"
+    );
+
+    // Nothing more is written for a stopped subscription, and nothing arrived.
+    let written = app.count("SELECT COUNT(*) FROM webhook_deliveries").await;
+    app.rate(&rater, &batch, &complete_answers()).await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM webhook_deliveries").await,
+        written
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.got().len(), 2, "nothing after the access ended");
+}
+db_test!(a_webhook_stops_when_its_owner_loses_access: HookApp);

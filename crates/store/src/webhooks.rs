@@ -26,6 +26,11 @@ pub struct Webhook {
     pub secret_sealed: String,
     pub created_by: Option<Uuid>,
     pub created_at: DateTime<Utc>,
+    /// When it was stopped because its owner lost the right to its events; it is sent
+    /// nothing more.
+    pub stopped_at: Option<DateTime<Utc>>,
+    /// Why, in words for admins.
+    pub stopped_why: Option<String>,
 }
 
 /// The events a subscription asks for.
@@ -98,7 +103,8 @@ macro_rules! subscribed {
     ($tx:expr, $batch:expr) => {
         async {
             let lists: Vec<(String,)> = sqlx::query_as(
-                "SELECT events FROM webhooks WHERE batch_id IS NULL OR batch_id = $1",
+                "SELECT events FROM webhooks
+                 WHERE (batch_id IS NULL OR batch_id = $1) AND stopped_at IS NULL",
             )
             .bind($batch)
             .fetch_all(&mut *$tx)
@@ -130,7 +136,8 @@ macro_rules! emit {
             "INSERT INTO webhook_deliveries (webhook_id, event_id, event, batch_id, payload, state,
                                              attempts, next_attempt_at, created_at)
              SELECT w.id, $1, $2, $3, $4, 'pending', 0, $5, $5 FROM webhooks w
-             WHERE (w.batch_id IS NULL OR w.batch_id = $3) AND w.events LIKE $6",
+             WHERE (w.batch_id IS NULL OR w.batch_id = $3) AND w.events LIKE $6
+               AND w.stopped_at IS NULL",
         )
         .bind(event.id)
         .bind(event.kind.as_str())
@@ -276,7 +283,8 @@ macro_rules! finished_event {
 }
 pub(crate) use finished_event;
 
-const WEBHOOK_COLUMNS: &str = "id, url, events, batch_id, secret_sealed, created_by, created_at";
+const WEBHOOK_COLUMNS: &str =
+    "id, url, events, batch_id, secret_sealed, created_by, created_at, stopped_at, stopped_why";
 
 const DELIVERY_COLUMNS: &str =
     "event_id, event, state, attempts, next_attempt_at, created_at, delivered_at, payload";
@@ -318,6 +326,21 @@ impl Store {
             .bind(id)
             .fetch_optional(pool)
             .await)?)
+    }
+
+    /// Stops a subscription for `why`; false when it was stopped already (or is gone).
+    pub async fn stop_webhook(&self, id: Uuid, at: DateTime<Utc>, why: &str) -> StoreResult<bool> {
+        let stopped = write!(self, |pool| sqlx::query(
+            "UPDATE webhooks SET stopped_at = $2, stopped_why = $3
+             WHERE id = $1 AND stopped_at IS NULL"
+        )
+        .bind(id)
+        .bind(at)
+        .bind(why)
+        .execute(pool)
+        .await
+        .map(|done| done.rows_affected()))?;
+        Ok(stopped == 1)
     }
 
     /// Deletes a subscription with its deliveries; false when there was none.
