@@ -202,6 +202,10 @@ pub struct Delivering {
     pub retries: verdict_core::webhook::Retries,
     /// Where receivers may be: public addresses, and the internal ones an admin allows.
     pub endpoints: crate::services::judging::endpoint::EndpointPolicy,
+    /// The most subscriptions one person may make, and the most one batch may have
+    /// (`--webhook-max-per-owner`, `--webhook-max-per-batch`).
+    pub max_per_owner: i64,
+    pub max_per_batch: i64,
 }
 
 impl Delivering {
@@ -220,6 +224,8 @@ impl Default for Delivering {
             timeout: Duration::from_secs(10),
             retries: Default::default(),
             endpoints: crate::services::judging::endpoint::EndpointPolicy::webhooks(None),
+            max_per_owner: 50,
+            max_per_batch: 100,
         }
     }
 }

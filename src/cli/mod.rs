@@ -414,6 +414,14 @@ struct ServeArgs {
     /// may subscribe a URL), and link-local and metadata addresses always are.
     #[arg(long, env = "VERDICT_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
     webhook_allow_hosts: Option<Vec<crate::services::judging::endpoint::AllowedHost>>,
+    /// The most webhook subscriptions one person may make.
+    #[arg(long, env = "VERDICT_WEBHOOK_MAX_PER_OWNER", default_value_t = 50,
+          value_parser = clap::value_parser!(i64).range(1..=10_000))]
+    webhook_max_per_owner: i64,
+    /// The most webhook subscriptions one batch may have.
+    #[arg(long, env = "VERDICT_WEBHOOK_MAX_PER_BATCH", default_value_t = 100,
+          value_parser = clap::value_parser!(i64).range(1..=10_000))]
+    webhook_max_per_batch: i64,
     #[command(flatten)]
     oidc: OidcArgs,
 }

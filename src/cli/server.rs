@@ -91,6 +91,8 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
             endpoints: crate::services::judging::endpoint::EndpointPolicy::webhooks(
                 args.webhook_allow_hosts.clone(),
             ),
+            max_per_owner: args.webhook_max_per_owner,
+            max_per_batch: args.webhook_max_per_batch,
             ..Default::default()
         },
         oidc: args

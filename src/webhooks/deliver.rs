@@ -19,9 +19,6 @@ use crate::state::AppState;
 use crate::store::webhooks::{Due, Outcome};
 use verdict_core::webhook::AfterAttempt;
 
-/// Deliveries one round claims at most; they are sent at once.
-const ROUND: i64 = 16;
-
 /// The most of an error kept with an attempt.
 const MAX_ERROR_CHARS: usize = 500;
 
@@ -38,8 +35,10 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &str) -> Option<String
     ))
 }
 
-/// Runs until the server stops: a round whenever the last one found work, else after
-/// `poll`.
+/// Runs until the server stops. Deliveries are claimed as sending slots come free and
+/// each is sent on its own, so none waits for a slower one: at most [`IN_FLIGHT`] at
+/// once, at most [`PER_RECEIVER`] to one receiver, and a receiver that keeps failing to
+/// answer rests on its own (its deliveries are put back for later, untried).
 pub async fn run(state: AppState) {
     let config = state.config();
     let policy = config.webhooks.endpoints.clone();
@@ -57,40 +56,142 @@ pub async fn run(state: AppState) {
             return;
         }
     };
+    let worker = Arc::new(Worker {
+        state,
+        client,
+        policy,
+        receivers: Receivers::default(),
+    });
+    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
     loop {
-        let sent = match round(&state, &client, &policy).await {
-            Ok(sent) => sent,
+        // Wait for a free slot before claiming, so nothing claimed waits for one.
+        let Ok(first) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let free = slots.available_permits() + 1;
+        let due = match claim(&worker.state, free).await {
+            Ok(due) => due,
             Err(err) => {
                 tracing::warn!(%err, "webhooks: could not read the outbox");
-                0
+                Vec::new()
             }
         };
-        if sent == 0 {
-            tokio::time::sleep(state.config().webhooks.poll).await;
+        if due.is_empty() {
+            drop(first);
+            tokio::time::sleep(worker.state.config().webhooks.poll).await;
+            continue;
+        }
+        let mut first = Some(first);
+        for due in due {
+            let slot = match first.take() {
+                Some(slot) => slot,
+                None => match slots.clone().acquire_owned().await {
+                    Ok(slot) => slot,
+                    Err(_) => return,
+                },
+            };
+            let worker = Arc::clone(&worker);
+            tokio::spawn(async move {
+                attempt(&worker, due).await;
+                drop(slot);
+            });
         }
     }
 }
 
-/// Claims what is due and sends it; the number sent.
-async fn round(
-    state: &AppState,
-    client: &reqwest::Client,
-    policy: &EndpointPolicy,
-) -> crate::store::StoreResult<usize> {
+/// Deliveries sent at once by one instance.
+const IN_FLIGHT: usize = 64;
+
+/// Deliveries sent at once to one receiver (its scheme, host and port).
+const PER_RECEIVER: usize = 4;
+
+/// Attempts in a row a receiver may leave unanswered (timed out, refused, cut off)
+/// before it rests; each further one doubles the rest, from [`FIRST_REST`] up to
+/// [`LONGEST_REST`].
+const FAILURES_BEFORE_REST: u32 = 3;
+const FIRST_REST: Duration = Duration::from_secs(5);
+const LONGEST_REST: Duration = Duration::from_secs(300);
+
+/// How soon a delivery put back because its receiver was busy is looked at again.
+const BUSY_WAIT: Duration = Duration::from_millis(500);
+
+/// What every send needs.
+struct Worker {
+    state: AppState,
+    client: reqwest::Client,
+    policy: EndpointPolicy,
+    receivers: Receivers,
+}
+
+/// Claims up to `limit` deliveries that are due.
+async fn claim(state: &AppState, limit: usize) -> crate::store::StoreResult<Vec<Due>> {
     let now = Utc::now();
     if !state.store().deliveries_due(now).await? {
-        return Ok(0);
+        return Ok(Vec::new());
     }
-    let due = state
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    state
         .store()
-        .claim_deliveries(now, state.config().webhooks.lease(), ROUND)
-        .await?;
-    let count = due.len();
-    let sends = due
-        .into_iter()
-        .map(|due| attempt(state, client, policy, due));
-    futures_util::future::join_all(sends).await;
-    Ok(count)
+        .claim_deliveries(now, state.config().webhooks.lease(), limit)
+        .await
+}
+
+/// What this instance knows of each receiver: how many sends to it are under way, how
+/// many attempts in a row it left unanswered, and until when it rests. Kept in memory:
+/// each instance paces its own sends.
+#[derive(Default)]
+struct Receivers(std::sync::Mutex<std::collections::HashMap<String, Receiver>>);
+
+#[derive(Default)]
+struct Receiver {
+    sending: usize,
+    unanswered: u32,
+    rest_until: Option<Instant>,
+}
+
+impl Receivers {
+    /// A send to `origin` begins, or how long to wait before trying: it rests, or has
+    /// [`PER_RECEIVER`] sends under way.
+    fn begin(&self, origin: &str) -> Result<(), Duration> {
+        let mut all = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let receiver = all.entry(origin.to_owned()).or_default();
+        let now = Instant::now();
+        if let Some(until) = receiver.rest_until.filter(|until| *until > now) {
+            return Err(until - now);
+        }
+        if receiver.sending >= PER_RECEIVER {
+            return Err(BUSY_WAIT);
+        }
+        receiver.sending += 1;
+        Ok(())
+    }
+
+    /// A send to `origin` ended, answered or not.
+    fn end(&self, origin: &str, answered: bool) {
+        let mut all = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let receiver = all.entry(origin.to_owned()).or_default();
+        receiver.sending = receiver.sending.saturating_sub(1);
+        if answered {
+            receiver.unanswered = 0;
+            receiver.rest_until = None;
+        } else {
+            receiver.unanswered += 1;
+            if receiver.unanswered >= FAILURES_BEFORE_REST {
+                let doublings = (receiver.unanswered - FAILURES_BEFORE_REST).min(16);
+                let rest = FIRST_REST.saturating_mul(1 << doublings).min(LONGEST_REST);
+                receiver.rest_until = Some(Instant::now() + rest);
+            }
+        }
+        if receiver.sending == 0 && receiver.unanswered == 0 {
+            all.remove(origin);
+        }
+    }
 }
 
 /// What came of trying to send a delivery.
@@ -102,15 +203,27 @@ enum Sent {
     /// It is never to be sent: the subscription's owner lost the right to its events
     /// (why), and the subscription is stopped.
     Stopped(String),
+    /// Its receiver is busy or resting: put back, untried, for this long.
+    Later(Duration),
 }
 
-/// One attempt at one delivery, recorded whatever happens.
-async fn attempt(state: &AppState, client: &reqwest::Client, policy: &EndpointPolicy, due: Due) {
+/// One attempt at one delivery, recorded whatever happens; or, when its receiver is
+/// busy or resting, the delivery put back untried.
+async fn attempt(worker: &Worker, due: Due) {
+    let state = &worker.state;
     let started = Instant::now();
-    let (status, error, stopped) = match send(state, client, policy, &due).await {
+    let (status, error, stopped) = match send(worker, &due).await {
         Sent::Answered(status) => (Some(i32::from(status.as_u16())), None, false),
         Sent::Failed(why) => (None, Some(cap(why, MAX_ERROR_CHARS)), false),
         Sent::Stopped(why) => (None, Some(format!("not sent: {why}")), true),
+        Sent::Later(wait) => {
+            let at = Utc::now() + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX);
+            if let Err(err) = state.store().defer_delivery(&due, at).await {
+                // The lease runs out and it is claimed again: nothing is lost.
+                tracing::warn!(%err, event = %due.event_id, "webhooks: could not put a delivery back");
+            }
+            return;
+        }
     };
     let succeeded = status.is_some_and(|s| (200..300).contains(&s));
     let error = match (status, error) {
@@ -140,12 +253,8 @@ async fn attempt(state: &AppState, client: &reqwest::Client, policy: &EndpointPo
 
 /// Sends the delivery if its subscription's owner may still receive it (stopping the
 /// subscription if not): the receiver's status, or why it was not sent.
-async fn send(
-    state: &AppState,
-    client: &reqwest::Client,
-    policy: &EndpointPolicy,
-    due: &Due,
-) -> Sent {
+async fn send(worker: &Worker, due: &Due) -> Sent {
+    let state = &worker.state;
     let webhook = match state.store().webhook(due.webhook_id).await {
         Ok(Some(webhook)) => webhook,
         Ok(None) => return Sent::Stopped("the subscription was deleted".into()),
@@ -169,7 +278,22 @@ async fn send(
         }
         Err(e) => return Sent::Failed(e.to_string()),
     }
-    match post(state, client, policy, due, &webhook).await {
+    // What the rules refuse is refused before the receiver counts: it is not the
+    // receiver failing to answer.
+    let url = match reqwest::Url::parse(&webhook.url) {
+        Ok(url) => url,
+        Err(e) => return Sent::Failed(format!("the URL is not valid: {e}")),
+    };
+    if let Err(why) = worker.policy.check_url(&url) {
+        return Sent::Failed(why);
+    }
+    let origin = url.origin().ascii_serialization();
+    if let Err(wait) = worker.receivers.begin(&origin) {
+        return Sent::Later(wait);
+    }
+    let sent = post(state, &worker.client, due, &webhook, url).await;
+    worker.receivers.end(&origin, sent.is_ok());
+    match sent {
         Ok(status) => Sent::Answered(status),
         Err(why) => Sent::Failed(why),
     }
@@ -179,13 +303,10 @@ async fn send(
 async fn post(
     state: &AppState,
     client: &reqwest::Client,
-    policy: &EndpointPolicy,
     due: &Due,
     webhook: &crate::store::webhooks::Webhook,
+    url: reqwest::Url,
 ) -> Result<reqwest::StatusCode, String> {
-    let url =
-        reqwest::Url::parse(&webhook.url).map_err(|e| format!("the URL is not valid: {e}"))?;
-    policy.check_url(&url)?;
     let key = state
         .config()
         .sealing_key

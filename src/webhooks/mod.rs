@@ -112,6 +112,26 @@ pub async fn create(
         }
         None => {}
     }
+    let (mine, of_batch) = state.store().webhook_counts(user.id, batch).await?;
+    let limits = &state.config().webhooks;
+    if mine >= limits.max_per_owner {
+        return Err(AppError::field(
+            "url",
+            format!(
+                "you have {mine} subscriptions, the most one person may have \
+                 (--webhook-max-per-owner); delete one first"
+            ),
+        ));
+    }
+    if batch.is_some() && of_batch >= limits.max_per_batch {
+        return Err(AppError::field(
+            "batch",
+            format!(
+                "has {of_batch} subscriptions, the most one batch may have \
+                 (--webhook-max-per-batch); delete one first"
+            ),
+        ));
+    }
     let Some(key) = state.config().sealing_key.as_ref() else {
         return Err(AppError::Conflict(
             "webhooks need the server's VERDICT_SECRET_KEY to seal their signing secrets: \

@@ -172,6 +172,7 @@ pub fn quick() -> Delivering {
             attempts: 4,
         },
         endpoints: EndpointPolicy::webhooks(Some(vec!["127.0.0.1".parse().expect("a host")])),
+        ..Delivering::default()
     }
 }
 
@@ -1214,3 +1215,177 @@ async fn a_webhook_stops_when_its_owner_loses_access(app: &HookApp) {
     assert_eq!(receiver.got().len(), 2, "nothing after the access ended");
 }
 db_test!(a_webhook_stops_when_its_owner_loses_access: HookApp);
+
+/// A receiver that takes connections and never answers, counting how many it holds at
+/// once.
+struct DeadReceiver {
+    port: u16,
+    most_at_once: Arc<AtomicUsize>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl DeadReceiver {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let open = Arc::new(AtomicUsize::new(0));
+        let most_at_once = Arc::new(AtomicUsize::new(0));
+        let (counting, most) = (open.clone(), most_at_once.clone());
+        let server = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let now = counting.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let counting = counting.clone();
+                tokio::spawn(async move {
+                    use tokio::io::AsyncReadExt;
+                    let mut sink = [0u8; 1024];
+                    // Read and never answer, until the sender gives up and closes.
+                    while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                    counting.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            port,
+            most_at_once,
+            server,
+        }
+    }
+}
+
+impl Drop for DeadReceiver {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Issue 50: one lead's receiver that never answers slows only itself. With 48 of that
+/// lead's subscriptions to it, held for a long time-out, another lead's delivery arrives
+/// while every attempt at the dead receiver is still waiting (none has ended), and the
+/// dead receiver is sent at most four at a time.
+async fn one_slow_receiver_slows_only_itself(db: &TestDb) {
+    let config = Config {
+        sealing_key: Some(SealingKey::from_secret(SECRET_KEY).expect("secret")),
+        webhooks: Delivering {
+            timeout: Duration::from_secs(60),
+            ..quick()
+        },
+        ..Config::default()
+    };
+    let Some(app) = TestApp::with_config(db.backend, config).await else {
+        return;
+    };
+    let admin = app.admin().await;
+    let (slow_lead, lead) = (
+        app.persona("slowlead", verdict::auth::Role::Lead).await,
+        app.lead().await,
+    );
+    let rater = app.rater().await;
+    let dead_batch = app.batch(&admin, "dead", &tasks_jsonl(2), "").await;
+    let live_batch = app.batch(&admin, "live", &tasks_jsonl(2), "").await;
+    let dead = DeadReceiver::start().await;
+    for i in 0..48 {
+        let url = format!("http://127.0.0.1:{}/hook{i}", dead.port);
+        let made = subscribe(
+            &app,
+            &slow_lead,
+            &url,
+            &["rating.submitted"],
+            Some(&dead_batch),
+        )
+        .await;
+        assert_eq!(made.status(), StatusCode::CREATED, "{i}");
+    }
+    let receiver = Receiver::start().await;
+    let made = subscribe(
+        &app,
+        &lead,
+        &receiver.url(),
+        &["rating.submitted"],
+        Some(&live_batch),
+    )
+    .await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+
+    app.rate(&rater, &dead_batch, &complete_answers()).await;
+    // The dead receiver has its first connections before the other lead's event exists.
+    for _ in 0..400 {
+        if dead.most_at_once.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        dead.most_at_once.load(Ordering::SeqCst) > 0,
+        "the dead receiver was tried"
+    );
+    app.rate(&rater, &live_batch, &complete_answers()).await;
+    receiver.wait_for(1).await;
+    let ended = app
+        .count(&format!(
+            "SELECT COUNT(*) FROM webhook_attempts a JOIN webhooks w ON w.id = a.webhook_id
+             WHERE w.url LIKE '%:{}/%'",
+            dead.port
+        ))
+        .await;
+    assert_eq!(
+        ended, 0,
+        "the other lead's delivery came while every attempt at the dead receiver was still \
+         waiting (its attempt is recorded once the receiver has answered it)"
+    );
+    assert!(
+        dead.most_at_once.load(Ordering::SeqCst) <= 4,
+        "{} connections at once to one receiver",
+        dead.most_at_once.load(Ordering::SeqCst)
+    );
+    app.teardown().await;
+}
+db_test!(one_slow_receiver_slows_only_itself: TestDb);
+
+/// Issue 50: subscriptions are capped per person and per batch (settings), with a 422
+/// naming the field past the cap, and nothing stored.
+async fn subscriptions_are_capped_per_owner_and_per_batch(db: &TestDb) {
+    let config = Config {
+        sealing_key: Some(SealingKey::from_secret(SECRET_KEY).expect("secret")),
+        webhooks: Delivering {
+            max_per_owner: 3,
+            max_per_batch: 4,
+            ..quick()
+        },
+        ..Config::default()
+    };
+    let Some(app) = TestApp::with_config(db.backend, config).await else {
+        return;
+    };
+    let (admin, lead) = (app.admin().await, app.lead().await);
+    let other = app.persona("lead2", verdict::auth::Role::Lead).await;
+    let batch = app.batch(&admin, "capped", &tasks_jsonl(1), "").await;
+    let url = "http://127.0.0.1:9/hook";
+    for _ in 0..3 {
+        let made = subscribe(&app, &lead, url, &["rating.submitted"], Some(&batch)).await;
+        assert_eq!(made.status(), StatusCode::CREATED);
+    }
+    let over = subscribe(&app, &lead, url, &["rating.submitted"], Some(&batch)).await;
+    let over = json_with(over, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        over["fields"]["url"]
+            .as_str()
+            .is_some_and(|why| why.contains("--webhook-max-per-owner")),
+        "{over}"
+    );
+    let made = subscribe(&app, &other, url, &["rating.submitted"], Some(&batch)).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let full = subscribe(&app, &other, url, &["rating.submitted"], Some(&batch)).await;
+    let full = json_with(full, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        full["fields"]["batch"]
+            .as_str()
+            .is_some_and(|why| why.contains("--webhook-max-per-batch")),
+        "{full}"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 4);
+    app.teardown().await;
+}
+db_test!(subscriptions_are_capped_per_owner_and_per_batch: TestDb);

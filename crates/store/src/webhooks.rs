@@ -395,6 +395,40 @@ impl Store {
             .await)?)
     }
 
+    /// Gives a claimed delivery back unsent, due again at `at`: the claim's attempt is
+    /// not counted (its receiver was busy or resting, so nothing was tried).
+    pub async fn defer_delivery(&self, due: &Due, at: DateTime<Utc>) -> StoreResult<()> {
+        write!(self, |pool| sqlx::query(
+            "UPDATE webhook_deliveries SET attempts = attempts - 1, lease_until = NULL,
+                 next_attempt_at = $3
+             WHERE webhook_id = $1 AND event_id = $2 AND attempts = $4"
+        )
+        .bind(due.webhook_id)
+        .bind(due.event_id)
+        .bind(at)
+        .bind(due.attempts)
+        .execute(pool)
+        .await
+        .map(|done| done.rows_affected()))?;
+        Ok(())
+    }
+
+    /// How many subscriptions `owner` made, and how many are of batch `batch`.
+    pub async fn webhook_counts(
+        &self,
+        owner: Uuid,
+        batch: Option<Uuid>,
+    ) -> StoreResult<(i64, i64)> {
+        Ok(read!(self, |pool| sqlx::query_as::<_, (i64, i64)>(
+            "SELECT (SELECT COUNT(*) FROM webhooks WHERE created_by = $1),
+                    (SELECT COUNT(*) FROM webhooks WHERE batch_id = $2)"
+        )
+        .bind(owner)
+        .bind(batch)
+        .fetch_one(pool)
+        .await)?)
+    }
+
     /// Records attempt `due.attempts` and where the delivery now stands; the lease ends.
     #[allow(clippy::too_many_arguments)]
     pub async fn record_attempt(
