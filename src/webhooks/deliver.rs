@@ -10,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::Utc;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::SECRET_PREFIX;
 use crate::services::judging::CheckedResolver;
@@ -56,13 +57,14 @@ pub async fn run(state: AppState) {
             return;
         }
     };
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let worker = Arc::new(Worker {
         state,
         client,
         policy,
         receivers: Receivers::default(),
+        slots: Arc::clone(&slots),
     });
-    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
     loop {
         // Wait for a free slot before claiming, so nothing claimed waits for one.
         let Ok(first) = slots.clone().acquire_owned().await else {
@@ -91,10 +93,7 @@ pub async fn run(state: AppState) {
                 },
             };
             let worker = Arc::clone(&worker);
-            tokio::spawn(async move {
-                attempt(&worker, due).await;
-                drop(slot);
-            });
+            tokio::spawn(async move { attempt(&worker, due, slot).await });
         }
     }
 }
@@ -112,8 +111,9 @@ const FAILURES_BEFORE_REST: u32 = 3;
 const FIRST_REST: Duration = Duration::from_secs(5);
 const LONGEST_REST: Duration = Duration::from_secs(300);
 
-/// How soon a delivery put back because its receiver was busy is looked at again.
-const BUSY_WAIT: Duration = Duration::from_millis(500);
+/// How long a delivery waits in memory for its busy receiver (without holding a sending
+/// slot) before it is put back in the outbox, and how soon it is looked at again then.
+const BUSY_WAIT: Duration = Duration::from_secs(1);
 
 /// What every send needs.
 struct Worker {
@@ -121,6 +121,8 @@ struct Worker {
     client: reqwest::Client,
     policy: EndpointPolicy,
     receivers: Receivers,
+    /// The instance's sending slots ([`IN_FLIGHT`]).
+    slots: Arc<Semaphore>,
 }
 
 /// Claims up to `limit` deliveries that are due.
@@ -136,47 +138,50 @@ async fn claim(state: &AppState, limit: usize) -> crate::store::StoreResult<Vec<
         .await
 }
 
-/// What this instance knows of each receiver: how many sends to it are under way, how
-/// many attempts in a row it left unanswered, and until when it rests. Kept in memory:
-/// each instance paces its own sends.
+/// What this instance knows of each receiver: its gate ([`PER_RECEIVER`] sends at once),
+/// how many attempts in a row it left unanswered, and until when it rests. Kept in
+/// memory: each instance paces its own sends.
 #[derive(Default)]
 struct Receivers(std::sync::Mutex<std::collections::HashMap<String, Receiver>>);
 
-#[derive(Default)]
 struct Receiver {
-    sending: usize,
+    gate: Arc<Semaphore>,
     unanswered: u32,
     rest_until: Option<Instant>,
 }
 
+impl Default for Receiver {
+    fn default() -> Self {
+        Self {
+            gate: Arc::new(Semaphore::new(PER_RECEIVER)),
+            unanswered: 0,
+            rest_until: None,
+        }
+    }
+}
+
 impl Receivers {
-    /// A send to `origin` begins, or how long to wait before trying: it rests, or has
-    /// [`PER_RECEIVER`] sends under way.
-    fn begin(&self, origin: &str) -> Result<(), Duration> {
-        let mut all = self
-            .0
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Receiver>> {
+        self.0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The gate of `origin`, or how long it still rests.
+    fn gate(&self, origin: &str) -> Result<Arc<Semaphore>, Duration> {
+        let mut all = self.lock();
         let receiver = all.entry(origin.to_owned()).or_default();
         let now = Instant::now();
-        if let Some(until) = receiver.rest_until.filter(|until| *until > now) {
-            return Err(until - now);
+        match receiver.rest_until.filter(|until| *until > now) {
+            Some(until) => Err(until - now),
+            None => Ok(Arc::clone(&receiver.gate)),
         }
-        if receiver.sending >= PER_RECEIVER {
-            return Err(BUSY_WAIT);
-        }
-        receiver.sending += 1;
-        Ok(())
     }
 
     /// A send to `origin` ended, answered or not.
     fn end(&self, origin: &str, answered: bool) {
-        let mut all = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = self.lock();
         let receiver = all.entry(origin.to_owned()).or_default();
-        receiver.sending = receiver.sending.saturating_sub(1);
         if answered {
             receiver.unanswered = 0;
             receiver.rest_until = None;
@@ -188,7 +193,9 @@ impl Receivers {
                 receiver.rest_until = Some(Instant::now() + rest);
             }
         }
-        if receiver.sending == 0 && receiver.unanswered == 0 {
+        // Forgotten once nothing holds its gate and it owes no rest.
+        let idle = Arc::strong_count(&receiver.gate) == 1;
+        if idle && receiver.unanswered == 0 {
             all.remove(origin);
         }
     }
@@ -209,10 +216,10 @@ enum Sent {
 
 /// One attempt at one delivery, recorded whatever happens; or, when its receiver is
 /// busy or resting, the delivery put back untried.
-async fn attempt(worker: &Worker, due: Due) {
+async fn attempt(worker: &Worker, due: Due, slot: OwnedSemaphorePermit) {
     let state = &worker.state;
     let started = Instant::now();
-    let (status, error, stopped) = match send(worker, &due).await {
+    let (status, error, stopped) = match send(worker, &due, slot).await {
         Sent::Answered(status) => (Some(i32::from(status.as_u16())), None, false),
         Sent::Failed(why) => (None, Some(cap(why, MAX_ERROR_CHARS)), false),
         Sent::Stopped(why) => (None, Some(format!("not sent: {why}")), true),
@@ -253,7 +260,7 @@ async fn attempt(worker: &Worker, due: Due) {
 
 /// Sends the delivery if its subscription's owner may still receive it (stopping the
 /// subscription if not): the receiver's status, or why it was not sent.
-async fn send(worker: &Worker, due: &Due) -> Sent {
+async fn send(worker: &Worker, due: &Due, slot: OwnedSemaphorePermit) -> Sent {
     let state = &worker.state;
     let webhook = match state.store().webhook(due.webhook_id).await {
         Ok(Some(webhook)) => webhook,
@@ -288,10 +295,28 @@ async fn send(worker: &Worker, due: &Due) -> Sent {
         return Sent::Failed(why);
     }
     let origin = url.origin().ascii_serialization();
-    if let Err(wait) = worker.receivers.begin(&origin) {
-        return Sent::Later(wait);
-    }
+    let gate = match worker.receivers.gate(&origin) {
+        Ok(gate) => gate,
+        Err(rest) => return Sent::Later(rest),
+    };
+    let (slot, turn) = match Arc::clone(&gate).try_acquire_owned() {
+        Ok(turn) => (slot, turn),
+        Err(_) => {
+            // The receiver is busy: wait for its turn without holding a sending slot, so
+            // the other receivers' deliveries go on; past a while, back in the outbox.
+            drop(slot);
+            let waiting = Arc::clone(&gate).acquire_owned();
+            let Ok(Ok(turn)) = tokio::time::timeout(BUSY_WAIT, waiting).await else {
+                return Sent::Later(BUSY_WAIT);
+            };
+            let Ok(slot) = Arc::clone(&worker.slots).acquire_owned().await else {
+                return Sent::Later(BUSY_WAIT);
+            };
+            (slot, turn)
+        }
+    };
     let sent = post(state, &worker.client, due, &webhook, url).await;
+    drop((slot, turn, gate));
     worker.receivers.end(&origin, sent.is_ok());
     match sent {
         Ok(status) => Sent::Answered(status),
