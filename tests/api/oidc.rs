@@ -583,7 +583,8 @@ async fn forged_replayed_and_untrustworthy_sign_ins_are_refused(db: &TestDb) {
 
 db_test!(forged_replayed_and_untrustworthy_sign_ins_are_refused: TestDb);
 
-async fn password_sign_in_can_be_switched_off(db: &TestDb) {
+/// An app whose provider may make accounts for example.com, with the provider running.
+async fn open_to_example_com(db: &TestDb) -> (TestApp, Provider) {
     let port = free_port();
     let issuer = format!("http://127.0.0.1:{port}");
     let open = Policy {
@@ -592,6 +593,11 @@ async fn password_sign_in_can_be_switched_off(db: &TestDb) {
     };
     let app = app_for(db.backend, &issuer, "verdict", open, None, false).await;
     let provider = Provider::start(port, json!([client_of(&app, "verdict", None)])).await;
+    (app, provider)
+}
+
+async fn password_sign_in_can_be_switched_off(db: &TestDb) {
+    let (app, provider) = open_to_example_com(db).await;
     let admin = app.admin().await;
     let page = browser()
         .get(app.url("/login"))
@@ -651,14 +657,7 @@ db_test!(password_sign_in_can_be_switched_off: TestDb);
 /// kate@example.com nor links her account to itself, and no account is made for it even
 /// where accounts are made for the domain. Kate signs in afterwards as before.
 async fn a_look_alike_address_takes_over_no_account(db: &TestDb) {
-    let port = free_port();
-    let issuer = format!("http://127.0.0.1:{port}");
-    let open = Policy {
-        create_domains: vec!["example.com".into()],
-        ..Policy::default()
-    };
-    let app = app_for(db.backend, &issuer, "verdict", open, None, false).await;
-    let provider = Provider::start(port, json!([client_of(&app, "verdict", None)])).await;
+    let (app, provider) = open_to_example_com(db).await;
     let admin = app.admin().await;
     let made = admin
         .api

@@ -68,26 +68,6 @@ async fn next_refused(app: &TestApp, rater: &Persona, batch: &str, why: &str) {
     );
 }
 
-/// Takes `rater`'s next task, which must be a gold one, and rates it right or wrong.
-async fn rate_gold(app: &TestApp, rater: &Persona, batch: &str, right: bool) {
-    let next = app.next(rater, batch).await.expect("a task");
-    let id = next["task"]["external_id"].as_str().unwrap_or_default();
-    assert!(
-        id.starts_with('g'),
-        "{} was offered {id} while qualifying",
-        rater.username
-    );
-    let answers = if right {
-        complete_answers()
-    } else {
-        wrong_answers()
-    };
-    let done = app
-        .act(rater, &assignment_id(&next), "submit", &answers)
-        .await;
-    json_with(done, StatusCode::OK).await;
-}
-
 async fn a_rater_rates_gold_until_they_pass_and_one_who_fails_gets_nothing(app: &TestApp) {
     let admin = app.admin().await;
     let lead = app.lead().await;
@@ -314,10 +294,16 @@ async fn broken_qualification_settings_are_named_and_change_nothing(app: &TestAp
 }
 db_test!(broken_qualification_settings_are_named_and_change_nothing: TestApp);
 
-/// Takes `rater`'s next task, which must be a gold one, rates it right or wrong, and
-/// returns the rating's id.
-async fn rate_gold_rating(app: &TestApp, rater: &Persona, batch: &str, right: bool) -> String {
+/// Takes `rater`'s next task, which must be a gold one (the batch shows external ids),
+/// rates it right or wrong, and returns the rating's id.
+async fn rate_gold(app: &TestApp, rater: &Persona, batch: &str, right: bool) -> String {
     let next = app.next(rater, batch).await.expect("a task");
+    let id = next["task"]["external_id"].as_str().unwrap_or_default();
+    assert!(
+        id.starts_with('g'),
+        "{} was offered {id} while qualifying",
+        rater.username
+    );
     let answers = if right {
         complete_answers()
     } else {
@@ -372,7 +358,7 @@ async fn revising_a_gold_rating_changes_no_grade_and_no_standing(app: &TestApp) 
     assert_eq!(status, StatusCode::OK, "{gold}");
 
     // (a) Mid-try: a wrong answer revised to the right one still counts as wrong.
-    let first = rate_gold_rating(app, &ana, &batch, false).await;
+    let first = rate_gold(app, &ana, &batch, false).await;
     let before = qualification(app, &ana, &batch).await["mine"].clone();
     assert_eq!(
         before["standing"]["tries"],
@@ -393,7 +379,7 @@ async fn revising_a_gold_rating_changes_no_grade_and_no_standing(app: &TestApp) 
     );
 
     // (b) Failed: revising every rating of the try to the revealed answers changes nothing.
-    let second = rate_gold_rating(app, &ana, &batch, false).await;
+    let second = rate_gold(app, &ana, &batch, false).await;
     let failed = qualification(app, &ana, &batch).await["mine"].clone();
     assert_eq!(failed["standing"]["state"], "failed", "{failed}");
     assert_eq!(failed["revealed"].as_array().map(Vec::len), Some(2));
@@ -408,8 +394,8 @@ async fn revising_a_gold_rating_changes_no_grade_and_no_standing(app: &TestApp) 
     // (c) Passed, then the batch's work with gold mixed in: revising a qualifying rating
     // wrong (and back) shows nothing new.
     let qualifying = [
-        rate_gold_rating(app, &bo, &batch, true).await,
-        rate_gold_rating(app, &bo, &batch, true).await,
+        rate_gold(app, &bo, &batch, true).await,
+        rate_gold(app, &bo, &batch, true).await,
     ];
     let mut later_gold = 0;
     while let Some(next) = app.next(&bo, &batch).await {
