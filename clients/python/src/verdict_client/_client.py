@@ -276,8 +276,8 @@ class Client(_Common):
         ``randomize``, ``raters_see_external_ids``, ``lease_minutes``,
         ``min_explanation_len``, ``bradley_terry_prior``, ``classifications``, ``raters``,
         ``leads`` (``None`` where the API takes ``null``: everyone, or no routing)."""
-        path = f"/batches/{_segment(batch_id)}"
-        return Batch.model_validate(self.request("PATCH", path, json=settings))
+        url = f"/batches/{_segment(batch_id)}"
+        return Batch.model_validate(self.request("PATCH", url, json=settings))
 
     def watch(
         self, batch_id: Id, *, every: float = 5.0, timeout: float | None = None
@@ -296,8 +296,8 @@ class Client(_Common):
 
     def metrics(self, batch_id: Id) -> Metrics:
         """The batch's metrics (a lead of the batch)."""
-        path = f"/batches/{_segment(batch_id)}/metrics"
-        return Metrics.model_validate(self.request("GET", path))
+        url = f"/batches/{_segment(batch_id)}/metrics"
+        return Metrics.model_validate(self.request("GET", url))
 
     def ratings(self, *, limit: int | None = None) -> Iterator[RatingSummary]:
         """The caller's own ratings, drafts included, newest first; every page, read
@@ -363,8 +363,8 @@ class Client(_Common):
         _export.check_as(as_)
         params = _export.export_params(aggregate, outcome, status, rater, since, until)
         rows = _export.Rows(aggregated=aggregate is not None)
-        path = f"/batches/{_segment(batch_id)}/export"
-        with self._http.stream("GET", path, params=params) as response:
+        url = f"/batches/{_segment(batch_id)}/export"
+        with self._http.stream("GET", url, params=params) as response:
             if not response.is_success:
                 response.read()
                 raise_for(response)
@@ -521,8 +521,8 @@ class AsyncClient(_Common):
 
     async def metrics(self, batch_id: Id) -> Metrics:
         """As :meth:`Client.metrics`."""
-        path = f"/batches/{_segment(batch_id)}/metrics"
-        return Metrics.model_validate(await self.request("GET", path))
+        url = f"/batches/{_segment(batch_id)}/metrics"
+        return Metrics.model_validate(await self.request("GET", url))
 
     def ratings(self, *, limit: int | None = None) -> AsyncIterator[RatingSummary]:
         """As :meth:`Client.ratings`, an async iterator."""
