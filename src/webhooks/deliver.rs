@@ -239,8 +239,13 @@ async fn attempt(worker: &Worker, due: Due, slot: OwnedSemaphorePermit) {
     };
     let attempt = u32::try_from(due.attempts - due.attempts_before).unwrap_or(u32::MAX);
     let now = Utc::now();
-    let outcome = match state.config().webhooks.retries.after(attempt, succeeded) {
-        _ if stopped => Outcome::GaveUp,
+    // A delivery whose subscription stopped is not retried: it never will be sent.
+    let after = if stopped {
+        AfterAttempt::GiveUp
+    } else {
+        state.config().webhooks.retries.after(attempt, succeeded)
+    };
+    let outcome = match after {
         AfterAttempt::Delivered => Outcome::Delivered,
         AfterAttempt::GiveUp => Outcome::GaveUp,
         AfterAttempt::RetryIn(wait) => Outcome::RetryAt(
