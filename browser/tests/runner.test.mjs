@@ -322,6 +322,90 @@ test("JavaScript's console output shows under its block, and an edited copy runs
   assert.deepEqual(await page.problems(), []);
 });
 
+// Each block ends as Node would end it: a chain of messages between the block's own ports
+// is waited for however long it is, so what it prints and how it fails at the end is the
+// block's result; a message to a port that never listens holds nothing.
+const HOPS = {
+  thrown: [
+    "const { port1, port2 } = new MessageChannel();",
+    "port1.onmessage = ({ data }) => {",
+    "  if (data === 200) { console.log('hop', data); throw new Error('after 200 hops'); }",
+    "  port2.postMessage(data + 1);",
+    "};",
+    "port2.postMessage(1);",
+  ].join("\n"),
+  rejected: [
+    "const { port1, port2 } = new MessageChannel();",
+    "port1.onmessage = ({ data }) => data === 300 ? Promise.reject(new Error('rejected at 300')) : port2.postMessage(data + 1);",
+    "port2.postMessage(1);",
+  ].join("\n"),
+  clean: [
+    "const { port1, port2 } = new MessageChannel();",
+    "port1.addEventListener('message', ({ data }) => {",
+    "  if (data === 1000) { console.log('done', data); port1.close(); return; }",
+    "  port2.postMessage(data + 1);",
+    "});",
+    "port1.start();",
+    "port2.postMessage(1);",
+    "new MessageChannel().port1.postMessage('to a port that never listens');",
+    "console.log('sent');",
+  ].join("\n"),
+  moved: [
+    "const relay = new MessageChannel();",
+    "relay.port1.onmessage = ({ data }) => relay.port1.postMessage(data + 1);",
+    "const carrier = new MessageChannel();",
+    "carrier.port1.onmessage = ({ ports: [moved] }) => {",
+    "  moved.onmessage = ({ data }) => { if (data === 50) throw new Error('moved port, hop 50'); moved.postMessage(data); };",
+    "  moved.postMessage(1);",
+    "};",
+    "carrier.port2.postMessage('take this', [relay.port2]);",
+  ].join("\n"),
+  scheduled: "scheduler.postTask(() => scheduler.postTask(() => { throw new Error('a scheduled task'); }, { delay: 50 }));",
+};
+
+test("a JavaScript block that fails after any number of message hops is recorded as failed, with its output", async () => {
+  const { page } = state;
+  const block = runner(page, "b", 1);
+  await block.locator(".runner-edit").click();
+  const scratch = block.locator("textarea");
+  const attempt = async (code) => {
+    await scratch.fill(code);
+    await block.locator(".runner-run").click();
+    return finished(page, "b", 1);
+  };
+
+  const thrown = await attempt(HOPS.thrown);
+  assert.equal(thrown.status, "failed", thrown.words);
+  assert.match(thrown.words, /Failed · exit code 1/);
+  assert.equal(thrown.stdout, "hop 200\n");
+  assert.match(thrown.stderr, /^Uncaught Error: after 200 hops/);
+
+  const rejected = await attempt(HOPS.rejected);
+  assert.equal(rejected.status, "failed", rejected.words);
+  assert.match(rejected.stderr, /^Uncaught Error: rejected at 300/);
+
+  const moved = await attempt(HOPS.moved);
+  assert.equal(moved.status, "failed", moved.words);
+  assert.match(moved.stderr, /^Uncaught Error: moved port, hop 50/);
+
+  const scheduled = await attempt(HOPS.scheduled);
+  assert.equal(scheduled.status, "failed", scheduled.words);
+  assert.match(scheduled.stderr, /^Uncaught Error: a scheduled task/);
+
+  // A long chain that ends well passes, and a message nobody listens for does not keep the
+  // block going to its time limit.
+  const clean = await attempt(HOPS.clean);
+  assert.equal(clean.status, "passed", clean.words);
+  assert.equal(clean.stdout, "sent\ndone 1000\n");
+
+  // A block cannot reach other contexts of verdict's origin through a BroadcastChannel.
+  const broadcast = await attempt("console.log(typeof BroadcastChannel)");
+  assert.equal(broadcast.stdout, "undefined\n");
+
+  await block.locator(".runner-edit").click(); // Reset: back to the original
+  assert.deepEqual(await page.problems(), []);
+});
+
 test("blocks that try the network are refused and nothing reaches a server", async () => {
   const { page } = state;
   const responsesBefore = page.responses.length;

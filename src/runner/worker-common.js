@@ -1,9 +1,11 @@
 // What both workers share, put in place of their worker-common marker line by the server
 // (src/runner/mod.rs): taking the network globals away, the channel to the page, and
 // writing capped output to it.
+// BroadcastChannel goes with them: it reaches every other context of verdict's origin (the
+// pages, another block's worker), and a block has no one there to talk to.
 function dropNetworkGlobals() {
   for (const name of ["fetch", "XMLHttpRequest", "WebSocket", "WebSocketStream", "EventSource",
-    "WebTransport", "importScripts", "caches"]) {
+    "WebTransport", "importScripts", "caches", "BroadcastChannel"]) {
     // Deleted where the browser allows it (so Python's `from js import fetch` fails
     // plainly), otherwise shadowed by an undefined that cannot be changed back.
     try {
@@ -23,8 +25,10 @@ function dropNetworkGlobals() {
 // Everything the worker tells the page goes through the MessagePort the page hands over
 // with the run, before any code of the block runs; it is kept here, out of the block's
 // reach. The block's own `postMessage` reaches the worker's global channel, which the
-// page does not listen to. `send` is bound to the port once, so replacing
-// `MessagePort.prototype.postMessage` afterwards changes nothing for it.
+// page does not listen to. `send` calls the prototype's `postMessage` as it was when the
+// worker started, so neither the block replacing it nor the JavaScript worker's own
+// wrapper (which counts the block's messages) changes anything for it.
+const portPostMessage = MessagePort.prototype.postMessage;
 let send = null;
 function post(message) {
   if (send !== null) send(message);
@@ -32,7 +36,7 @@ function post(message) {
 function takePort(event) {
   const port = event.ports?.[0];
   if (!port || send !== null) return false;
-  send = port.postMessage.bind(port);
+  send = (message) => portPostMessage.call(port, message);
   return true;
 }
 
