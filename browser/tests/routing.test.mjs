@@ -1,7 +1,8 @@
 // Running a programme on the demo's blackhat batch: the admin sets adaptive overlap and
-// strict skills routing on the settings page and confirms them; a rater declares their
-// skills on the skills page and is offered only the tasks they know; the lead reads the
-// batch page's routing section and sets another rater's skills.
+// strict skills routing on the settings page and confirms them; a rater says what they
+// know on the skills page, which a strict batch does not go by; the lead reads it there and
+// sets the rater's skills, and the rater is offered only the tasks they know; the lead
+// reads the batch page's routing section and sets another rater's skills.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { login, startDemo, suite, watchedPage } from "./harness.mjs";
@@ -60,9 +61,10 @@ test("adaptive overlap and skills routing, set on the pages and seen working", a
   await Promise.all([rater.waitForNavigation(), rater.click('#my-skills button[type="submit"]')]);
   assert.equal(await rater.inputValue('#my-skills input[name="skills"]'), "python, rust");
   assert.equal(await rater.locator("#team-skills").count(), 0, "a rater sets only their own");
+  assert.match(await rater.locator("#set-for-me").innerText(), /^Set by your lead: none yet\./);
 
-  // Offered only Python and Rust: three tasks of the demo's twelve, then nothing.
-  const languages = await rater.evaluate(async (name) => {
+  // Offered every task in turn, skipping each: the languages seen.
+  const offered = (page) => page.evaluate(async (name) => {
     const token = document.querySelector('input[name="csrf_token"]').value;
     const headers = { "content-type": "application/json", "x-csrf-token": token };
     const listed = await (await fetch("/api/v1/batches")).json();
@@ -79,11 +81,23 @@ test("adaptive overlap and skills routing, set on the pages and seen working", a
       if (skip.status !== 200) return [...out, `skip ${skip.status}`];
     }
   }, BATCH);
-  assert.deepEqual([...languages].sort(), ["python", "python", "rust"]);
+  // What a rater declares does not decide a strict batch: nothing yet for rater1.
+  assert.deepEqual(await offered(rater), []);
+
+  // The lead reads what rater1 says they know and sets it as their skills.
+  const lead = await signedIn("lead");
+  await lead.goto(`${env.server.base}/skills`);
+  assert.equal(await lead.locator("#user-rater1 td.declared").innerText(), "python, rust");
+  await lead.fill('input[aria-label="Skills of rater1"]', "Python, Rust");
+  await Promise.all([lead.waitForNavigation(), lead.click('#user-rater1 button[type="submit"]')]);
+
+  // Offered only Python and Rust: three tasks of the demo's twelve, then nothing.
+  await rater.reload();
+  assert.match(await rater.locator("#set-for-me").innerText(), /^Set by your lead: python, rust\./);
+  assert.deepEqual([...(await offered(rater))].sort(), ["python", "python", "rust"]);
   await rater.context().close();
 
   // The lead sees the routing on the batch page and gives rater2 a skill.
-  const lead = await signedIn("lead");
   await lead.goto(`${env.server.base}/`);
   await Promise.all([lead.waitForNavigation(), lead.click(`a:has-text("${BATCH}")`)]);
   // Adaptive overlap, set above, says what it has asked so far.

@@ -579,8 +579,9 @@ enum UserCommand {
         #[arg(long)]
         username: String,
     },
-    /// Set what a person knows (languages, subjects): a batch routed by a task field
-    /// offers them the tasks whose value is one of these first, or only.
+    /// Set what a person knows (languages, subjects), as a lead or an admin would: a batch
+    /// routed by a task field offers them the tasks whose value is one of these first, or
+    /// only (what a rater declares themself widens only the first).
     Skills {
         #[arg(long)]
         username: String,

@@ -126,7 +126,7 @@ async fn routing_figures(
     let store = state.store();
     let since = batch.routed_since.unwrap_or(batch.created_at);
     let (before, after) = store.skips_around(batch.id, since).await?;
-    let skills = store.allowed_raters_skills(batch.id).await?;
+    let skills = store.allowed_raters_skills(batch.id, batch.routing).await?;
     let skills: Vec<Vec<String>> = skills.into_values().collect();
     let unmatched =
         verdict_core::routing::unmatched(&store.open_tasks_by_key(batch.id).await?, &skills);

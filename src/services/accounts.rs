@@ -126,6 +126,36 @@ pub struct Changes {
     /// What the person knows, as given (checked here, and kept trimmed, in lower case
     /// and sorted: see [`verdict_core::routing::parse_skills`]).
     pub skills: Option<Vec<String>>,
+    /// What the person says they know, checked as `skills` are: only the person
+    /// themself declares it (see [`update_own`]).
+    pub declared_skills: Option<Vec<String>>,
+}
+
+/// Why a rater's own change of `skills` is refused: a lead sets them.
+pub const SKILLS_SET_BY_A_LEAD: &str = "are set by a lead or an admin for a rater; say what you know in \
+     declared_skills instead: a batch that prefers skills offers those tasks first, and one \
+     that routes strictly goes by the skills a lead set";
+
+/// Applies `changes` to `user`'s own account: only skills and declared skills; a rater's
+/// skills are a lead's to set (invalid, naming `skills`), so what a rater says they know
+/// is declared and never decides a strictly routed batch.
+pub async fn update_own(
+    store: &Store,
+    hasher: &Hasher,
+    user: &User,
+    changes: Changes,
+) -> ServiceResult<User> {
+    if changes.skills.is_some() && !user.sets_own_skills() {
+        let mut fields = FieldErrors::new();
+        fields.insert("skills".into(), SKILLS_SET_BY_A_LEAD.into());
+        return Err(ServiceError::Invalid(fields));
+    }
+    let own = Changes {
+        skills: changes.skills,
+        declared_skills: changes.declared_skills,
+        ..Changes::default()
+    };
+    update_user(store, hasher, user.into(), user.id, own).await
 }
 
 /// Whether `actor` may make `changes` to account `id`: an admin anything (the rules of
@@ -142,8 +172,10 @@ pub async fn may_change(
     if !actor.can_lead() {
         return Err(ServiceError::Forbidden);
     }
-    let only_skills =
-        changes.role.is_none() && changes.active.is_none() && changes.password.is_none();
+    let only_skills = changes.role.is_none()
+        && changes.active.is_none()
+        && changes.password.is_none()
+        && changes.declared_skills.is_none();
     let target = find_user(store, id).await?;
     if only_skills && target.role == Role::Rater {
         Ok(())
@@ -189,18 +221,18 @@ pub async fn update_user(
     {
         fields.insert("password".into(), why);
     }
-    let skills = match changes
-        .skills
-        .as_deref()
+    let mut checked = |field: &str, given: Option<&[String]>| match given
         .map(verdict_core::routing::parse_skills)
     {
         Some(Ok(skills)) => Some(skills),
         Some(Err(why)) => {
-            fields.insert("skills".into(), why);
+            fields.insert(field.into(), why);
             None
         }
         None => None,
     };
+    let skills = checked("skills", changes.skills.as_deref());
+    let declared = checked("declared_skills", changes.declared_skills.as_deref());
     if let Actor::User(admin) = actor
         && admin.id == id
     {
@@ -240,6 +272,14 @@ pub async fn update_user(
         before.insert("skills".into(), user.skills.clone().into());
         after.insert("skills".into(), skills.clone().into());
     }
+    if let Some(declared) = declared.as_ref().filter(|s| **s != user.declared_skills) {
+        changed.push("declared_skills");
+        before.insert(
+            "declared_skills".into(),
+            user.declared_skills.clone().into(),
+        );
+        after.insert("declared_skills".into(), declared.clone().into());
+    }
     if let Some(role) = role {
         store.set_role(user.id, role).await?;
     }
@@ -248,6 +288,9 @@ pub async fn update_user(
     }
     if let Some(skills) = &skills {
         store.set_skills(user.id, skills).await?;
+    }
+    if let Some(declared) = &declared {
+        store.set_declared_skills(user.id, declared).await?;
     }
     if let Some(new_password) = changes.password {
         let hash = hasher.hash(new_password).await?;

@@ -163,7 +163,14 @@ pub async fn next(store: &Store, batch_id: Uuid, user: &User) -> ServiceResult<O
         }
     };
     let next = store
-        .next_assignment(&batch, user.id, &user.skills, swap, gold, qualifying)
+        .next_assignment(
+            &batch,
+            user.id,
+            &user.skills_for(batch.routing),
+            swap,
+            gold,
+            qualifying,
+        )
         .await?;
     if next.is_none() && qualifying {
         return Err(ServiceError::Conflict(

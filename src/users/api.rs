@@ -33,12 +33,16 @@ pub async fn me(CurrentUser { user, .. }: CurrentUser) -> Json<UserView> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateMe {
-    /// What you know (languages, subjects): at most 50, each 1 to 40 characters without
-    /// commas; kept trimmed, in lower case and sorted.
+    /// Leads and admins: what you know (languages, subjects), at most 50, each 1 to 40
+    /// characters without commas; kept trimmed, in lower case and sorted. A rater's are
+    /// set by a lead or an admin: 422 naming `skills`.
     skills: Option<Vec<String>>,
+    /// What you say you know, checked as `skills` are: a batch that prefers skills offers
+    /// the matching tasks first; one that routes strictly goes by `skills` alone.
+    declared_skills: Option<Vec<String>>,
 }
 
-/// Changes the signed-in user's own skills.
+/// Changes the signed-in user's own skills (leads and admins) or declared skills.
 #[utoipa::path(patch, path = "/api/v1/me", tag = "users", request_body = UpdateMe,
     responses((status = 200, body = UserView), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 415, body = ErrorBody),
@@ -50,18 +54,13 @@ pub async fn update_me(
 ) -> AppResult<Json<UserView>> {
     let changes = Changes {
         skills: body.skills,
+        declared_skills: body.declared_skills,
         ..Changes::default()
     };
     Ok(Json(
-        accounts::update_user(
-            state.store(),
-            state.hasher(),
-            (&user).into(),
-            user.id,
-            changes,
-        )
-        .await?
-        .into(),
+        accounts::update_own(state.store(), state.hasher(), &user, changes)
+            .await?
+            .into(),
     ))
 }
 
@@ -138,6 +137,7 @@ pub async fn update(
         active: body.active,
         password: body.password,
         skills: body.skills,
+        declared_skills: None,
     };
     accounts::may_change(state.store(), &actor, id, &changes).await?;
     Ok(Json(

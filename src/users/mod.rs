@@ -35,9 +35,13 @@ pub struct UserView {
     pub role: Role,
     pub active: bool,
     pub created_at: chrono::DateTime<chrono::Utc>,
-    /// What the person knows (languages, subjects), trimmed, in lower case and sorted:
-    /// a batch routed by a task field offers them the tasks whose value is one of these.
+    /// What the person knows (languages, subjects), trimmed, in lower case and sorted,
+    /// as a lead or an admin set it: a batch routed by a task field offers them the tasks
+    /// whose value is one of these.
     pub skills: Vec<String>,
+    /// What the person says they know: a batch that prefers skills offers those tasks
+    /// first too; a batch that routes strictly goes by `skills` alone.
+    pub declared_skills: Vec<String>,
 }
 
 impl From<User> for UserView {
@@ -49,6 +53,7 @@ impl From<User> for UserView {
             active: u.active,
             created_at: u.created_at,
             skills: u.skills,
+            declared_skills: u.declared_skills,
         }
     }
 }

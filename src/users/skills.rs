@@ -1,7 +1,8 @@
-//! `/skills`: what people know. Everyone sets their own; leads and admins also set
-//! raters' (admins anyone's), the same change as `PATCH /api/v1/me` and `PATCH
-//! /api/v1/users/{id}` with `skills`. A batch routed by a task field offers raters the
-//! tasks whose value is one of their skills (see [`verdict_core::routing`]).
+//! `/skills`: what people know. Leads and admins set raters' skills (admins anyone's) and
+//! their own, the same change as `PATCH /api/v1/users/{id}` and `PATCH /api/v1/me` with
+//! `skills`; a rater declares theirs (`PATCH /api/v1/me` with `declared_skills`), which
+//! only widens `prefer` routing. A batch routed by a task field offers raters the tasks
+//! whose value is one of their skills (see [`verdict_core::routing`]).
 
 use askama::Template;
 use axum::Router;
@@ -35,6 +36,8 @@ struct Row {
     username: String,
     role: Role,
     skills: String,
+    /// What they declared themself, for the lead to read before setting their skills.
+    declared: String,
     error: Option<String>,
 }
 
@@ -42,8 +45,13 @@ struct Row {
 #[template(path = "users/skills.html")]
 struct SkillsPage {
     layout: Layout,
+    /// The viewer's own list as the form shows it: a rater's declared skills, a lead's or
+    /// an admin's skills.
     mine: String,
     my_error: Option<String>,
+    /// A rater: their form declares, and `set_for_me` is what a lead set.
+    declares: bool,
+    set_for_me: String,
     /// Leads: the raters; admins: everyone; raters: nobody.
     others: Vec<Row>,
     lead: bool,
@@ -64,6 +72,7 @@ fn why(err: ServiceError) -> Result<String, ServiceError> {
     match err {
         ServiceError::Invalid(fields) => Ok(fields
             .get("skills")
+            .or_else(|| fields.get("declared_skills"))
             .cloned()
             .unwrap_or_else(|| describe(&fields))),
         other => Err(other),
@@ -103,6 +112,7 @@ async fn page(
                         .as_ref()
                         .map_or_else(|| u.skills.join(", "), |(typed, _)| typed.clone()),
                     error: refused.map(|(_, why)| why),
+                    declared: u.declared_skills.join(", "),
                     username: u.username,
                     role: u.role,
                 }
@@ -111,11 +121,15 @@ async fn page(
     } else {
         Vec::new()
     };
+    let declares = !viewer.sets_own_skills();
     let (mine, my_error) = match mine {
         Some((typed, why)) => (typed, Some(why)),
+        None if declares => (viewer.declared_skills.join(", "), None),
         None => (viewer.skills.join(", "), None),
     };
     Ok(SkillsPage {
+        declares,
+        set_for_me: viewer.skills.join(", "),
         lead: viewer.can_lead(),
         admin: viewer.can_administer(),
         others,
@@ -137,7 +151,8 @@ struct SkillsForm {
     skills: String,
 }
 
-/// Sets `id`'s skills from the typed list; the page again with the reason when refused.
+/// Sets `id`'s skills from the typed list (a rater's own: their declared skills); the
+/// page again with the reason when refused.
 async fn set(
     state: &AppState,
     page_user: PageUser,
@@ -160,15 +175,29 @@ async fn set(
             return Ok((StatusCode::UNPROCESSABLE_ENTITY, html).into_response());
         }
     };
-    let changes = Changes {
-        skills: Some(skills),
-        ..Changes::default()
-    };
     let actor = &page_user.user;
-    if !own {
+    let done = if own {
+        let changes = if actor.sets_own_skills() {
+            Changes {
+                skills: Some(skills),
+                ..Changes::default()
+            }
+        } else {
+            Changes {
+                declared_skills: Some(skills),
+                ..Changes::default()
+            }
+        };
+        accounts::update_own(state.store(), state.hasher(), actor, changes).await
+    } else {
+        let changes = Changes {
+            skills: Some(skills),
+            ..Changes::default()
+        };
         accounts::may_change(state.store(), actor, id, &changes).await?;
-    }
-    match accounts::update_user(state.store(), state.hasher(), actor.into(), id, changes).await {
+        accounts::update_user(state.store(), state.hasher(), actor.into(), id, changes).await
+    };
+    match done {
         Ok(_) => Ok(Redirect::to("/skills").into_response()),
         Err(err) => {
             let (mine, theirs) = refused(why(err)?);

@@ -2,7 +2,8 @@
 //! rater the tasks whose value is one of their skills first (`prefer`) or only
 //! (`strict`); skips before and after routing, tasks nobody allowed can take, and
 //! suggestions from unfamiliar skips reach the lead; skills are set by admins, by leads
-//! for raters, and by each person for themselves, from the API, the pages and the CLI.
+//! for raters and by leads and admins for themselves, from the API, the pages and the CLI;
+//! a rater only declares theirs, which widens `prefer` and never `strict` (issue 50).
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -303,31 +304,42 @@ async fn skills_are_set_by_admins_leads_and_oneself_and_checked(app: &TestApp) {
             who.username
         );
     }
-    // Oneself, through /api/v1/me: skills only.
+    // Oneself, through /api/v1/me: a rater declares, a lead sets.
     let mine = bo
         .api
         .patch(app.url("/api/v1/me"))
-        .json(&json!({"skills": ["SQL", "go"]}))
+        .json(&json!({"declared_skills": ["SQL", "go"]}))
         .go()
         .await;
+    let mine = json_with(mine, StatusCode::OK).await;
     assert_eq!(
-        json_with(mine, StatusCode::OK).await["skills"],
-        json!(["go", "sql"])
+        (mine["declared_skills"].clone(), mine["skills"].clone()),
+        (json!(["go", "sql"]), json!([]))
     );
     let me = json_with(bo.api.get(app.url("/api/v1/me")).go().await, StatusCode::OK).await;
-    assert_eq!(me["skills"], json!(["go", "sql"]));
+    assert_eq!(me["declared_skills"], json!(["go", "sql"]));
     assert_eq!(me["role"], "rater");
     let sneaky = bo
         .api
         .patch(app.url("/api/v1/me"))
-        .json(&json!({"skills": ["go"], "role": "admin"}))
+        .json(&json!({"declared_skills": ["go"], "role": "admin"}))
         .go()
         .await;
     assert!(sneaky.status().is_client_error(), "{}", sneaky.status());
     let me = json_with(bo.api.get(app.url("/api/v1/me")).go().await, StatusCode::OK).await;
     assert_eq!(
-        (me["role"].clone(), me["skills"].clone()),
+        (me["role"].clone(), me["declared_skills"].clone()),
         (json!("rater"), json!(["go", "sql"]))
+    );
+    let led = lead
+        .api
+        .patch(app.url("/api/v1/me"))
+        .json(&json!({"skills": ["Go"]}))
+        .go()
+        .await;
+    assert_eq!(
+        json_with(led, StatusCode::OK).await["skills"],
+        json!(["go"])
     );
 
     // Broken skills are refused naming the field, and change nothing.
@@ -559,6 +571,111 @@ async fn skills_of(app: &TestApp, who: &Persona) -> Value {
     json_with(me, StatusCode::OK).await["skills"].clone()
 }
 
+/// What `who` declared they know, as they read it through the API.
+async fn declared_of(app: &TestApp, who: &Persona) -> Value {
+    let me = who.api.get(app.url("/api/v1/me")).go().await;
+    json_with(me, StatusCode::OK).await["declared_skills"].clone()
+}
+
+/// Skills as a lever (issue 50): a rater who declares every skill takes no task meant for
+/// others under `strict`, and one who declares none (or tries to clear the skills a lead
+/// set) still gets their own; under `prefer` what a rater declares comes first. The API
+/// and the page refuse a rater's own `skills`, naming the field, and change nothing.
+async fn a_rater_cannot_route_work_to_or_away_from_themself_by_declaring_skills(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let languages = [
+        lang("rust"),
+        lang("python"),
+        lang("go"),
+        lang("rust"),
+        lang("c"),
+    ];
+    let strict = app
+        .batch(
+            &admin,
+            "strict",
+            &tasks_in(&languages),
+            "&route_by=metadata.language&routing=strict&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    assert_eq!(
+        set_skills(app, &lead, &ana, json!(["python"])).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        set_skills(app, &lead, &bo, json!(["rust"])).await.0,
+        StatusCode::OK
+    );
+
+    // ana declares every skill there is, and tries to set them outright.
+    let declared = ana
+        .api
+        .patch(app.url("/api/v1/me"))
+        .json(&json!({"declared_skills": ["rust", "python", "go", "c", "java"]}))
+        .go()
+        .await;
+    json_with(declared, StatusCode::OK).await;
+    for body in [
+        json!({"skills": ["rust", "python", "go", "c"]}),
+        json!({"skills": [], "declared_skills": []}),
+    ] {
+        for who in [&ana, &bo] {
+            let refused = who.api.patch(app.url("/api/v1/me")).json(&body).go().await;
+            let refused = json_with(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+            assert!(
+                refused.to_string().contains("skills")
+                    && refused.to_string().contains("set by a lead"),
+                "{refused}"
+            );
+        }
+    }
+    // bo declares nothing at all, on the page too: the skills bo's lead set still hold.
+    let bo_browser = app.login("bo", PASSWORD).await;
+    let saved = post_skills(app, &bo_browser, "/skills", "").await;
+    assert!(!saved.status().is_client_error(), "{}", saved.status());
+    let ana_browser = app.login("ana", PASSWORD).await;
+    let saved = post_skills(app, &ana_browser, "/skills", "rust, python, go, c").await;
+    assert!(!saved.status().is_client_error(), "{}", saved.status());
+    assert_eq!(skills_of(app, &ana).await, json!(["python"]));
+    assert_eq!(skills_of(app, &bo).await, json!(["rust"]));
+    assert_eq!(
+        declared_of(app, &ana).await,
+        json!(["c", "go", "python", "rust"])
+    );
+    assert_eq!(declared_of(app, &bo).await, json!([]));
+
+    // Strict goes by the skills the lead set: ana the python task only, bo both rust ones.
+    assert_eq!(offered(app, &ana, &strict).await, ["t2"]);
+    assert_eq!(offered(app, &bo, &strict).await, ["t1", "t4"]);
+    // What nobody's lead gave them waits, whatever was declared.
+    let routing = &app.metrics(&lead, &strict).await["routing"];
+    assert_eq!(routing["unmatched"], json!({"c": 1, "go": 1}), "{routing}");
+
+    // Prefer: what ana declared comes first (in upload order), then the rest.
+    let prefer = app
+        .batch(
+            &admin,
+            "prefer",
+            &tasks_in(&[lang("java"), lang("kotlin"), lang("go"), lang("python")]),
+            "&route_by=metadata.language&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    assert_eq!(offered(app, &ana, &prefer).await, ["t3", "t4", "t1", "t2"]);
+    // Every change of ana's declared list is in the audit log.
+    assert_eq!(
+        app.count(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'user.update' AND target = 'ana' \
+             AND CAST(detail AS TEXT) LIKE '%declared_skills%'"
+        )
+        .await,
+        2
+    );
+}
+db_test!(a_rater_cannot_route_work_to_or_away_from_themself_by_declaring_skills: TestApp);
+
 /// The skills page: everyone sets their own; a lead sets raters'; a refused list is
 /// shown again with why.
 async fn the_skills_page_sets_ones_own_and_raters_skills(app: &TestApp) {
@@ -571,9 +688,11 @@ async fn the_skills_page_sets_ones_own_and_raters_skills(app: &TestApp) {
         html.contains("Your skills") && !html.contains("Raters' skills"),
         "{html}"
     );
+    // A rater's own form declares: the skills a lead sets stay as they are.
     let saved = post_skills(app, &rater, "/skills", "Rust, Go").await;
     assert!(!saved.status().is_client_error(), "{}", saved.status());
-    assert_eq!(skills_of(app, &ana).await, json!(["go", "rust"]));
+    assert_eq!(declared_of(app, &ana).await, json!(["go", "rust"]));
+    assert_eq!(skills_of(app, &ana).await, json!([]));
     let refused = post_skills(app, &rater, "/skills", "ok, ,x").await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = refused.text().await.unwrap();
@@ -581,7 +700,7 @@ async fn the_skills_page_sets_ones_own_and_raters_skills(app: &TestApp) {
         html.contains("a skill is empty") && html.contains("ok, ,x"),
         "{html}"
     );
-    assert_eq!(skills_of(app, &ana).await, json!(["go", "rust"]));
+    assert_eq!(declared_of(app, &ana).await, json!(["go", "rust"]));
 
     let lead = app.login("lead", PASSWORD).await;
     let html = page_text(app, &lead, "/skills").await;
@@ -589,8 +708,16 @@ async fn the_skills_page_sets_ones_own_and_raters_skills(app: &TestApp) {
         html.contains("Raters' skills") && html.contains("Skills of ana"),
         "{html}"
     );
+    // The lead reads what ana says she knows beside the skills they set.
+    assert!(html.contains("go, rust"), "{html}");
     let saved = post_skills(app, &lead, &format!("/skills/{}", ana.id), "python").await;
     assert!(!saved.status().is_client_error(), "{}", saved.status());
     assert_eq!(skills_of(app, &ana).await, json!(["python"]));
+    assert_eq!(declared_of(app, &ana).await, json!(["go", "rust"]));
+    let html = page_text(app, &rater, "/skills").await;
+    assert!(
+        html.contains("Set by your lead: <strong>python</strong>"),
+        "{html}"
+    );
 }
 db_test!(the_skills_page_sets_ones_own_and_raters_skills: TestApp);

@@ -7,6 +7,12 @@
 //! - `strict`: a rater is offered only the tasks whose key is one of their skills; the
 //!   rest wait for someone who has the skill.
 //!
+//! Who sets the skills routing goes by: a lead sets a rater's (an admin anyone's, a lead or
+//! an admin their own); a rater only *declares* theirs. What a rater declares widens
+//! `prefer` (their declared subjects come first too) and never `strict`, so a rater can
+//! neither take tasks meant for others by declaring every skill nor hold no work by
+//! declaring none (see [`skills_for`]).
+//!
 //! A task without a key (the field missing, or not a string) is anyone's in both modes.
 //! Keys and skills compare trimmed and in lower case, so `Rust`, ` rust` and `rust` are one.
 //!
@@ -304,6 +310,19 @@ impl Suggestion {
     }
 }
 
+/// The skills a batch routed by `routing` goes by for a person whose skills a lead or an
+/// admin set to `set` and who declared `declared`: `set` alone when strict; both, in one
+/// sorted list without repeats, when it prefers.
+pub fn skills_for(routing: Routing, set: &[String], declared: &[String]) -> Vec<String> {
+    let mut skills = set.to_vec();
+    if routing == Routing::Prefer {
+        skills.extend(declared.iter().cloned());
+        skills.sort();
+        skills.dedup();
+    }
+    skills
+}
+
 /// The open tasks by key (`open`: key and tasks with room) that none of `skills` (the
 /// allowed raters') covers.
 pub fn unmatched(open: &[(String, i64)], skills: &[Vec<String>]) -> BTreeMap<String, i64> {
@@ -352,6 +371,19 @@ mod tests {
         assert_eq!(route_key(Some(&json!(""))), None);
         assert_eq!(route_key(Some(&json!(3))), None);
         assert_eq!(route_key(None), None);
+    }
+
+    #[test]
+    fn declared_skills_widen_prefer_and_never_strict() {
+        let set = vec!["python".to_owned()];
+        let declared = vec!["go".to_owned(), "python".to_owned(), "rust".to_owned()];
+        assert_eq!(skills_for(Routing::Strict, &set, &declared), ["python"]);
+        assert_eq!(
+            skills_for(Routing::Prefer, &set, &declared),
+            ["go", "python", "rust"]
+        );
+        assert!(skills_for(Routing::Strict, &[], &declared).is_empty());
+        assert_eq!(skills_for(Routing::Prefer, &set, &[]), ["python"]);
     }
 
     #[test]

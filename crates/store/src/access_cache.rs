@@ -244,6 +244,7 @@ mod tests {
             created_at: Utc::now(),
             password_changed_at: Utc::now(),
             skills: Vec::new(),
+            declared_skills: Vec::new(),
         }
     }
 

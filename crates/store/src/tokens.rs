@@ -52,7 +52,8 @@ impl super::Store {
     pub async fn user_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<User>> {
         let row = read!(self, |pool| {
             sqlx::query_as::<_, UserRow>(
-                "SELECT u.id, u.username, u.role, u.active, u.created_at, u.password_changed_at, u.skills
+                "SELECT u.id, u.username, u.role, u.active, u.created_at, u.password_changed_at, u.skills,
+                        u.declared_skills
                  FROM api_tokens t JOIN users u ON u.id = t.user_id
                  WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
             )

@@ -21,6 +21,8 @@ pub(crate) struct UserRow {
     password_changed_at: DateTime<Utc>,
     /// A JSON array of strings (migration 0021).
     skills: String,
+    /// A JSON array of strings (migration 0026).
+    declared_skills: String,
 }
 
 impl From<UserRow> for User {
@@ -33,18 +35,20 @@ impl From<UserRow> for User {
             created_at: row.created_at,
             password_changed_at: row.password_changed_at,
             skills: skills_of(&row.skills),
+            declared_skills: skills_of(&row.declared_skills),
         }
     }
 }
 
 /// A person's skills as `users.skills` holds them: a JSON array of strings, written only
-/// by `set_skills` from checked skills.
+/// by `set_skills` from checked skills (`users.declared_skills` alike, by
+/// `set_declared_skills`).
 pub(crate) fn skills_of(column: &str) -> Vec<String> {
     serde_json::from_str(column).unwrap_or_default()
 }
 
 pub(crate) const USER_COLUMNS: &str =
-    "id, username, role, active, created_at, password_changed_at, skills";
+    "id, username, role, active, created_at, password_changed_at, skills, declared_skills";
 
 impl super::Store {
     /// Creates an account; `Duplicate("username")` when the name is taken.
@@ -63,6 +67,7 @@ impl super::Store {
             created_at: now,
             password_changed_at: now,
             skills: Vec::new(),
+            declared_skills: Vec::new(),
         };
         write!(self, |pool| {
             sqlx::query(
@@ -215,6 +220,20 @@ impl super::Store {
         let skills = serde_json::to_string(skills).unwrap_or_else(|_| "[]".into());
         write!(self, |pool| {
             sqlx::query("UPDATE users SET skills = $2 WHERE id = $1")
+                .bind(id)
+                .bind(&skills)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    /// Sets the skills a user declared themself (checked like [`Self::set_skills`]'s).
+    pub async fn set_declared_skills(&self, id: Uuid, skills: &[String]) -> StoreResult<()> {
+        let skills = serde_json::to_string(skills).unwrap_or_else(|_| "[]".into());
+        write!(self, |pool| {
+            sqlx::query("UPDATE users SET declared_skills = $2 WHERE id = $1")
                 .bind(id)
                 .bind(&skills)
                 .execute(pool)

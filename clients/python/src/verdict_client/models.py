@@ -58,8 +58,12 @@ class User(Model):
     role: Role
     active: bool
     created_at: datetime
-    #: What the person knows (languages, subjects), lower case and sorted.
+    #: What the person knows (languages, subjects), lower case and sorted, as a lead
+    #: or an admin set it: what a routed batch goes by.
     skills: list[str]
+    #: What the person says they know: a batch that prefers skills offers those tasks
+    #: first too; a strict one goes by ``skills`` alone.
+    declared_skills: list[str]
 
 
 class Progress(Model):
