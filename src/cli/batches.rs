@@ -84,6 +84,7 @@ pub(super) async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()
         since: args.since,
         until: args.until,
         aggregate: None,
+        counted: args.counted.then_some(true),
     };
     let (format, filter) = crate::export::parse(&query).map_err(describe)?;
     let batch = store

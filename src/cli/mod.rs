@@ -223,6 +223,10 @@ struct ExportArgs {
     /// Submitted before this date or RFC 3339 time.
     #[arg(long)]
     until: Option<String>,
+    /// Only the rows that count in the metrics (no skips, out-of-scope marks, gold,
+    /// rejected or unreviewed review-first ratings): the rows to average.
+    #[arg(long)]
+    counted: bool,
 }
 
 #[derive(Debug, Subcommand)]

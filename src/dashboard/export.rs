@@ -33,6 +33,9 @@ pub struct ExportForm {
     /// Submitted on or before this day.
     #[serde(default)]
     pub(super) until: String,
+    /// `true` (the box ticked): only the rows that count in the metrics.
+    #[serde(default)]
+    pub(super) counted: String,
 }
 
 impl ExportForm {
@@ -58,6 +61,7 @@ impl ExportForm {
             since: since.clone(),
             until: until_query,
             aggregate: None,
+            counted: (self.counted == "true").then_some(true),
         };
         let mut fields = match crate::export::parse(&query) {
             Ok(_) => FieldErrors::new(),

@@ -1,6 +1,10 @@
 //! The aggregated export (`?aggregate=majority` or `?aggregate=dawid_skene`): one row
 //! per task and question, the answer the method gives from the ratings that count in the
-//! metrics, with its confidence (see [`verdict_core::metrics::aggregate`]).
+//! metrics, with its confidence (see [`verdict_core::metrics::aggregate`]). A score
+//! comes to its middle answer whatever the method (`method` says `median`). A tie is
+//! no answer: `answer` is empty and `tied` lists the tied answers (in CSV joined by
+//! `|`), so no tie is settled by the order of the rubric's options. `mean` is the mean
+//! answer where the answers are numbers.
 
 use serde::Serialize;
 
@@ -9,15 +13,17 @@ use crate::error::{AppError, AppResult, FieldErrors};
 use crate::store::Store;
 use crate::store::review::{ExportFilter, ExportRow};
 use verdict_core::lifecycle::Outcome;
-use verdict_core::metrics::aggregate::{Gathered, Label, Method};
+use verdict_core::metrics::aggregate::{Gathered, Kind, Label, Method};
 use verdict_core::rubric::Rubric;
 
 /// The columns of the aggregated CSV, in order.
-pub const COLUMNS: [&str; 6] = [
+pub const COLUMNS: [&str; 8] = [
     "external_id",
     "question",
     "answer",
+    "tied",
     "confidence",
+    "mean",
     "method",
     "raters",
 ];
@@ -51,6 +57,14 @@ pub fn parse(query: &ExportQuery, aggregate: &str) -> AppResult<(Format, Method)
             );
         }
     }
+    if query.counted == Some(false) {
+        fields.insert(
+            "counted".into(),
+            "cannot be false with aggregate: an aggregated export reads only the ratings \
+             the metrics count"
+                .into(),
+        );
+    }
     match (format, method) {
         (Some(format), Some(method)) if fields.is_empty() => Ok((format, method)),
         _ => Err(AppError::invalid(fields)),
@@ -62,10 +76,22 @@ pub fn parse(query: &ExportQuery, aggregate: &str) -> AppResult<(Format, Method)
 struct Row<'a> {
     external_id: &'a str,
     question: &'a str,
+    /// `null` for a tie.
     answer: serde_json::Value,
+    /// The tied answers; empty when there is an answer.
+    tied: Vec<serde_json::Value>,
     confidence: f64,
+    mean: Option<f64>,
     method: &'static str,
     raters: usize,
+}
+
+/// An answer as a CSV cell: text neutralised against formulas.
+fn cell(label: &Label) -> String {
+    match label {
+        Label::Text(s) => super::neutral(s),
+        other => other.to_string(),
+    }
 }
 
 /// The answers of the batch's ratings that count in the metrics, by external id.
@@ -107,26 +133,35 @@ pub fn render(gathered: &Gathered<String>, method: Method, format: Format) -> Ap
     }
     for (i, question) in gathered.questions.iter().enumerate() {
         let result = gathered.run(i, method);
+        let means = gathered.means(i);
+        let method = match question.kind {
+            Kind::Classes => method.as_str(),
+            Kind::Median => "median",
+        };
         for task in &result.tasks {
             let row = Row {
                 external_id: &task.task,
                 question: &question.column,
-                answer: task.label.to_json(),
+                answer: task
+                    .label
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, Label::to_json),
+                tied: task.tied.iter().map(Label::to_json).collect(),
                 confidence: task.confidence,
-                method: method.as_str(),
+                mean: means.get(&task.task).copied(),
+                method,
                 raters: task.answers,
             };
             match format {
                 Format::Csv => {
-                    let answer = match &task.label {
-                        Label::Text(s) => super::neutral(s),
-                        other => other.to_string(),
-                    };
+                    let tied: Vec<String> = task.tied.iter().map(cell).collect();
                     csv.write_record([
                         super::neutral(row.external_id),
                         row.question.to_owned(),
-                        answer,
+                        task.label.as_ref().map(cell).unwrap_or_default(),
+                        tied.join("|"),
                         row.confidence.to_string(),
+                        row.mean.map(|m| m.to_string()).unwrap_or_default(),
                         row.method.to_owned(),
                         row.raters.to_string(),
                     ])

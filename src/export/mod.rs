@@ -80,6 +80,10 @@ pub struct ExportQuery {
     /// task and question, with its confidence (no other filter then).
     #[param(schema_with = crate::web::openapi::aggregates)]
     pub aggregate: Option<String>,
+    /// `true`: only the rows that count in the metrics (no skip, out-of-scope mark, gold
+    /// rating, rejected or unreviewed review-first rating, or judge's rating): as many
+    /// rows as the metrics' `counts.included`.
+    pub counted: Option<bool>,
 }
 
 fn time(field: &str, text: &str, fields: &mut FieldErrors) -> Option<DateTime<Utc>> {
@@ -151,6 +155,7 @@ pub fn parse(query: &ExportQuery) -> AppResult<(Format, ExportFilter)> {
                 rater: query.rater.clone(),
                 submitted_since: since,
                 submitted_until: until,
+                counted: query.counted.unwrap_or(false),
             },
         )),
         _ => Err(AppError::invalid(fields)),

@@ -33,8 +33,8 @@ pub struct WebhookRequest {
     /// Where events are POSTed: http:// or https://, at most 2000 characters, and a
     /// host the server may reach (the judges' address rules).
     pub url: String,
-    /// Any of `batch.completed`, `rating.submitted`, `rating.reviewed`,
-    /// `judge_run.finished`, `task.escalated`, each once.
+    /// Any of `batch.completed`, `batch.reopened`, `rating.submitted`, `rating.revised`,
+    /// `rating.reviewed`, `judge_run.finished`, `task.escalated`, each once.
     pub events: Vec<String>,
     /// Only this batch's events (required for leads); absent: every batch's.
     pub batch: Option<Uuid>,

@@ -66,8 +66,12 @@ struct WebhookForm {
     batch: String,
     #[serde(rename = "batch.completed")]
     batch_completed: Option<String>,
+    #[serde(rename = "batch.reopened")]
+    batch_reopened: Option<String>,
     #[serde(rename = "rating.submitted")]
     rating_submitted: Option<String>,
+    #[serde(rename = "rating.revised")]
+    rating_revised: Option<String>,
     #[serde(rename = "rating.reviewed")]
     rating_reviewed: Option<String>,
     #[serde(rename = "judge_run.finished")]
@@ -81,7 +85,9 @@ impl WebhookForm {
     fn events(&self) -> Vec<EventKind> {
         [
             (EventKind::BatchCompleted, &self.batch_completed),
+            (EventKind::BatchReopened, &self.batch_reopened),
             (EventKind::RatingSubmitted, &self.rating_submitted),
+            (EventKind::RatingRevised, &self.rating_revised),
             (EventKind::RatingReviewed, &self.rating_reviewed),
             (EventKind::JudgeRunFinished, &self.judge_run_finished),
             (EventKind::TaskEscalated, &self.task_escalated),

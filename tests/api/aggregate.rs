@@ -198,11 +198,19 @@ fn votes_from_export(csv_text: &str) -> BTreeMap<&'static str, Vec<Vote<String, 
     out
 }
 
-/// The aggregated export's rows by (external id, question): answer, confidence, raters.
-fn aggregated_rows(
-    csv_text: &str,
-    method: &str,
-) -> BTreeMap<(String, String), (Label, f64, usize)> {
+/// A row of the aggregated export: the answer (none for a tie), the tied answers, the
+/// confidence, the mean answer and the number of raters.
+#[derive(Debug, PartialEq)]
+struct Aggregated {
+    answer: Option<Label>,
+    tied: Vec<Label>,
+    confidence: f64,
+    mean: Option<f64>,
+    raters: usize,
+}
+
+/// The aggregated export's rows by (external id, question).
+fn aggregated_rows(csv_text: &str, method: &str) -> BTreeMap<(String, String), Aggregated> {
     let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
     assert_eq!(
         reader.headers().unwrap().iter().collect::<Vec<_>>(),
@@ -210,7 +218,9 @@ fn aggregated_rows(
             "external_id",
             "question",
             "answer",
+            "tied",
             "confidence",
+            "mean",
             "method",
             "raters"
         ]
@@ -219,24 +229,37 @@ fn aggregated_rows(
         .records()
         .map(Result::unwrap)
         .map(|r| {
-            assert_eq!(&r[4], method);
+            assert_eq!(&r[6], method);
+            let tied: Vec<Label> = r[3]
+                .split('|')
+                .filter(|t| !t.is_empty())
+                .map(|t| label(&r[1], t))
+                .collect();
+            let answer = (!r[2].is_empty()).then(|| label(&r[1], &r[2]));
+            assert!(
+                answer.is_some() != (tied.len() > 1),
+                "an answer or a tie of two or more: {r:?}"
+            );
             (
                 (r[0].to_owned(), r[1].to_owned()),
-                (
-                    label(&r[1], &r[2]),
-                    r[3].parse().unwrap(),
-                    r[5].parse().unwrap(),
-                ),
+                Aggregated {
+                    answer,
+                    tied,
+                    confidence: r[4].parse().unwrap(),
+                    mean: (!r[5].is_empty()).then(|| r[5].parse().unwrap()),
+                    raters: r[7].parse().unwrap(),
+                },
             )
         })
         .collect()
 }
 
-/// Majority vote worked out by hand: the most answers, a tie to the rubric's first option.
+/// Majority vote worked out by hand: the most answers; a tie gives no answer and the
+/// tied ones in the rubric's order.
 fn by_hand(
     votes: &[Vote<String, String, Label>],
     options: &[Label],
-) -> BTreeMap<String, (Label, f64)> {
+) -> BTreeMap<String, (Option<Label>, Vec<Label>, f64)> {
     let mut counts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for v in votes {
         let i = options.iter().position(|o| *o == v.label).unwrap();
@@ -248,9 +271,17 @@ fn by_hand(
         .into_iter()
         .map(|(task, c)| {
             let top = *c.iter().max().unwrap();
-            let first = c.iter().position(|&x| x == top).unwrap();
+            let tops: Vec<Label> = (0..c.len())
+                .filter(|&i| c[i] == top)
+                .map(|i| options[i].clone())
+                .collect();
             let total: usize = c.iter().sum();
-            (task, (options[first].clone(), top as f64 / total as f64))
+            let share = top as f64 / total as f64;
+            if tops.len() == 1 {
+                (task, (Some(tops[0].clone()), Vec::new(), share))
+            } else {
+                (task, (None, tops, share))
+            }
         })
         .collect()
 }
@@ -280,25 +311,45 @@ async fn aggregated_exports_are_rebuilt_from_the_ratings_export(app: &TestApp) {
         assert_eq!(mv.tasks.len(), 8, "{column}");
         for (mv_task, ds_task) in mv.tasks.iter().zip(&ds.tasks) {
             let key = (mv_task.task.clone(), column.to_owned());
-            let (label, confidence, raters) = &majority[&key];
+            let row = &majority[&key];
             assert_eq!(
-                (label, *raters),
-                (&mv_task.label, mv_task.answers),
+                (&row.answer, &row.tied, row.raters),
+                (&mv_task.label, &mv_task.tied, mv_task.answers),
                 "{key:?}"
             );
-            assert!((confidence - mv_task.confidence).abs() < 1e-12, "{key:?}");
-            assert_eq!(&hand[&mv_task.task].0, label, "{key:?}: by hand");
-            assert!((hand[&mv_task.task].1 - confidence).abs() < 1e-12);
-            if mv_task.confidence <= 0.5 && mv_task.answers > 1 {
-                ties += 1;
+            assert!(
+                (row.confidence - mv_task.confidence).abs() < 1e-12,
+                "{key:?}"
+            );
+            let (answer, tied, share) = &hand[&mv_task.task];
+            assert_eq!((answer, tied), (&row.answer, &row.tied), "{key:?}: by hand");
+            assert!((share - row.confidence).abs() < 1e-12);
+            // The mean of the task's answers, where they are numbers (the sxs scale).
+            let numbers: Vec<f64> = votes
+                .iter()
+                .filter(|v| v.task == mv_task.task)
+                .filter_map(|v| match v.label {
+                    Label::Int(n) => Some(n as f64),
+                    _ => None,
+                })
+                .collect();
+            let mean =
+                (!numbers.is_empty()).then(|| numbers.iter().sum::<f64>() / numbers.len() as f64);
+            assert_eq!(row.mean.is_some(), mean.is_some(), "{key:?}");
+            if let (Some(shown), Some(mean)) = (row.mean, mean) {
+                assert!((shown - mean).abs() < 1e-12, "{key:?}");
             }
-            let (label, confidence, raters) = &dawid_skene_rows[&key];
+            ties += usize::from(row.answer.is_none());
+            let row = &dawid_skene_rows[&key];
             assert_eq!(
-                (label, *raters),
-                (&ds_task.label, ds_task.answers),
+                (&row.answer, &row.tied, row.raters),
+                (&ds_task.label, &ds_task.tied, ds_task.answers),
                 "{key:?}"
             );
-            assert!((confidence - ds_task.confidence).abs() < 1e-9, "{key:?}");
+            assert!(
+                (row.confidence - ds_task.confidence).abs() < 1e-9,
+                "{key:?}"
+            );
             differ_total += usize::from(mv_task.label != ds_task.label);
         }
         let path = column.replacen('_', ".", usize::from(column != "sxs"));
@@ -308,9 +359,13 @@ async fn aggregated_exports_are_rebuilt_from_the_ratings_export(app: &TestApp) {
             .tasks
             .iter()
             .zip(&ds.tasks)
-            .filter(|(m, d)| m.label != d.label)
+            .filter(|(m, d)| (&m.label, &m.tied) != (&d.label, &d.tied))
             .count() as f64
             / 8.0;
+        let tied = mv.tasks.iter().filter(|t| t.label.is_none()).count();
+        assert_eq!(summary["majority_tied"], tied, "{path}");
+        let tied = ds.tasks.iter().filter(|t| t.label.is_none()).count();
+        assert_eq!(summary["dawid_skene_tied"], tied, "{path}");
         assert!(
             (summary["differ"].as_f64().unwrap() - differ).abs() < 1e-12,
             "{path}"
@@ -330,7 +385,7 @@ async fn aggregated_exports_are_rebuilt_from_the_ratings_export(app: &TestApp) {
     }
     assert_eq!(majority.len(), 8 * 7);
     assert_eq!(dawid_skene_rows.len(), 8 * 7);
-    assert!(ties > 0, "the answers make some ties");
+    assert!(ties > 0, "the answers make some ties: they have no answer");
     eprintln!("tasks where the methods differ: {differ_total}");
 
     // JSON Lines: the same rows, answers typed.
@@ -342,10 +397,18 @@ async fn aggregated_exports_are_rebuilt_from_the_ratings_export(app: &TestApp) {
             row["external_id"].as_str().unwrap().to_owned(),
             row["question"].as_str().unwrap().to_owned(),
         );
-        let (label, confidence, raters) = &majority[&key];
-        assert_eq!(Label::from_json(&row["answer"]).as_ref(), Some(label));
-        assert_eq!(row["confidence"].as_f64(), Some(*confidence));
-        assert_eq!(row["raters"], *raters);
+        let csv_row = &majority[&key];
+        assert_eq!(Label::from_json(&row["answer"]), csv_row.answer);
+        let tied: Vec<Label> = row["tied"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| Label::from_json(t).unwrap())
+            .collect();
+        assert_eq!(tied, csv_row.tied);
+        assert_eq!(row["confidence"].as_f64(), Some(csv_row.confidence));
+        assert_eq!(row["mean"].as_f64(), csv_row.mean);
+        assert_eq!(row["raters"], csv_row.raters);
         assert_eq!(row["method"], "majority");
         n += 1;
     }
@@ -374,7 +437,7 @@ async fn the_aggregated_export_refuses_bad_queries_and_raters(app: &TestApp) {
     let empty = text(get(app, &lead, &batch, "aggregate=majority").await).await;
     assert_eq!(
         empty.trim(),
-        "external_id,question,answer,confidence,method,raters"
+        "external_id,question,answer,tied,confidence,mean,method,raters"
     );
     let rater = app.rater().await;
     for query in ["aggregate=majority", "aggregate=dawid_skene&format=jsonl"] {
@@ -383,3 +446,202 @@ async fn the_aggregated_export_refuses_bad_queries_and_raters(app: &TestApp) {
     }
 }
 db_test!(the_aggregated_export_refuses_bad_queries_and_raters: TestApp);
+
+/// Rates every task of `batch` as `who`, the answers of task `t{n}` from `answer(n)`.
+async fn rate_each(app: &TestApp, who: &Persona, batch: &str, answer: impl Fn(usize) -> Value) {
+    while let Some(next) = app.next(who, batch).await {
+        let external = next["task"]["external_id"].as_str().unwrap();
+        let n: usize = external.trim_start_matches(['t', 's']).parse().unwrap();
+        submit(app, who, &next, &answer(n)).await;
+    }
+}
+
+/// No tie is settled by the order of the rubric's options (which lists A's side first):
+/// two raters who split on a task leave it tied, and a batch whose ratings are a mirror
+/// image (each A verdict matched by the same B verdict) aggregates to as many A as B.
+async fn ties_go_to_no_side_and_a_mirror_image_aggregates_evenly(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let batch = app
+        .batch(
+            &admin,
+            "mirror",
+            &crate::helpers::tasks_jsonl(6),
+            "&overlap=2&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    // Per task, the two raters' side-by-side answers: t1 and t6 split evenly, t2 and t3
+    // agree on opposite sides, t4 and t5 lean to opposite sides.
+    let sxs = [(2, 6), (3, 3), (5, 5), (2, 1), (6, 7), (1, 7)];
+    for (r, name) in ["m1", "m2"].into_iter().enumerate() {
+        let who = app.persona(name, verdict::auth::Role::Rater).await;
+        rate_each(app, &who, &batch, |n| {
+            let mut a = answers(0, n);
+            let (first, second) = sxs[n - 1];
+            a["sxs"] = json!(if r == 0 { first } else { second });
+            a
+        })
+        .await;
+    }
+    for method in ["majority", "dawid_skene"] {
+        let rows = aggregated_rows(
+            &text(get(app, &lead, &batch, &format!("aggregate={method}")).await).await,
+            method,
+        );
+        let side = |t: &str| &rows[&(t.to_owned(), "sxs".to_owned())];
+        let (mut a, mut b) = (0, 0);
+        for t in 1..=6 {
+            match side(&format!("t{t}")).answer {
+                Some(Label::Int(n)) if n < 4 => a += 1,
+                Some(Label::Int(n)) if n > 4 => b += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(a, b, "{method}: as many A as B");
+        if method == "majority" {
+            // t4 and t5 lean one way each, but on two points of the scale: tied too.
+            assert_eq!((a, b), (1, 1));
+            for t in ["t1", "t6"] {
+                let row = side(t);
+                assert_eq!(row.answer, None, "{t}: a tie has no answer");
+                assert_eq!(row.confidence, 0.5);
+            }
+            assert_eq!(side("t1").tied, [Label::Int(2), Label::Int(6)]);
+            assert_eq!(side("t1").mean, Some(4.0));
+            assert_eq!(side("t4").tied, [Label::Int(1), Label::Int(2)]);
+            assert_eq!(side("t2").answer, Some(Label::Int(3)));
+        }
+    }
+    let metrics = app.metrics(&lead, &batch).await;
+    assert_eq!(
+        metrics["aggregation"]["sxs"]["majority_tied"], 4,
+        "{metrics}"
+    );
+    // In JSON Lines a tie is a null answer and the list of tied answers.
+    let lines = text(get(app, &lead, &batch, "aggregate=majority&format=jsonl").await).await;
+    let t1: Value = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|row| row["external_id"] == "t1" && row["question"] == "sxs")
+        .unwrap();
+    assert_eq!(
+        (t1["answer"].clone(), t1["tied"].clone(), t1["mean"].clone()),
+        (Value::Null, json!([2, 6]), json!(4.0))
+    );
+}
+db_test!(ties_go_to_no_side_and_a_mirror_image_aggregates_evenly: TestApp);
+
+/// The additive ladder's score is aggregated too: its middle answer where that is one of
+/// the answers (whatever the method), else the two middle ones tied, with the mean beside.
+async fn a_score_comes_to_its_middle_answer_with_its_mean(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let tasks = crate::helpers::jsonl((1..=3).map(|i| {
+        crate::helpers::single_task(&format!("s{i}"), &format!("Task {i}"), "print(1)", "solo")
+    }));
+    let batch = app
+        .batch(
+            &admin,
+            "scores",
+            &tasks,
+            "&rubric=additive-5&overlap=4&raters_see_external_ids=true",
+        )
+        .await;
+    // Per task, each rater's level on the ladder (the score).
+    let levels = [[2, 4, 5, 4], [1, 3, 3, 5], [1, 2, 4, 5]];
+    for (r, name) in ["s0", "s1", "s2", "s3"].into_iter().enumerate() {
+        let who = app.persona(name, verdict::auth::Role::Rater).await;
+        rate_each(app, &who, &batch, |n| {
+            let level = levels[n - 1][r];
+            let names = [
+                "relevant",
+                "substantial",
+                "useful",
+                "comprehensive",
+                "expert",
+            ];
+            let mut a = json!({
+                "repetitive": false,
+                "justification": "Relevant and useful, but it does not explain the approach."
+            });
+            for (i, name) in names.iter().enumerate() {
+                a[name] = json!(i < level);
+            }
+            a
+        })
+        .await;
+    }
+    for method in ["majority", "dawid_skene"] {
+        let body = text(get(app, &lead, &batch, &format!("aggregate={method}")).await).await;
+        let mut reader = csv::Reader::from_reader(body.as_bytes());
+        let rows: BTreeMap<String, Vec<String>> = reader
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| &r[1] == "score")
+            .map(|r| (r[0].to_owned(), r.iter().map(str::to_owned).collect()))
+            .collect();
+        // external_id, question, answer, tied, confidence, mean, method, raters
+        let row = |t: &str| rows[t][2..].to_vec();
+        assert_eq!(
+            row("s1"),
+            ["4", "", "0.5", "3.75", "median", "4"],
+            "{method}"
+        );
+        assert_eq!(row("s2"), ["3", "", "0.5", "3", "median", "4"], "{method}");
+        assert_eq!(
+            row("s3"),
+            ["", "2|4", "0.5", "3", "median", "4"],
+            "{method}"
+        );
+    }
+}
+db_test!(a_score_comes_to_its_middle_answer_with_its_mean: TestApp);
+
+/// `counted=true` keeps only the rows that count in the metrics, in CSV and JSON Lines:
+/// as many as the metrics' included ratings (the skip and the rejected rating are out).
+async fn the_export_of_what_counts_has_the_metrics_rows(app: &TestApp) {
+    let (lead, batch) = rated_batch(app).await;
+    let included = app.metrics(&lead, &batch).await["counts"]["included"]
+        .as_u64()
+        .unwrap() as usize;
+    assert_eq!(included, 3 * 8 + 3);
+    let all = text(get(app, &lead, &batch, "format=csv").await).await;
+    let counted = text(get(app, &lead, &batch, "format=csv&counted=true").await).await;
+    let rows = |body: &str| {
+        let mut reader = csv::Reader::from_reader(body.as_bytes());
+        let at = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .position(|h| h == "counts_in_metrics")
+            .unwrap();
+        reader
+            .records()
+            .map(|r| r.unwrap()[at].to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rows(&all).len(),
+        included + 2,
+        "the skip and the rejected rating"
+    );
+    let kept = rows(&counted);
+    assert_eq!(kept.len(), included);
+    assert!(kept.iter().all(|c| c == "true"), "{kept:?}");
+    let lines = text(get(app, &lead, &batch, "format=jsonl&counted=true").await).await;
+    assert_eq!(lines.lines().count(), included);
+    assert_eq!(
+        rows(&text(get(app, &lead, &batch, "format=csv&counted=false").await).await).len(),
+        included + 2
+    );
+    // Refused naming the field: not a yes or no, or false beside an aggregation.
+    for query in ["counted=maybe", "aggregate=majority&counted=false"] {
+        let response = get(app, &lead, &batch, query).await;
+        assert!(response.status().is_client_error(), "{query}");
+        let body: Value = response.json().await.unwrap();
+        assert!(body.to_string().contains("counted"), "{query}: {body}");
+    }
+    let aggregated = text(get(app, &lead, &batch, "aggregate=majority&counted=true").await).await;
+    assert_eq!(aggregated.lines().count(), 1 + 8 * 7);
+}
+db_test!(the_export_of_what_counts_has_the_metrics_rows: TestApp);

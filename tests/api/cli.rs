@@ -433,6 +433,9 @@ async fn export_writes_a_batch_to_a_file_or_standard_output(db: &TestDb) {
         "{header}"
     );
     assert_eq!(header.lines().count(), 1, "no ratings yet: the header only");
+    let counted = verdict(db, &["export", "--batch", "out", "--counted"], None);
+    assert!(counted.status.success(), "{}", text(&counted.stderr));
+    assert_eq!(text(&counted.stdout), header);
     let target = dir.path().join("out.jsonl");
     let to_file = verdict(
         db,

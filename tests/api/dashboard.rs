@@ -324,6 +324,22 @@ async fn the_export_form_downloads_what_its_filters_keep(app: &TestApp) {
     assert_eq!(to, format!("/api/v1/batches/{batch}/export?format=csv"));
     let csv = browser.get(app.url(&to)).go().await.text().await.unwrap();
     assert_eq!(csv.lines().count(), 1 + 5, "{csv}");
+    // Ticking "only ratings that count": the skip is left out.
+    assert!(html.contains("name=\"counted\" value=\"true\""), "{html}");
+    let counted = browser
+        .get(app.url(&format!(
+            "{}&counted=true",
+            form("", "", String::new(), String::new(), "csv")
+        )))
+        .go()
+        .await;
+    let to = counted.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(
+        to,
+        format!("/api/v1/batches/{batch}/export?format=csv&counted=true")
+    );
+    let csv = browser.get(app.url(&to)).go().await.text().await.unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
 
     // Bad filters: each named, nothing downloaded.
     let yesterday = today.pred_opt().unwrap();

@@ -896,6 +896,135 @@ async fn escalations_and_finished_judge_runs_are_reported_too(app: &HookApp) {
 
 db_test!(escalations_and_finished_judge_runs_are_reported_too: HookApp);
 
+/// Issue 51: a rating sent again (revised while submitted, or after a return) is
+/// `rating.revised` with its version; a batch is `batch.completed` once per completion and
+/// `batch.reopened` when a return, a rejection or a new task gives it work again.
+async fn revisions_and_each_completion_are_reported_once(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead) = (app.admin().await, app.lead().await);
+    let (ana, bo) = (
+        app.persona("ana", verdict::auth::Role::Rater).await,
+        app.persona("bo", verdict::auth::Role::Rater).await,
+    );
+    let batch = app
+        .batch(
+            &admin,
+            "revised",
+            &tasks_jsonl(2),
+            "&overlap=1&randomize=false",
+        )
+        .await;
+    let receiver = Receiver::start().await;
+    let events = ["batch.completed", "batch.reopened", "rating.revised"];
+    json_with(
+        subscribe(app, &admin, &receiver.url(), &events, Some(&batch)).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    // Each step's events arrive before the next step is taken, so arrival order is the
+    // order of the steps (two events of one step may arrive either way round).
+    let receiver = &receiver;
+    let kinds = |n: usize| async move {
+        let got = receiver.wait_for(n).await;
+        got.iter().map(Received::json).collect::<Vec<Value>>()
+    };
+    let review = |rating: String, decision: &'static str, version: i64| {
+        let lead = &lead;
+        async move {
+            let body = json!({"decision": decision, "version": version,
+                              "comment": "Say why B's loop is wrong."});
+            let done = lead
+                .api
+                .post(app.url(&format!("/api/v1/ratings/{rating}/review")))
+                .json(&body)
+                .go()
+                .await;
+            json_with(done, StatusCode::OK).await
+        }
+    };
+    let revise = |rating: String| {
+        let ana = &ana;
+        async move {
+            let done = ana
+                .api
+                .put(app.url(&format!("/api/v1/ratings/{rating}")))
+                .json(&complete_answers())
+                .go()
+                .await;
+            json_with(done, StatusCode::OK).await
+        }
+    };
+
+    let first = app.rate(&ana, &batch, &complete_answers()).await;
+    let second = app.rate(&ana, &batch, &complete_answers()).await;
+    let got = kinds(1).await;
+    assert_eq!(got[0]["type"], "batch.completed");
+    assert_eq!(got[0]["data"]["tasks"], 2);
+
+    // Revised while submitted: the new version is reported; the batch stays complete.
+    revise(first.clone()).await;
+    let got = kinds(2).await;
+    assert_eq!(got[1]["type"], "rating.revised");
+    assert_eq!(got[1]["data"]["rating_id"], json!(first));
+    assert_eq!(got[1]["data"]["version"], 2);
+    assert_eq!(got[1]["data"]["previous_status"], "submitted");
+
+    // Returned: the batch has work again; sent back, it is complete again.
+    review(first.clone(), "return", 2).await;
+    let got = kinds(3).await;
+    assert_eq!(got[2]["type"], "batch.reopened");
+    assert_eq!(got[2]["data"]["returned"], 1);
+    revise(first.clone()).await;
+    let mut got = kinds(5).await;
+    got[3..].sort_by_key(|m| m["type"].as_str().unwrap().to_owned());
+    let last: Vec<&str> = got[3..]
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(last, ["batch.completed", "rating.revised"], "{got:?}");
+    assert_eq!(got[4]["data"]["previous_status"], "returned");
+    assert_eq!(got[4]["data"]["version"], 4);
+
+    // Rejected: reopened until another rater rates the task; a new task reopens it too.
+    review(second, "reject", 1).await;
+    let got = kinds(6).await;
+    assert_eq!(got[5]["type"], "batch.reopened");
+    assert_eq!(got[5]["data"]["open"], 1);
+    app.rate(&bo, &batch, &complete_answers()).await;
+    let got = kinds(7).await;
+    assert_eq!(got[6]["type"], "batch.completed");
+    let upload = admin
+        .api
+        .post(app.url("/api/v1/batches?name=revised&overlap=1&randomize=false"))
+        .header("content-type", "application/x-ndjson")
+        .body(crate::helpers::tasks_jsonl_from(3, 1))
+        .go()
+        .await;
+    assert!(upload.status().is_success(), "{}", upload.status());
+    let got = kinds(8).await;
+    assert_eq!(got[7]["type"], "batch.reopened");
+    assert_eq!(got[7]["data"]["tasks"], 3);
+    // An accept changes nothing: no event.
+    review(first, "accept", 4).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut count = BTreeMap::new();
+    for message in receiver.got() {
+        *count
+            .entry(message.json()["type"].as_str().unwrap().to_owned())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        count,
+        BTreeMap::from([
+            ("batch.completed".to_owned(), 3),
+            ("batch.reopened".to_owned(), 3),
+            ("rating.revised".to_owned(), 2),
+        ])
+    );
+}
+
+db_test!(revisions_and_each_completion_are_reported_once: HookApp);
+
 /// Issue 50: no answer that shows a secret may be kept by a cache (a new webhook's
 /// signing secret, a new API token), nor any other page or API answer, which all hold
 /// someone's data; the static assets, which hold nobody's, stay cacheable.

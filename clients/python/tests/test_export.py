@@ -44,6 +44,67 @@ def test_metrics_count_every_rating_and_summarise_the_preference(lead, rated):
     assert metrics.fields["a.correctness"]["no_issues"] == 6
     with pytest.raises(KeyError):
         metrics.preference("no-such-question")
+    # Every question's figures, wherever the metrics keep them.
+    assert metrics.question("sxs")["preference"] == sxs
+    assert metrics.question("sxs")["aggregation"]["tasks"] == 3
+    assert metrics.question("a.correctness")["answers"]["no_issues"] == 6
+    with pytest.raises(KeyError):
+        metrics.question("no-such-question")
+
+
+def test_counted_keeps_only_the_rows_the_metrics_count(server, lead):
+    """A skip and a rejected rating are in the export, and out of ``counted=True``: its
+    rows are the metrics' included ratings."""
+    with server.client("admin") as admin:
+        batch = admin.upload_batch(
+            f"counted-{uuid.uuid4().hex[:8]}", tasks(3), overlap=2, randomize=False
+        )
+    with server.client("rater") as rater:
+        rate(rater, batch.id)
+        rejected = rate(rater, batch.id)
+        taken = rater.request("POST", f"/batches/{batch.id}/next")
+        rater.request(
+            "POST", f"/assignments/{taken['assignment_id']}/skip", json={"reason": "too_long"}
+        )
+    lead.request(
+        "POST", f"/ratings/{rejected}/review", json={"decision": "reject", "version": 1}
+    )
+    metrics = lead.metrics(batch.id)
+    everything = lead.export(batch.id)
+    counted = lead.export(batch.id, counted=True)
+    assert (len(everything), len(counted)) == (3, 1)
+    assert len(counted) == metrics.counts.included
+    assert counted["counts_in_metrics"].all()
+
+
+def test_the_additive_score_is_a_question_of_the_metrics_and_aggregated(server, lead):
+    """The additive ladder's score: its figures through ``question("score")``, and its
+    middle answer in the aggregated export."""
+    with server.client("admin") as admin:
+        batch = admin.upload_batch(
+            f"score-{uuid.uuid4().hex[:8]}",
+            [{"external_id": "s-1", "prompt": "Say hi.", "response": "hi", "model": "m"}],
+            rubric="additive-5",
+            overlap=2,
+        )
+    for username, level in (("rater", 2), ("rater2", 4)):
+        answers = {
+            name: i < level
+            for i, name in enumerate(
+                ["relevant", "substantial", "useful", "comprehensive", "expert"]
+            )
+        }
+        answers |= {"repetitive": False, "justification": "Relevant, and it says hi back."}
+        with server.client(username) as client:
+            rate(client, batch.id, answers)
+    metrics = lead.metrics(batch.id)
+    with pytest.raises(KeyError, match="question"):
+        metrics.preference("score")
+    assert metrics.question("score")["score"]["n"] == 2
+    agreed = lead.export(batch.id, aggregate="majority")
+    score = agreed[agreed["question"] == "score"].iloc[0]
+    assert score["answer"] is None and list(score["tied"]) == [2, 4]
+    assert (score["mean"], score["method"]) == (3.0, "median")
 
 
 def test_export_is_a_dataframe_of_every_rating_with_answers_in_columns(lead, rated):
@@ -99,7 +160,9 @@ def test_aggregate_gives_one_answer_per_task_and_question(lead, rated, method, t
         "external_id",
         "question",
         "answer",
+        "tied",
         "confidence",
+        "mean",
         "method",
         "raters",
     ]

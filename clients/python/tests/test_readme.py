@@ -64,6 +64,11 @@ def test_the_readme_example_runs(server, monkeypatch, tmp_path):
     assert scope["dataset"].num_rows == 40
     agreed = scope["agreed"]
     # Both raters found A better (2 of 7) as they were shown the task; the example's
-    # batch shows A and B in a random order, so in the task's own order that is 2 or 6.
-    assert set(agreed[agreed["question"] == "sxs"]["answer"]) <= {2, 6}
+    # batch shows A and B in a random order, so in the task's own order that is 2 or 6;
+    # where one rater saw the task swapped and the other did not, the two answers tie.
+    for _, row in agreed[agreed["question"] == "sxs"].iterrows():
+        if row["answer"] is None:
+            assert list(row["tied"]) == [2, 6]
+        else:
+            assert row["answer"] in (2, 6) and list(row["tied"]) == []
     assert set(ratings["answers.sxs"]) <= {2, 6}

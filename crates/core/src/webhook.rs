@@ -18,12 +18,20 @@ use crate::fields::FieldErrors;
 /// What happened, as a subscription names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum EventKind {
-    /// Every task of a batch has the ratings its overlap asks for, none held any more.
+    /// Every task of a batch has the ratings its overlap asks for, none held or returned
+    /// any more: sent once per completion.
     #[serde(rename = "batch.completed")]
     BatchCompleted,
+    /// A completed batch has work again: a rating returned or rejected, a task added, or
+    /// one more rater asked of a task.
+    #[serde(rename = "batch.reopened")]
+    BatchReopened,
     /// A rater finished an assignment: rated, out of scope or skipped (`outcome` says).
     #[serde(rename = "rating.submitted")]
     RatingSubmitted,
+    /// A rater sent a submitted or returned rating again (`version` says which).
+    #[serde(rename = "rating.revised")]
+    RatingRevised,
     /// A lead accepted, returned or rejected a rating.
     #[serde(rename = "rating.reviewed")]
     RatingReviewed,
@@ -36,9 +44,11 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::BatchCompleted,
+        EventKind::BatchReopened,
         EventKind::RatingSubmitted,
+        EventKind::RatingRevised,
         EventKind::RatingReviewed,
         EventKind::JudgeRunFinished,
         EventKind::TaskEscalated,
@@ -47,7 +57,9 @@ impl EventKind {
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::BatchCompleted => "batch.completed",
+            EventKind::BatchReopened => "batch.reopened",
             EventKind::RatingSubmitted => "rating.submitted",
+            EventKind::RatingRevised => "rating.revised",
             EventKind::RatingReviewed => "rating.reviewed",
             EventKind::JudgeRunFinished => "judge_run.finished",
             EventKind::TaskEscalated => "task.escalated",
@@ -58,6 +70,10 @@ impl EventKind {
     pub fn describe(self) -> &'static str {
         match self {
             EventKind::BatchCompleted => "every task of the batch has all its ratings",
+            EventKind::BatchReopened => {
+                "a completed batch has work again (a return, a rejection, a new task, one more rater)"
+            }
+            EventKind::RatingRevised => "a rater sent a submitted or returned rating again",
             EventKind::RatingSubmitted => {
                 "a rater finished a task (rated, out of scope or skipped)"
             }
@@ -288,7 +304,7 @@ mod tests {
         }
         let unknown = "rating.created".parse::<EventKind>().unwrap_err();
         assert!(
-            unknown.contains("batch.completed, rating.submitted"),
+            unknown.contains("batch.completed, batch.reopened, rating.submitted"),
             "{unknown}"
         );
     }

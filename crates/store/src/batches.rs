@@ -651,6 +651,9 @@ impl super::Store {
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
+                // New tasks reopen a completed batch.
+                let wanted = super::webhooks::subscribed!(tx, batch.id)?;
+                super::webhooks::completion_event!(tx, wanted, batch.id, now)?;
             }
             if let Some(entry) = entry {
                 let detail = serde_json::json!({

@@ -12,7 +12,7 @@ use super::assignments::{
     ASSIGNMENT_COLUMNS, AssignmentRow, RELEASE_SLOT, TASK_EXTRA, TASK_NUMBER, escalate,
 };
 use super::page::{Cursor, Page};
-use super::webhooks::{completed_event, escalated_event, rating_event, subscribed};
+use super::webhooks::{completion_event, escalated_event, rating_event, subscribed};
 use super::{StoreResult, read, transaction, write};
 use verdict_core::access;
 use verdict_core::assignment::{Assignment, DraftStep, FinishStep};
@@ -478,7 +478,7 @@ impl super::Store {
                     insert_history!(&mut *tx, &rating, actor, action, before.as_ref(), now)?;
                     let submitted = EventKind::RatingSubmitted;
                     rating_event!(tx, wanted, submitted, &rating, now, serde_json::json!({}))?;
-                    completed_event!(tx, wanted, assignment.batch_id, now)?;
+                    completion_event!(tx, wanted, assignment.batch_id, now)?;
                     Ok(rating)
                 }
             }
@@ -551,12 +551,13 @@ impl super::Store {
                         .bind(plan.overlap)
                         .execute(&mut *tx)
                         .await?;
-                } else {
-                    // New answers may disagree where the old ones did not.
-                    if escalate!(tx, &extra_sql, before.task_id, plan)? {
-                        let wanted = subscribed!(tx, before.batch_id)?;
-                        escalated_event!(tx, wanted, before.batch_id, before.task_id, now)?;
-                    }
+                }
+                let wanted = subscribed!(tx, before.batch_id)?;
+                // New answers may disagree where the old ones did not.
+                if !before.revision_frees_the_task(finish)
+                    && escalate!(tx, &extra_sql, before.task_id, plan)?
+                {
+                    escalated_event!(tx, wanted, before.batch_id, before.task_id, now)?;
                 }
                 let after: Rating = sqlx::query_as::<_, RatingRow>(&sql.replace(lock, ""))
                     .bind(rating_id)
@@ -564,6 +565,10 @@ impl super::Store {
                     .await?
                     .into();
                 insert_history!(&mut *tx, &after, actor, "revise", Some(&before), now)?;
+                let revised = EventKind::RatingRevised;
+                let was = serde_json::json!({"previous_status": before.status});
+                rating_event!(tx, wanted, revised, &after, now, was)?;
+                completion_event!(tx, wanted, after.batch_id, now)?;
                 Ok(after)
             }
         });

@@ -12,7 +12,7 @@ use super::assignments::RELEASE_SLOT;
 use super::page::{Cursor, Page};
 use super::ratings::{RATING_COLUMNS, RatingRow, insert_history};
 use super::scan::{self, columns};
-use super::webhooks::{rating_event, subscribed};
+use super::webhooks::{completion_event, rating_event, subscribed};
 use super::{PoolRef, StoreResult, read, transaction};
 use verdict_core::evidence::Evidence;
 use verdict_core::gold::Grade;
@@ -233,6 +233,8 @@ pub struct ExportFilter {
     pub rater: Option<String>,
     pub submitted_since: Option<DateTime<Utc>>,
     pub submitted_until: Option<DateTime<Utc>>,
+    /// Only the rows that count in the batch's metrics ([`ExportRow::counts_in_metrics`]).
+    pub counted: bool,
 }
 
 /// Whether a rating is in its batch's figures: `Standing::in_figures` as the database
@@ -464,6 +466,7 @@ impl super::Store {
                 let said = serde_json::json!({"decision": decision.as_str(), "comment": comment});
                 let wanted = subscribed!(tx, after.batch_id)?;
                 rating_event!(tx, wanted, reviewed, &after, now, said)?;
+                completion_event!(tx, wanted, after.batch_id, now)?;
                 Ok(after)
             }
         });
@@ -658,6 +661,9 @@ impl super::Store {
             let mut rows = scan::scan::<ExportRow>(path, sql, params);
             'rows: while let Some(batch) = rows.batch().await? {
                 for row in batch {
+                    if filter.counted && !row.counts_in_metrics() {
+                        continue;
+                    }
                     count += 1;
                     if let Some(chunk) = each(row)
                         && out.send(chunk).await.is_err()
@@ -678,6 +684,9 @@ impl super::Store {
                 .bind(filter.submitted_until)
                 .fetch(pool);
             while let Some(row) = rows.try_next().await? {
+                if filter.counted && !row.counts_in_metrics() {
+                    continue;
+                }
                 count += 1;
                 if let Some(chunk) = each(row)
                     && out.send(chunk).await.is_err()

@@ -212,31 +212,63 @@ macro_rules! escalated_event {
 }
 pub(crate) use escalated_event;
 
-/// `batch.completed` when a rater's finishing of a task of batch `$batch` left every
-/// task (gold aside) with the ratings its overlap asks for and none held: the finish
-/// that closes the last open assignment of a full batch is the one that completes it,
-/// so each completion is reported once (and again if the batch reopens and completes).
-macro_rules! completed_event {
+/// `batch.completed` and `batch.reopened` for batch `$batch`, after a change that may
+/// complete or reopen it, when anyone subscribed to either. A batch is complete when every
+/// task (gold aside) has the ratings its overlap asks for, none is held (an open
+/// assignment) and none is back with its rater (a returned rating). `batches.completed_at`
+/// keeps whether it was complete when last looked at, so a completion is reported once,
+/// and a completed batch that has work again (a return, a rejection, a new task, one more
+/// rater asked) is reported reopened, then completed again when that work is done. It is
+/// kept only while someone listens: a subscription made later starts from the state
+/// seen at the next change.
+macro_rules! completion_event {
     ($tx:expr, $wanted:expr, $batch:expr, $at:expr) => {
         async {
-            let kind = verdict_core::webhook::EventKind::BatchCompleted;
-            if !$wanted.contains(&kind) {
+            use verdict_core::webhook::EventKind;
+            let wanted: &[EventKind] = &$wanted;
+            let completed = wanted.contains(&EventKind::BatchCompleted);
+            let reopened = wanted.contains(&EventKind::BatchReopened);
+            if !completed && !reopened {
                 return Ok::<(), sqlx::Error>(());
             }
-            let done: Option<(String, i64)> = sqlx::query_as(
-                "SELECT b.name, (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id
-                                   AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id))
-                 FROM batches b WHERE b.id = $1
-                   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.batch_id = b.id AND t.is_full = FALSE
-                                   AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id))
-                   AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open'
-                                   AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = a.task_id))",
+            let (name, tasks, open, returned, was): (String, i64, i64, i64, bool) = sqlx::query_as(
+                "SELECT b.name,
+                        (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id
+                           AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id)),
+                        (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = FALSE
+                           AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id))
+                        + (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.state = 'open'
+                           AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = a.task_id)),
+                        (SELECT COUNT(*) FROM ratings r WHERE r.batch_id = b.id AND r.status = 'returned'
+                           AND r.gold = FALSE AND r.rater_kind = 'human'),
+                        b.completed_at IS NOT NULL
+                 FROM batches b WHERE b.id = $1",
             )
             .bind($batch)
-            .fetch_optional(&mut *$tx)
+            .fetch_one(&mut *$tx)
             .await?;
-            if let Some((name, tasks)) = done {
-                let data = serde_json::json!({"name": name, "tasks": tasks});
+            let complete = open == 0 && returned == 0;
+            if complete == was {
+                return Ok(());
+            }
+            sqlx::query("UPDATE batches SET completed_at = $2 WHERE id = $1")
+                .bind($batch)
+                .bind(complete.then_some($at))
+                .execute(&mut *$tx)
+                .await?;
+            let (kind, asked) = if complete {
+                (EventKind::BatchCompleted, completed)
+            } else {
+                (EventKind::BatchReopened, reopened)
+            };
+            if asked {
+                let data = if complete {
+                    serde_json::json!({"name": name, "tasks": tasks})
+                } else {
+                    serde_json::json!({
+                        "name": name, "tasks": tasks, "open": open, "returned": returned,
+                    })
+                };
                 let event = verdict_core::webhook::Event::new(kind, $batch, $at, data);
                 $crate::webhooks::emit!($tx, &event)?;
             }
@@ -245,7 +277,7 @@ macro_rules! completed_event {
         .await
     };
 }
-pub(crate) use completed_event;
+pub(crate) use completion_event;
 
 /// `judge_run.finished` for run `$run`, with its judge's name and its call counts, when
 /// anyone subscribed to its batch's events.

@@ -344,6 +344,7 @@ class Client(_Common):
         as_: _export.As = "pandas",
         path: str | Path | None = None,
         aggregate: _export.Aggregate | None = None,
+        counted: bool | None = None,
         outcome: str | None = None,
         status: str | None = None,
         rater: str | None = None,
@@ -354,14 +355,17 @@ class Client(_Common):
         draft, in the task's own A/B order, read as the server streams them.
 
         Returns a pandas DataFrame, or with ``as_="datasets"`` a ``datasets.Dataset``;
-        with ``path``, writes Parquet there and returns the path. ``outcome``,
-        ``status``, ``rater``, ``since`` and ``until`` filter the ratings;
-        ``aggregate="majority"`` or ``"dawid_skene"`` gives instead one aggregated
-        answer per task and question (columns ``external_id``, ``question``, ``answer``,
-        ``confidence``, ``method``, ``raters``), from the ratings the metrics count.
+        with ``path``, writes Parquet there and returns the path. ``counted=True`` keeps
+        only the ratings that count in the metrics (as many as ``counts.included``: the
+        rows to average); ``outcome``, ``status``, ``rater``, ``since`` and ``until``
+        filter the ratings; ``aggregate="majority"`` or ``"dawid_skene"`` gives instead
+        one aggregated answer per task and question (columns ``external_id``,
+        ``question``, ``answer``, ``tied``, ``confidence``, ``mean``, ``method``,
+        ``raters``; a tie has no ``answer`` and lists the tied ones), from the ratings
+        the metrics count.
         """
         _export.check_as(as_)
-        params = _export.export_params(aggregate, outcome, status, rater, since, until)
+        params = _export.export_params(aggregate, counted, outcome, status, rater, since, until)
         rows = _export.Rows(aggregated=aggregate is not None)
         url = f"/batches/{_segment(batch_id)}/export"
         with self._http.stream("GET", url, params=params) as response:
@@ -569,6 +573,7 @@ class AsyncClient(_Common):
         as_: _export.As = "pandas",
         path: str | Path | None = None,
         aggregate: _export.Aggregate | None = None,
+        counted: bool | None = None,
         outcome: str | None = None,
         status: str | None = None,
         rater: str | None = None,
@@ -577,7 +582,7 @@ class AsyncClient(_Common):
     ) -> Any:
         """As :meth:`Client.export`."""
         _export.check_as(as_)
-        params = _export.export_params(aggregate, outcome, status, rater, since, until)
+        params = _export.export_params(aggregate, counted, outcome, status, rater, since, until)
         rows = _export.Rows(aggregated=aggregate is not None)
         async with self._http.stream(
             "GET", f"/batches/{_segment(batch_id)}/export", params=params

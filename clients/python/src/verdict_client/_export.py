@@ -28,6 +28,7 @@ _TIMES = ("created_at", "submitted_at", "reviewed_at")
 
 def export_params(
     aggregate: str | None,
+    counted: bool | None,
     outcome: str | None,
     status: str | None,
     rater: str | None,
@@ -37,6 +38,8 @@ def export_params(
     """The export's query: JSON Lines, and the filters given (the server refuses
     filters beside ``aggregate`` with a 422 naming them)."""
     params = {"format": "jsonl"}
+    if counted is not None:
+        params["counted"] = "true" if counted else "false"
     for name, value in (
         ("aggregate", aggregate),
         ("outcome", outcome),

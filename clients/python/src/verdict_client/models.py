@@ -302,8 +302,34 @@ class Metrics(Model):
     def preference(self, key: str) -> dict[str, Any]:
         """The summary of the preference question ``key`` (``n``, ``mean``,
         ``distribution``, ``a_wins``, ``ties``, ``b_wins``); ``KeyError`` if the rubric
-        has no such preference."""
+        has no such preference (for any question, see :meth:`question`)."""
         extra = self.model_extra or {}
         if key not in extra or not isinstance(extra[key], dict):
-            raise KeyError(f"no preference {key!r} in these metrics")
+            raise KeyError(
+                f"no preference {key!r} in these metrics: question({key!r}) has every "
+                "figure of a question"
+            )
         return extra[key]
+
+    def question(self, path: str) -> dict[str, Any]:
+        """Every figure the metrics have of the question ``path`` (``sxs``, ``score``,
+        ``a.correctness``), by where it sits: ``answers`` (answers per option),
+        ``preference``, ``score``, ``yes_share``, ``choice``, ``agreement`` and
+        ``aggregation``, each present where the question has it; ``KeyError`` if the
+        metrics have nothing of it."""
+        extra = self.model_extra or {}
+        found: dict[str, Any] = {}
+        for name, figures in (
+            ("answers", self.fields),
+            ("preference", {k: v for k, v in extra.items() if isinstance(v, dict)}),
+            ("score", self.scores),
+            ("yes_share", self.yes_shares),
+            ("choice", self.choices),
+            ("agreement", self.agreement),
+            ("aggregation", self.aggregation),
+        ):
+            if path in figures:
+                found[name] = figures[path]
+        if not found:
+            raise KeyError(f"no question {path!r} in these metrics")
+        return found

@@ -425,9 +425,7 @@ fn consensus(q: &Question, mut codes: Vec<i64>) -> Option<i64> {
         return None;
     }
     if q.level != super::agreement::Level::Nominal {
-        codes.sort_unstable();
-        let n = codes.len();
-        return (n % 2 == 1 || codes[n / 2 - 1] == codes[n / 2]).then(|| codes[n / 2]);
+        return super::stats::middle(&mut codes).and_then(super::stats::Middle::one);
     }
     let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
     for c in codes {

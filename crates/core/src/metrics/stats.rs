@@ -154,9 +154,57 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// The middle of a set of answers, as one of the answers: a consensus of raters (or of
+/// judges) on an ordered question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Middle<T> {
+    /// The median, when the count is odd or the two middle answers are the same.
+    One(T),
+    /// The two middle answers of an even count, when they differ: no answer is the
+    /// median, and neither is preferred to the other.
+    Tied(T, T),
+}
+
+impl<T> Middle<T> {
+    /// The one answer, if there is one.
+    pub fn one(self) -> Option<T> {
+        match self {
+            Self::One(answer) => Some(answer),
+            Self::Tied(..) => None,
+        }
+    }
+}
+
+/// The middle of `answers` (sorted in place), as one of them: the rule for what an
+/// ordered question's answers come to, for raters' aggregates and judges' consensus
+/// alike; `None` for no answers.
+pub fn middle<T: Ord + Copy>(answers: &mut [T]) -> Option<Middle<T>> {
+    if answers.is_empty() {
+        return None;
+    }
+    answers.sort_unstable();
+    let n = answers.len();
+    let (low, high) = (answers[(n - 1) / 2], answers[n / 2]);
+    Some(if low == high {
+        Middle::One(high)
+    } else {
+        Middle::Tied(low, high)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_middle_is_an_answer_or_a_tie_of_two() {
+        assert_eq!(middle(&mut [5, 1, 3]), Some(Middle::One(3)));
+        assert_eq!(middle(&mut [5, 5, 1, 7]), Some(Middle::One(5)));
+        assert_eq!(middle(&mut [2, 6]), Some(Middle::Tied(2, 6)));
+        assert_eq!(middle(&mut [4]), Some(Middle::One(4)));
+        assert_eq!(middle::<i64>(&mut []), None);
+        assert_eq!(Middle::Tied(1, 2).one(), None);
+    }
 
     #[test]
     fn mean_interval_matches_the_textbook_formula() {

@@ -13,7 +13,8 @@ impl Accumulator {
     /// Each aggregated question's summary (see [`aggregate::questions`]), by path, over
     /// the ratings that count: the same figures [`aggregate::summarise`] gives of those
     /// ratings' answers. A question's classes are the codes given, in the rubric's
-    /// option order, so a tie goes to the option it lists first.
+    /// option order. Scores are not classes: they come to their middle answer in the
+    /// aggregated export and have no summary here.
     ///
     /// The questions are worked out on every core: each question's Dawid-Skene iterates
     /// over every answer and owes nothing to the others (and each shares its iterations
@@ -21,6 +22,7 @@ impl Accumulator {
     pub fn aggregation(&self, rubric: &Rubric) -> BTreeMap<String, QuestionAggregation> {
         let found: Vec<(String, usize)> = aggregate::questions(rubric)
             .into_iter()
+            .filter(|question| question.kind == aggregate::Kind::Classes)
             .filter_map(|question| {
                 let qi = self
                     .questions
