@@ -217,23 +217,21 @@ impl super::Store {
 
     /// Sets a user's skills (checked by [`verdict_core::routing::parse_skills`]).
     pub async fn set_skills(&self, id: Uuid, skills: &[String]) -> StoreResult<()> {
-        let skills = serde_json::to_string(skills).unwrap_or_else(|_| "[]".into());
-        write!(self, |pool| {
-            sqlx::query("UPDATE users SET skills = $2 WHERE id = $1")
-                .bind(id)
-                .bind(&skills)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
-        Ok(())
+        self.set_skill_list(id, "UPDATE users SET skills = $2 WHERE id = $1", skills)
+            .await
     }
 
     /// Sets the skills a user declared themself (checked like [`Self::set_skills`]'s).
     pub async fn set_declared_skills(&self, id: Uuid, skills: &[String]) -> StoreResult<()> {
+        let sql = "UPDATE users SET declared_skills = $2 WHERE id = $1";
+        self.set_skill_list(id, sql, skills).await
+    }
+
+    /// Writes `skills` as JSON with `sql`, one of the two statements above.
+    async fn set_skill_list(&self, id: Uuid, sql: &str, skills: &[String]) -> StoreResult<()> {
         let skills = serde_json::to_string(skills).unwrap_or_else(|_| "[]".into());
         write!(self, |pool| {
-            sqlx::query("UPDATE users SET declared_skills = $2 WHERE id = $1")
+            sqlx::query(sql)
                 .bind(id)
                 .bind(&skills)
                 .execute(pool)
