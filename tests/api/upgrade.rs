@@ -358,12 +358,14 @@ fn as_served_now(
         assert_eq!(gold.insert("qualification".into(), Value::Null), None);
         return review.to_string();
     }
-    // People have skills since issue 31: nobody had any.
+    // People have skills since issue 31, and declare theirs since issue 50: nobody had
+    // or declared any.
     if name == "users.json" {
         let mut users: Value = serde_json::from_str(&expected).expect("users.json");
         for user in users.as_array_mut().expect("a list") {
             let user = user.as_object_mut().expect("a user");
             assert_eq!(user.insert("skills".into(), json!([])), None);
+            assert_eq!(user.insert("declared_skills".into(), json!([])), None);
         }
         return users.to_string();
     }
