@@ -28,9 +28,9 @@ struct HomePage {
     batches: Vec<BatchSummary>,
     /// The user's ratings a lead returned for revision, the longest waiting first.
     returned: Vec<HistoryRow>,
-    /// For a lead: open batches with tasks no eligible rater is left to rate, as (batch
-    /// id, name, how many, the first of them).
-    stranded: Vec<(uuid::Uuid, String, i64, Vec<String>)>,
+    /// For a lead: open batches with stuck tasks (see [`verdict_core::stall`]), as (batch
+    /// id, name, its stalls).
+    stranded: Vec<(uuid::Uuid, String, verdict_core::stall::Stalled)>,
 }
 
 async fn home(page_user: PageUser, State(state): State<AppState>) -> AppResult<Html<String>> {
@@ -41,9 +41,9 @@ async fn home(page_user: PageUser, State(state): State<AppState>) -> AppResult<H
     let mut stranded = Vec::new();
     if user.can_lead() {
         for s in batches.iter().filter(|s| s.batch.state.is_open()) {
-            let (count, first) = state.store().stranded_tasks(s.batch.id, 10).await?;
-            if count > 0 {
-                stranded.push((s.batch.id, s.batch.name.clone(), count, first));
+            let stalled = crate::services::stalls::stalled(state.store(), &s.batch).await?;
+            if stalled.tasks > 0 {
+                stranded.push((s.batch.id, s.batch.name.clone(), stalled));
             }
         }
     }

@@ -112,7 +112,14 @@ pub async fn one(
     ApiPath(id): ApiPath<Uuid>,
 ) -> AppResult<Json<BatchView>> {
     let summary = visible(&state, id, &user).await?;
-    Ok(Json(view(&state, summary, &user).await?))
+    let stalled = if user.can_lead() {
+        Some(crate::services::stalls::stalled(state.store(), &summary.batch).await?)
+    } else {
+        None
+    };
+    let mut one = view(&state, summary, &user).await?;
+    one.stalled = stalled;
+    Ok(Json(one))
 }
 
 /// Changes a batch's settings (admin).

@@ -71,6 +71,10 @@ pub struct BatchView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leads: Option<Option<Vec<String>>>,
     pub progress: Progress,
+    /// Tasks that need more ratings than the people who could take them now can give,
+    /// by reason, with what would unstick them (leads and admins, on one batch's view).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<verdict_core::stall::Stalled>,
     /// Tasks this caller has completed or skipped.
     pub mine: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -122,6 +126,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         raters,
         leads,
         progress,
+        stalled: None,
         mine,
         created_at: batch.created_at,
     })

@@ -48,9 +48,6 @@ pub fn page_router() -> Router<AppState> {
 /// How many open assignments the batch page lists.
 const HELD_SHOWN: i64 = 500;
 
-/// How many tasks no rater is left for the batch page names.
-const STRANDED_SHOWN: i64 = 50;
-
 /// A batch as its page shows it, with its metrics, the rubric they were made under, and
 /// its qualification (which the batch's view does not carry).
 type Computed = (
@@ -60,13 +57,15 @@ type Computed = (
     Option<verdict_core::qualification::Qualification>,
 );
 
-/// Computes the metrics of a batch the lead may see (see [`Computed`]).
+/// Computes the metrics of a batch the lead may see (see [`Computed`]), and its stalls.
 pub async fn compute(state: &AppState, id: Uuid, lead: &User) -> AppResult<Computed> {
     let summary = crate::batches::visible(state, id, lead).await?;
     let (metrics, rubric) =
         crate::metrics::api::measure(state, &summary.batch, summary.progress.tasks).await?;
+    let stalled = crate::services::stalls::stalled(state.store(), &summary.batch).await?;
     let qualification = summary.batch.qualification;
-    let view = crate::batches::view(state, summary, lead).await?;
+    let mut view = crate::batches::view(state, summary, lead).await?;
+    view.stalled = Some(stalled);
     Ok((view, metrics, rubric, qualification))
 }
 
@@ -390,9 +389,9 @@ struct BatchPage {
     /// Tasks raters hold open now, oldest first.
     held: Vec<crate::store::assignments::Held>,
     held_shown: i64,
-    /// Tasks no eligible rater is left to rate (how many, and the first of them), while
-    /// the batch is open.
-    stranded: (i64, Vec<String>),
+    /// Tasks that need more ratings than the people who could take them now can give,
+    /// while the batch is open.
+    stalled: verdict_core::stall::Stalled,
     /// The export form, the raters it offers, and what is wrong with it.
     export: ExportForm,
     export_raters: Vec<String>,
@@ -555,11 +554,7 @@ async fn build(
         None
     };
     let held = state.store().held(id, HELD_SHOWN).await?;
-    let stranded = if batch.state.is_open() {
-        state.store().stranded_tasks(id, STRANDED_SHOWN).await?
-    } else {
-        (0, Vec::new())
-    };
+    let stalled = batch.stalled.clone().unwrap_or_default();
     let scale_of = |q: &verdict_core::rubric::Question| match (&q.answer, &q.metrics) {
         (Answer::Scale { min, max, .. }, Some(Role::Preference { midpoint, .. })) => {
             Some((*min, *max, *midpoint))
@@ -678,7 +673,7 @@ async fn build(
         statuses: verdict_core::lifecycle::Status::FINISHED_NAMES,
         held,
         held_shown: HELD_SHOWN,
-        stranded,
+        stalled,
         fields_chart: (!field_rows.is_empty()).then(|| charts::stacked_fields(&field_rows)),
         summary: summary_rows(&rubric, &metrics, &field_rows[asked..]),
         field_rows,

@@ -22,6 +22,7 @@ pub mod review;
 pub mod revision;
 pub mod rubrics;
 pub mod sign_in;
+pub mod stalls;
 pub mod task;
 
 /// Why a service did not do what it was asked.

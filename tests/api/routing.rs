@@ -721,3 +721,112 @@ async fn the_skills_page_sets_ones_own_and_raters_skills(app: &TestApp) {
     );
 }
 db_test!(the_skills_page_sets_ones_own_and_raters_skills: TestApp);
+
+/// The batch's `stalled`, as a lead reads it on the batch's view.
+async fn stalled_of(app: &TestApp, lead: &Persona, batch: &str) -> Value {
+    let view = lead
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}")))
+        .go()
+        .await;
+    json_with(view, StatusCode::OK).await["stalled"].clone()
+}
+
+/// Issue 51: a strictly routed batch with one rater per rare skill stalls, and says so
+/// (on the batch's view, its page and the lead's home page) at the next look after the
+/// `next` that left a task short; a rater with the skill added clears it.
+async fn a_stall_shows_at_once_with_its_reason_and_clears_when_raters_join(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    let ana = app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "stalls",
+            &tasks_in(&[lang("python"), lang("python"), lang("rust"), lang("go")]),
+            "&overlap=2&route_by=metadata.language&routing=strict&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    set_skills(app, &lead, &ana, json!(["python", "rust"])).await;
+    set_skills(app, &lead, &bo, json!(["python"])).await;
+
+    // From the start: rust has one rater for two ratings, go has none.
+    let stalled = stalled_of(app, &lead, &batch).await;
+    assert_eq!(stalled["tasks"], 2, "{stalled}");
+    assert_eq!(
+        stalled["reasons"],
+        json!({"no_rater_with_skill": 1, "too_few_raters": 1})
+    );
+    let groups = stalled["groups"].as_array().unwrap();
+    let go = groups.iter().find(|g| g["key"] == "go").unwrap();
+    assert_eq!(
+        (&go["reason"], &go["raters_needed"]),
+        (&json!("no_rater_with_skill"), &json!(2))
+    );
+    assert!(
+        go["remedy"].as_str().unwrap().contains("the skill go"),
+        "{go}"
+    );
+    let rust = groups.iter().find(|g| g["key"] == "rust").unwrap();
+    assert_eq!(
+        (&rust["reason"], &rust["raters_needed"]),
+        (&json!("too_few_raters"), &json!(1))
+    );
+    assert_eq!(stalled["first"], json!(["t4", "t3"]), "groups by key");
+    // A rater reads no stalls.
+    let view = ana
+        .api
+        .get(app.url(&format!("/api/v1/batches/{batch}")))
+        .go()
+        .await;
+    assert!(
+        json_with(view, StatusCode::OK)
+            .await
+            .get("stalled")
+            .is_none()
+    );
+
+    // bo skips t1: python's t1 now needs two and only ana is left for it. It shows at
+    // the next look, before anyone asks for more work.
+    let next = app.next(&bo, &batch).await.expect("t1");
+    assert_eq!(next["task"]["external_id"], "t1");
+    let skip = app
+        .act(
+            &bo,
+            &assignment_id(&next),
+            "skip",
+            &json!({"reason": "too_long"}),
+        )
+        .await;
+    assert_eq!(skip.status(), StatusCode::OK);
+    let stalled = stalled_of(app, &lead, &batch).await;
+    assert_eq!(stalled["tasks"], 3, "{stalled}");
+    assert_eq!(stalled["reasons"]["too_few_raters"], 2);
+    assert_eq!(stalled["first"], json!(["t4", "t1", "t3"]));
+    let browser = app.login("lead", PASSWORD).await;
+    let home = page_text(app, &browser, "/").await;
+    assert!(
+        home.contains("3 tasks of <a href=\"/batches/")
+            && home.contains("give 2 raters allowed on this batch the skill go"),
+        "{home}"
+    );
+    let page = page_text(app, &browser, &format!("/batches/{batch}")).await;
+    assert!(
+        page.contains("id=\"stranded\"")
+            && page.contains("1 task of rust: add 1 more rater with the skill rust"),
+        "{page}"
+    );
+
+    // Two raters who know every language join: nothing is stuck any more.
+    for name in ["cy", "dee"] {
+        let who = app.persona(name, Role::Rater).await;
+        set_skills(app, &lead, &who, json!(["go", "python", "rust"])).await;
+    }
+    let stalled = stalled_of(app, &lead, &batch).await;
+    assert_eq!(stalled["tasks"], 0, "{stalled}");
+    assert_eq!(stalled["groups"], json!([]));
+    let home = page_text(app, &browser, "/").await;
+    assert!(!home.contains("class=\"card stranded\""), "{home}");
+}
+db_test!(a_stall_shows_at_once_with_its_reason_and_clears_when_raters_join: TestApp);

@@ -29,6 +29,7 @@ pub mod routing;
 pub mod rubric;
 pub mod settings;
 pub mod sign_in;
+pub mod stall;
 pub mod submission;
 pub mod task;
 pub mod user;

@@ -344,40 +344,7 @@ fn rater_progress_sql(rater: &str) -> String {
 /// `ratings_batch` index (batch, status, outcome) status by status.
 const FINISHED: &str = "'submitted', 'returned', 'accepted', 'rejected'";
 
-/// Tasks of batch `$1` that still need ratings but that no one left may take: every
-/// active account allowed to rate the batch has had the task already (rated, skipped,
-/// or holds it now), so it stays short of its overlap until a lead adds raters.
-const STRANDED: &str = "FROM tasks t JOIN batches b ON b.id = t.batch_id
-     WHERE t.batch_id = $1 AND t.is_full = FALSE
-       AND NOT EXISTS (
-           SELECT 1 FROM users u
-           WHERE u.active = TRUE
-             AND (NOT b.raters_restricted OR EXISTS (
-                  SELECT 1 FROM batch_members m
-                  WHERE m.batch_id = b.id AND m.user_id = u.id AND m.role = 'rater'))
-             AND NOT EXISTS (
-                  SELECT 1 FROM assignments a WHERE a.task_id = t.id AND a.rater_id = u.id))";
-
 impl super::Store {
-    /// How many tasks of the batch no eligible rater is left to rate, and the external
-    /// ids of the first `limit` of them in upload order.
-    pub async fn stranded_tasks(&self, batch: Uuid, limit: i64) -> StoreResult<(i64, Vec<String>)> {
-        let count_sql = format!("SELECT COUNT(*) {STRANDED}");
-        let ids_sql = format!("SELECT t.external_id {STRANDED} ORDER BY t.seq LIMIT $2");
-        Ok(read!(self, |pool| {
-            let (count,): (i64,) = sqlx::query_as(&count_sql)
-                .bind(batch)
-                .fetch_one(pool)
-                .await?;
-            let ids: Vec<(String,)> = sqlx::query_as(&ids_sql)
-                .bind(batch)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?;
-            Ok::<_, sqlx::Error>((count, ids.into_iter().map(|(id,)| id).collect()))
-        })?)
-    }
-
     pub async fn batch(&self, id: Uuid) -> StoreResult<Option<Batch>> {
         let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.id = $1");
         let row = read!(self, |pool| sqlx::query_as::<_, BatchRow>(&sql)

@@ -41,6 +41,7 @@ pub mod routing;
 pub mod rubrics;
 mod scan;
 pub mod sessions;
+pub mod stalls;
 pub mod tokens;
 pub mod users;
 pub mod webhooks;
