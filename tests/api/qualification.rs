@@ -476,3 +476,53 @@ async fn revealed_answers_name_tasks_as_the_rater_knows_them(app: &TestApp) {
     assert!(!seen.to_string().contains("HumanEval-4-gold"), "{seen}");
 }
 db_test!(revealed_answers_name_tasks_as_the_rater_knows_them: TestApp);
+
+/// Issue 51: a rater who failed the qualification counts for no stalled task: where the
+/// batch's work needs them, its view says the raters were disqualified.
+async fn a_rater_who_failed_leaves_the_batch_stalled_and_it_says_why(app: &TestApp) {
+    let admin = app.admin().await;
+    let lead = app.lead().await;
+    // ana may still qualify; bo will fail.
+    app.persona("ana", Role::Rater).await;
+    let bo = app.persona("bo", Role::Rater).await;
+    let query = "&overlap=2&randomize=false&raters_see_external_ids=true";
+    let batch = app.batch(&admin, "barred", &tasks_jsonl(2), query).await;
+    app.batch(&admin, "barred", &gold_tasks(4), query).await;
+    let restricted = admin
+        .api
+        .patch(app.url(&format!("/api/v1/batches/{batch}")))
+        .json(&json!({"raters": ["ana", "bo"]}))
+        .go()
+        .await;
+    json_with(restricted, StatusCode::OK).await;
+    let (status, gold) = set_gold(
+        app,
+        &lead,
+        &batch,
+        json!({"qualify_tasks": 2, "qualify_pass": 1.0, "qualify_tries": 1}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{gold}");
+    let view = format!("/api/v1/batches/{batch}");
+    let stalled = || async {
+        let view = lead.api.get(app.url(&view)).go().await;
+        json_with(view, StatusCode::OK).await["stalled"].clone()
+    };
+    // Both may still qualify: nothing is stuck.
+    assert_eq!(stalled().await["tasks"], 0);
+    rate_gold(app, &bo, &batch, false).await;
+    rate_gold(app, &bo, &batch, true).await;
+    next_refused(app, &bo, &batch, "did not pass this batch's qualification").await;
+    let now = stalled().await;
+    assert_eq!(now["tasks"], 2, "{now}");
+    assert_eq!(now["reasons"], json!({"raters_disqualified": 2}));
+    assert_eq!(now["groups"][0]["raters_needed"], 1);
+    assert!(
+        now["groups"][0]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("failed the qualification"),
+        "{now}"
+    );
+}
+db_test!(a_rater_who_failed_leaves_the_batch_stalled_and_it_says_why: TestApp);
