@@ -95,12 +95,13 @@ test("the batch page shows one answer per task as the metrics give it, with both
   // Rows are in the form's order; match each to its figures by what it shows.
   const expected = paths.map((p) => {
     const a = aggregation[p];
-    return [String(a.tasks), percent(a.differ), fixed(a.majority_confidence), fixed(a.dawid_skene_confidence),
+    return [String(a.tasks), percent(a.differ), String(a.majority_tied), String(a.dawid_skene_tied),
+      fixed(a.majority_confidence), fixed(a.dawid_skene_confidence),
       Object.entries(a.raters).map(([r, acc]) => [r, `${r} ${acc.toFixed(2)}`])];
   });
   let withTasks = 0;
   for (const row of found.rows) {
-    const shown = [row.cells[1], row.cells[2], row.cells[3], row.cells[4], row.raters];
+    const shown = [...row.cells.slice(1, 7), row.raters];
     const match = expected.findIndex((e) => JSON.stringify(e) === JSON.stringify(shown));
     assert.ok(match >= 0, `row ${row.cells[0]} shows figures of the metrics: ${JSON.stringify(shown)}`);
     expected.splice(match, 1);
@@ -117,7 +118,7 @@ test("the batch page shows one answer per task as the metrics give it, with both
     const { status, text } = found.exports[csv];
     assert.equal(status, 200);
     const lines = text.trim().split("\n");
-    assert.equal(lines[0], "external_id,question,answer,confidence,method,raters");
+    assert.equal(lines[0], "external_id,question,answer,tied,confidence,mean,method,raters");
     assert.equal(lines.length - 1, total, `${method}: a row per task and question`);
     assert.ok(lines.slice(1).every((l) => l.includes(`,${method},`)), method);
     const jsonl = found.links.find((l) => l.includes(`aggregate=${method}`) && l.includes("format=jsonl"));
