@@ -66,6 +66,9 @@ pub struct Config {
     /// Whether people may sign in with a password (`--no-password-sign-in` turns it off
     /// where everyone signs in through the identity provider). API tokens work either way.
     pub password_sign_in: bool,
+    /// How long a deleted batch can be restored before it is purged
+    /// (`--deleted-retention-days`).
+    pub deleted_retention: crate::services::corrections::Retention,
 }
 
 /// Where `scripts/vendor-pyodide` installs Pyodide, relative to the working directory.
@@ -118,6 +121,7 @@ impl Default for Config {
             metrics: MetricsAccess::Off,
             oidc: None,
             password_sign_in: true,
+            deleted_retention: Default::default(),
         }
     }
 }
@@ -206,6 +210,9 @@ pub struct Delivering {
     /// (`--webhook-max-per-owner`, `--webhook-max-per-batch`).
     pub max_per_owner: i64,
     pub max_per_batch: i64,
+    /// How often open batches someone asked `batch.stalled` of are looked at for a stall
+    /// (`--stall-check-s`).
+    pub stall_check: Duration,
 }
 
 impl Delivering {
@@ -225,6 +232,7 @@ impl Default for Delivering {
             retries: Default::default(),
             endpoints: crate::services::judging::endpoint::EndpointPolicy::webhooks(None),
             max_per_owner: 50,
+            stall_check: Duration::from_secs(30),
             max_per_batch: 100,
         }
     }

@@ -39,6 +39,9 @@ pub enum AppError {
     MethodNotAllowed(String),
     #[error("{0}")]
     Conflict(String),
+    /// It was there and is no more (a deleted batch); the message names it.
+    #[error("{0}")]
+    Gone(String),
     #[error("request body is larger than the limit of {limit_mb} MiB")]
     TooLarge { limit_mb: u64 },
     /// A page form or a JSON body over its route's limit (small for sign-in, larger for
@@ -119,6 +122,7 @@ impl AppError {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) | Self::Unconfirmed(_) => StatusCode::CONFLICT,
+            Self::Gone(_) => StatusCode::GONE,
             Self::TooLarge { .. } | Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Validation { .. } | Self::BadRecords { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -258,6 +262,7 @@ impl From<ServiceError> for AppError {
             ServiceError::Invalid(fields) => Self::invalid(fields),
             ServiceError::Internal(cause) => Self::Internal(cause),
             ServiceError::Conflict(why) => Self::Conflict(why),
+            ServiceError::Gone(why) => Self::Gone(why),
             ServiceError::Unconfirmed(warnings) => Self::Unconfirmed(warnings),
             ServiceError::BadRecords { count, errors } => Self::BadRecords { count, errors },
             ServiceError::Credential(err) => err.into(),

@@ -144,6 +144,7 @@ pub async fn serve(
     let housekeeping = tokio::spawn(housekeeping(state.clone()));
     let judge_runs = tokio::spawn(take_over_judge_runs(state.clone()));
     let webhooks = tokio::spawn(webhooks::deliver::run(state.clone()));
+    let stalls = tokio::spawn(report_stalls(state.clone()));
     let config = state.config().clone();
     let app = router(state.clone());
     let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
@@ -191,6 +192,7 @@ pub async fn serve(
     housekeeping.abort();
     judge_runs.abort();
     webhooks.abort();
+    stalls.abort();
     state.store().close().await;
     Ok(())
 }
@@ -230,6 +232,29 @@ async fn housekeeping(state: AppState) {
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(%err, "could not end assignments whose lease ran out"),
+        }
+        let retention = state.config().deleted_retention;
+        let server = services::audit::Actor::Server;
+        match services::corrections::purge(state.store(), retention, None, server).await {
+            Ok(purged) if !purged.is_empty() => {
+                tracing::info!(batches = ?purged, "deleted batches purged, their retention over");
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(%err, "could not purge deleted batches"),
+        }
+    }
+}
+
+/// Sends `batch.stalled` for each batch that stalled since the last look, where someone
+/// asked for it.
+async fn report_stalls(state: AppState) {
+    let mut tick = tokio::time::interval(state.config().webhooks.stall_check);
+    loop {
+        tick.tick().await;
+        match services::stalls::report(state.store()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(batches = n, "stalled batches reported"),
+            Err(err) => tracing::warn!(%err, "could not look for stalled batches"),
         }
     }
 }

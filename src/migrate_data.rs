@@ -34,11 +34,13 @@ pub const TABLES: &[&str] = &[
     "batch_members",
     "tasks",
     "gold_tasks",
+    "task_versions",
     // A judge's rating names its run (migration 0019): runs come before ratings.
     "judges",
     "judge_runs",
     "assignments",
     "ratings",
+    "final_answers",
     "rating_history",
     "reviews",
     "audit_log",

@@ -21,7 +21,9 @@ use verdict_core::import::Format;
 pub fn router() -> ApiRouter {
     ApiRouter::new()
         .routes(routes!(upload, list))
-        .routes(routes!(one, update))
+        .routes(routes!(one, update, delete))
+        .routes(routes!(restore))
+        .routes(routes!(deleted))
         .routes(routes!(gold, set_gold))
         .routes(routes!(qualification))
 }
@@ -136,6 +138,99 @@ pub async fn update(
     batches::settings::update(state.store(), id, request.into(), Some(&admin)).await?;
     let summary = visible(&state, id, &admin).await?;
     Ok(Json(view(&state, summary, &admin).await?))
+}
+
+/// A deleted batch.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeletedView {
+    pub id: Uuid,
+    pub name: String,
+    pub deleted_at: chrono::DateTime<chrono::Utc>,
+    /// Who deleted it (absent: the command line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_by: Option<String>,
+    /// Until when `POST /api/v1/batches/{id}/restore` brings it back; then it is purged
+    /// with its tasks and ratings (`--deleted-retention-days`).
+    pub restorable_until: chrono::DateTime<chrono::Utc>,
+    pub tasks: i64,
+    /// Its finished ratings.
+    pub ratings: i64,
+}
+
+/// What a deletion did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DeletedBatch {
+    pub id: Uuid,
+    pub name: String,
+    /// Assignments raters held on it, now ended: submitting one gets 410.
+    pub ended_assignments: u64,
+    pub restorable_until: chrono::DateTime<chrono::Utc>,
+}
+
+/// Deletes a batch (admin): it leaves every list, page and metric at once and its held
+/// assignments end. It can be restored until `restorable_until`; then it is purged with
+/// its tasks and ratings.
+#[utoipa::path(delete, path = "/api/v1/batches/{id}", tag = "batches",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = DeletedBatch), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn delete(
+    RequireAdmin(admin): RequireAdmin,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<DeletedBatch>> {
+    let deletion =
+        crate::services::corrections::delete_batch(state.store(), id, None, &admin).await?;
+    let retention = state.config().deleted_retention;
+    Ok(Json(DeletedBatch {
+        id,
+        name: deletion.name,
+        ended_assignments: deletion.ended,
+        restorable_until: retention.purge_at(chrono::Utc::now()),
+    }))
+}
+
+/// Restores a deleted batch (admin), while its retention lasts: it is back as it was,
+/// its tasks, ratings and settings with it (held assignments stay ended).
+#[utoipa::path(post, path = "/api/v1/batches/{id}/restore", tag = "batches",
+    params(("id" = Uuid, Path, description = "batch id")),
+    responses((status = 200, body = BatchView), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn restore(
+    RequireAdmin(admin): RequireAdmin,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> AppResult<Json<BatchView>> {
+    let retention = state.config().deleted_retention;
+    crate::services::corrections::restore_batch(state.store(), id, retention, &admin).await?;
+    let summary = visible(&state, id, &admin).await?;
+    Ok(Json(view(&state, summary, &admin).await?))
+}
+
+/// The deleted batches (admin), most recently deleted first, each with when it will be
+/// purged.
+#[utoipa::path(get, path = "/api/v1/batches/deleted", tag = "batches",
+    responses((status = 200, body = [DeletedView]), (status = 403, body = ErrorBody)))]
+pub async fn deleted(
+    RequireAdmin(_admin): RequireAdmin,
+    State(state): State<AppState>,
+) -> AppResult<Json<Vec<DeletedView>>> {
+    let retention = state.config().deleted_retention;
+    let deleted = crate::services::corrections::deleted(state.store(), retention).await?;
+    Ok(Json(
+        deleted
+            .into_iter()
+            .map(|(b, restorable_until)| DeletedView {
+                id: b.id,
+                name: b.name,
+                deleted_at: b.deleted_at,
+                deleted_by: b.deleted_by,
+                restorable_until,
+                tasks: b.tasks,
+                ratings: b.ratings,
+            })
+            .collect(),
+    ))
 }
 
 /// The batch's gold settings (a lead of the batch): how often gold tasks are mixed in,

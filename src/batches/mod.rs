@@ -12,6 +12,7 @@ use verdict_core::rubric::Classification;
 use verdict_core::user::User;
 
 pub mod api;
+pub mod deletion;
 pub mod gold;
 pub mod pages;
 pub mod qualification;
@@ -24,7 +25,9 @@ pub fn api_router() -> crate::web::openapi::ApiRouter {
 }
 
 pub fn page_router() -> Router<AppState> {
-    pages::router().merge(qualification::router())
+    pages::router()
+        .merge(qualification::router())
+        .merge(deletion::router())
 }
 
 pub use crate::services::batches::UploadParams;
@@ -63,6 +66,9 @@ pub struct BatchView {
     /// Pseudo-wins added each way to every compared pair of models in the metrics'
     /// Bradley-Terry ranking (0: none).
     pub bradley_terry_prior: f64,
+    /// How the final dataset (`export?final=true`) answers a task no lead adjudicated:
+    /// `majority` or `dawid_skene`.
+    pub final_method: verdict_core::batch::FinalMethod,
     pub classifications: Vec<Classification>,
     /// Usernames the batch is restricted to; `null` means every rater (leads and admins
     /// only see this).
@@ -122,6 +128,7 @@ pub async fn view(state: &AppState, summary: BatchSummary, viewer: &User) -> App
         lease_minutes: batch.lease_minutes,
         min_explanation_len: batch.min_explanation_len,
         bradley_terry_prior: batch.bradley_terry_prior,
+        final_method: batch.final_method,
         classifications: batch.classifications,
         raters,
         leads,

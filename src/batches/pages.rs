@@ -40,13 +40,38 @@ struct ListPage {
     batches: Vec<BatchView>,
     rubrics: Vec<String>,
     max_upload_mb: u64,
+    /// The deleted batches, each with when it will be purged.
+    deleted: Vec<(crate::store::corrections::DeletedBatch, String)>,
+    /// What was just done (a batch deleted or restored).
+    notice: Option<String>,
+}
+
+/// What the list says was just done.
+#[derive(Debug, Default, Deserialize)]
+struct ListQuery {
+    deleted: Option<String>,
+    restored: Option<String>,
 }
 
 async fn list(
     _: RequireAdmin,
     page_user: PageUser,
     State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> AppResult<Response> {
+    let notice = match (query.deleted, query.restored) {
+        (Some(name), _) => Some(format!(
+            "Deleted {name:?}: it can be restored below until it is purged."
+        )),
+        (None, Some(name)) => Some(format!("Restored {name:?}.")),
+        (None, None) => None,
+    };
+    let retention = state.config().deleted_retention;
+    let deleted = crate::services::corrections::deleted(state.store(), retention)
+        .await?
+        .into_iter()
+        .map(|(b, purge_at)| (b, purge_at.format("%Y-%m-%d %H:%M UTC").to_string()))
+        .collect();
     let mut batches = Vec::new();
     for summary in state
         .store()
@@ -60,6 +85,8 @@ async fn list(
         batches,
         rubrics: state.store().rubric_names().await?,
         max_upload_mb: state.config().max_upload_bytes / (1024 * 1024),
+        deleted,
+        notice,
     };
     Ok(render(&page)?.into_response())
 }
@@ -192,6 +219,8 @@ struct SettingsForm {
     min_explanation_len: String,
     /// `None` when the form did not send it (a form from before the setting): kept.
     bradley_terry_prior: Option<String>,
+    /// `None` when the form did not send it: kept.
+    final_method: Option<String>,
     /// Restricted to the ticked raters (else every rater may work on it).
     raters_only: bool,
     raters: Vec<String>,
@@ -239,6 +268,7 @@ impl SettingsForm {
             lease_minutes: settings.lease_minutes.to_string(),
             min_explanation_len: settings.min_explanation_len.to_string(),
             bradley_terry_prior: Some(settings.bradley_terry_prior.to_string()),
+            final_method: Some(settings.final_method.clone()),
             raters_only: settings.raters.is_some(),
             raters: settings.raters.clone().unwrap_or_default(),
             leads_only: settings.leads.is_some(),
@@ -285,6 +315,7 @@ impl SettingsForm {
                 "lease_minutes" => form.lease_minutes = value,
                 "min_explanation_len" => form.min_explanation_len = value,
                 "bradley_terry_prior" => form.bradley_terry_prior = Some(value),
+                "final_method" => form.final_method = Some(value),
                 "raters_scope" => form.raters_only = value == "only",
                 "rater" => form.raters.push(value),
                 "leads_scope" => form.leads_only = value == "only",
@@ -398,6 +429,7 @@ impl SettingsForm {
             lease_minutes,
             min_explanation_len,
             bradley_terry_prior,
+            final_method: self.final_method.clone(),
             classifications,
             raters,
             leads,

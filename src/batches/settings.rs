@@ -54,6 +54,9 @@ pub struct SettingsRequest {
     /// fit, which gives no ranking when a group of models never lost to the others.
     #[schema(minimum = 0, maximum = 1000)]
     pub bradley_terry_prior: Option<f64>,
+    /// How the final dataset answers a task no lead adjudicated: `majority` (new
+    /// batches) or `dawid_skene`.
+    pub final_method: Option<String>,
     pub classifications: Option<Vec<Classification>>,
     /// Usernames who may rate; `null` opens the batch to every rater.
     #[serde(default, deserialize_with = "present")]
@@ -87,6 +90,7 @@ impl From<SettingsRequest> for SettingsChange {
             lease_minutes: r.lease_minutes,
             min_explanation_len: r.min_explanation_len,
             bradley_terry_prior: r.bradley_terry_prior,
+            final_method: r.final_method,
             classifications: r.classifications,
             raters: r.raters,
             leads: r.leads,

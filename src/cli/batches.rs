@@ -1,13 +1,14 @@
-//! A batch's tasks in and its ratings out: `verdict import` and `verdict export`.
+//! A batch's tasks in and its ratings out (`verdict import`, `verdict export`), and a
+//! batch deleted, restored or purged (`verdict batch ...`).
 
 use std::io::IsTerminal;
 
 use anyhow::{Context, bail};
 
-use super::{ExportArgs, ImportArgs, describe};
+use super::{BatchCommand, ExportArgs, ImportArgs, describe};
 use crate::Store;
 use crate::services::audit::Actor;
-use crate::services::batches;
+use crate::services::{batches, corrections};
 
 pub(super) async fn import(store: &Store, args: ImportArgs) -> anyhow::Result<()> {
     use verdict_core::import::Format;
@@ -85,13 +86,30 @@ pub(super) async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()
         until: args.until,
         aggregate: None,
         counted: args.counted.then_some(true),
+        final_set: args.final_set.then_some(true),
     };
-    let (format, filter) = crate::export::parse(&query).map_err(describe)?;
     let batch = store
         .batch_by_name(&args.batch)
         .await?
         .with_context(|| format!("no batch named {:?}", args.batch))?;
     let rubric = store.batch_rubric(&batch).await?;
+    if args.final_set {
+        let format = crate::export::final_set::parse(&query).map_err(describe)?;
+        let body = crate::export::final_set::build(store, &batch, &rubric, format)
+            .await
+            .map_err(describe)?;
+        match &args.output {
+            Some(path) => std::fs::write(path, &body)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+            None => {
+                let mut out = tokio::io::stdout();
+                out.write_all(&body).await?;
+                out.flush().await?;
+            }
+        }
+        return Ok(());
+    }
+    let (format, filter) = crate::export::parse(&query).map_err(describe)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
     let output = args.output.clone();
     let writer = tokio::spawn(async move {
@@ -123,4 +141,76 @@ pub(super) async fn export(store: &Store, args: ExportArgs) -> anyhow::Result<()
         eprintln!("{rows} ratings written to {}", path.display());
     }
     Ok(())
+}
+
+pub(super) async fn batch(store: &Store, command: BatchCommand) -> anyhow::Result<()> {
+    match command {
+        BatchCommand::Delete { batch } => {
+            let found = store
+                .batch_by_name(&batch)
+                .await?
+                .with_context(|| format!("no batch named {batch:?} (deleted already?)"))?;
+            let done = corrections::delete_batch(store, found.id, None, Actor::Cli)
+                .await
+                .map_err(|e| describe(e.into()))?;
+            eprintln!(
+                "deleted {:?}; {} held assignment(s) ended; `verdict batch restore --batch {:?}` brings it back",
+                done.name, done.ended, done.name
+            );
+        }
+        BatchCommand::Restore { batch, retention } => {
+            let id = deleted_named(store, &batch).await?;
+            let name = corrections::restore_batch(store, id, retention.retention(), Actor::Cli)
+                .await
+                .map_err(|e| describe(e.into()))?;
+            eprintln!("restored {name:?}");
+        }
+        BatchCommand::Deleted { retention } => {
+            let deleted = corrections::deleted(store, retention.retention())
+                .await
+                .map_err(|e| describe(e.into()))?;
+            if deleted.is_empty() {
+                eprintln!("no deleted batches");
+            }
+            for (b, purge_at) in deleted {
+                println!(
+                    "{}\t{}\tdeleted {}\tby {}\t{} tasks\t{} ratings\tpurged after {}",
+                    b.id,
+                    b.name,
+                    b.deleted_at.to_rfc3339(),
+                    b.deleted_by.as_deref().unwrap_or("cli"),
+                    b.tasks,
+                    b.ratings,
+                    purge_at.to_rfc3339()
+                );
+            }
+        }
+        BatchCommand::Purge { batch, retention } => {
+            let only = match batch {
+                Some(name) => Some(deleted_named(store, &name).await?),
+                None => None,
+            };
+            let purged = corrections::purge(store, retention.retention(), only, Actor::Cli)
+                .await
+                .map_err(|e| describe(e.into()))?;
+            if purged.is_empty() {
+                eprintln!("nothing to purge");
+            }
+            for name in purged {
+                eprintln!("purged {name:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The id of the deleted batch named `name`.
+async fn deleted_named(store: &Store, name: &str) -> anyhow::Result<uuid::Uuid> {
+    match store.deleted_batch_named(name).await? {
+        Some(id) => Ok(id),
+        None if store.batch_by_name(name).await?.is_some() => {
+            bail!("the batch {name:?} is not deleted")
+        }
+        None => bail!("no deleted batch named {name:?}"),
+    }
 }

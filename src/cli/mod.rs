@@ -57,6 +57,9 @@ enum Command {
     /// Reports for programme leads.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Delete, restore and purge batches.
+    #[command(subcommand)]
+    Batch(BatchCommand),
     /// Write a consistent copy of a SQLite database to a new file, while it is in use
     /// (on PostgreSQL, use pg_dump; the error says how).
     Backup(BackupArgs),
@@ -227,6 +230,63 @@ struct ExportArgs {
     /// rejected or unreviewed review-first ratings): the rows to average.
     #[arg(long)]
     counted: bool,
+    /// The final dataset instead: one row per task (gold and withdrawn ones left out),
+    /// its answer and source (adjudicated, else the batch's final method over the
+    /// ratings that count, else none). No other filter then.
+    #[arg(long = "final")]
+    final_set: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum BatchCommand {
+    /// Delete a batch: it leaves every list, page and metric at once, and the
+    /// assignments raters hold on it end. It can be restored for the retention
+    /// (`--deleted-retention-days` of the server, 30 by default), then it is purged.
+    Delete {
+        /// The batch's name.
+        #[arg(long)]
+        batch: String,
+    },
+    /// Bring a deleted batch back, as it was, while its retention lasts.
+    Restore {
+        /// The deleted batch's name.
+        #[arg(long)]
+        batch: String,
+        #[command(flatten)]
+        retention: RetentionArgs,
+    },
+    /// List the deleted batches, with when each will be purged.
+    Deleted {
+        #[command(flatten)]
+        retention: RetentionArgs,
+    },
+    /// Remove for good, with their tasks and ratings, the deleted batches whose
+    /// retention is over (what the server does every minute), or with --batch that one
+    /// deleted batch now.
+    Purge {
+        /// Only this deleted batch (its name), whatever its age.
+        #[arg(long)]
+        batch: Option<String>,
+        #[command(flatten)]
+        retention: RetentionArgs,
+    },
+}
+
+/// How long deleted batches can be restored: for `serve` and the batch commands.
+#[derive(Debug, Args)]
+struct RetentionArgs {
+    /// Days a deleted batch can be restored; after them it is purged with its tasks and
+    /// ratings.
+    #[arg(long, env = "VERDICT_DELETED_RETENTION_DAYS",
+          default_value_t = crate::services::corrections::DEFAULT_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u64).range(0..=36500))]
+    deleted_retention_days: u64,
+}
+
+impl RetentionArgs {
+    fn retention(&self) -> crate::services::corrections::Retention {
+        crate::services::corrections::Retention::days(self.deleted_retention_days)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -384,6 +444,8 @@ struct ServeArgs {
     judge_endpoints: JudgeEndpointArgs,
     #[command(flatten)]
     pyodide: PyodideArgs,
+    #[command(flatten)]
+    retention: RetentionArgs,
     /// Reverse proxies in front of verdict, as addresses or CIDR networks separated by
     /// commas (e.g. 172.30.80.10 or 10.0.0.0/8). A request from one of them comes from
     /// the right-most address of its X-Forwarded-For that is not a trusted proxy, and the
@@ -418,6 +480,11 @@ struct ServeArgs {
     /// may subscribe a URL), and link-local and metadata addresses always are.
     #[arg(long, env = "VERDICT_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
     webhook_allow_hosts: Option<Vec<crate::services::judging::endpoint::AllowedHost>>,
+    /// Seconds between looks at the open batches a webhook asks `batch.stalled` of: a
+    /// stall is sent at most this long after it happens.
+    #[arg(long, env = "VERDICT_STALL_CHECK_S", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    stall_check_s: u64,
     /// The most webhook subscriptions one person may make.
     #[arg(long, env = "VERDICT_WEBHOOK_MAX_PER_OWNER", default_value_t = 50,
           value_parser = clap::value_parser!(i64).range(1..=10_000))]
@@ -705,6 +772,7 @@ async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => batches::import(&store, args).await,
         Command::Export(args) => batches::export(&store, args).await,
         Command::Report(ReportCommand::Hours(args)) => reports::hours(&store, args).await,
+        Command::Batch(command) => batches::batch(&store, command).await,
         Command::Report(ReportCommand::Qualification { batch }) => {
             reports::qualification(&store, &batch).await
         }

@@ -76,6 +76,7 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
         crate::credentials::sealed::SealingKey::from_env().map_err(anyhow::Error::msg)?;
     let config = Config {
         judge_lease: args.judge_lease.lease(),
+        deleted_retention: args.retention.retention(),
         judge_endpoints: args.judge_endpoints.policy(),
         max_heavy_reads: args.max_heavy_reads.map_or(config.max_heavy_reads, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
@@ -93,6 +94,7 @@ pub(super) async fn serve(store: Store, args: ServeArgs, database_url: &str) -> 
             ),
             max_per_owner: args.webhook_max_per_owner,
             max_per_batch: args.webhook_max_per_batch,
+            stall_check: std::time::Duration::from_secs(args.stall_check_s),
             ..Default::default()
         },
         oidc: args

@@ -62,6 +62,7 @@ impl ExportForm {
             until: until_query,
             aggregate: None,
             counted: (self.counted == "true").then_some(true),
+            final_set: None,
         };
         let mut fields = match crate::export::parse(&query) {
             Ok(_) => FieldErrors::new(),

@@ -61,6 +61,16 @@ pub async fn export(
 ) -> AppResult<Response> {
     let batch = crate::batches::visible_settings(&state, id, &lead).await?;
     let rubric = state.store().batch_rubric(&batch).await?;
+    if query.final_set == Some(true) {
+        return final_set(&state, &lead, &batch, &rubric, &query).await;
+    }
+    if query.final_set == Some(false) {
+        let fields = crate::error::FieldErrors::from([(
+            "final".to_owned(),
+            "is true for the final dataset, or left out".to_owned(),
+        )]);
+        return Err(AppError::invalid(fields));
+    }
     if let Some(aggregate) = &query.aggregate {
         return aggregated(&state, &lead, &batch, &rubric, &query, aggregate).await;
     }
@@ -125,6 +135,32 @@ async fn aggregated(
         "{}-{}-{}.{}",
         slug(&batch.name),
         method.as_str(),
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        format.extension()
+    );
+    let stream = futures_util::stream::once(async move { Ok(bytes::Bytes::from(body)) });
+    download(&filename, format, stream)
+}
+
+/// The final dataset (`final=true`): read whole under a heavy read's turn, then sent.
+async fn final_set(
+    state: &AppState,
+    lead: &verdict_core::user::User,
+    batch: &verdict_core::batch::Batch,
+    rubric: &verdict_core::rubric::Rubric,
+    query: &ExportQuery,
+) -> AppResult<Response> {
+    let format = super::final_set::parse(query)?;
+    let turn = state.heavy_reads().turn().await;
+    let body = super::final_set::build(state.store(), batch, rubric, format).await?;
+    drop(turn);
+    tracing::info!(lead = %lead.username, batch = %batch.name, "final dataset exported");
+    let mut detail = serde_json::to_value(query).map_err(AppError::internal)?;
+    detail["batch_id"] = serde_json::json!(batch.id);
+    crate::services::audit::record(state.store(), lead, "batch.export", &batch.name, detail).await;
+    let filename = format!(
+        "{}-final-{}.{}",
+        slug(&batch.name),
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         format.extension()
     );

@@ -18,6 +18,7 @@ use verdict_core::rubric::Side;
 
 pub mod aggregate;
 pub mod api;
+pub mod final_set;
 pub mod judge;
 
 pub fn api_router() -> crate::web::openapi::ApiRouter {
@@ -84,6 +85,13 @@ pub struct ExportQuery {
     /// rating, rejected or unreviewed review-first rating, or judge's rating): as many
     /// rows as the metrics' `counts.included`.
     pub counted: Option<bool>,
+    /// `true`: the final dataset instead, one row per task (gold and withdrawn tasks
+    /// left out): `external_id`, `answers` and `source`: `adjudicated` (a lead's final
+    /// answer), else the batch's `final_method` (`majority` or `dawid_skene`) over the
+    /// ratings that count, else `none` (no other filter then).
+    #[serde(rename = "final")]
+    #[param(rename = "final")]
+    pub final_set: Option<bool>,
 }
 
 fn time(field: &str, text: &str, fields: &mut FieldErrors) -> Option<DateTime<Utc>> {
@@ -209,6 +217,8 @@ pub fn columns(rubric: &Rubric) -> Vec<String> {
             "gold_grade",
             "review_first",
             "judge_run",
+            "withdrawn",
+            "stale",
         ]
         .map(String::from),
     );
@@ -354,6 +364,8 @@ impl<'r> CsvRecords<'r> {
             Some(id) => cells.display(id)?,
             None => cells.text("")?,
         }
+        cells.display(row.withdrawn)?;
+        cells.display(row.stale)?;
         // No fields: ends the record.
         cells.out.write_record(None::<&[u8]>)
     }
@@ -468,12 +480,16 @@ pub struct JsonRecord<'a> {
     rubric: &'a str,
     rubric_version: i32,
     skip_reason: Option<SkipReason>,
+    /// Of an earlier version of its task, since corrected: not in the metrics.
+    stale: bool,
     status: Status,
     submitted_at: Option<DateTime<Utc>>,
     swapped: bool,
     time_spent_s: i32,
     version: i32,
     warnings: &'a [String],
+    /// Its task withdrawn: not in the metrics while it is.
+    withdrawn: bool,
 }
 
 /// The JSON Lines object of a row; `version` is the rubric's the batch pinned.
@@ -502,12 +518,14 @@ pub fn json_record<'a>(rubric: &'a Rubric, version: i32, row: &'a ExportRow) -> 
         rubric: &rubric.name,
         rubric_version: version,
         skip_reason: row.skip_reason.clone(),
+        stale: row.stale,
         status: row.status,
         submitted_at: row.submitted_at,
         swapped: row.swapped,
         time_spent_s: row.time_spent_s,
         version: row.version,
         warnings: &row.confirmed_warnings.0,
+        withdrawn: row.withdrawn,
     }
 }
 
@@ -679,6 +697,8 @@ mod tests {
             gold: false,
             gold_grade: None,
             review_first: false,
+            withdrawn: false,
+            stale: true,
             judge_run: None,
         };
         let rubric = verdict_core::rubric::by_name("blackhat").unwrap();

@@ -111,8 +111,46 @@ pub async fn measure(
     .map_err(AppError::internal)?;
     // Kept for the next request, which reads on from its mark.
     *slot = Some(folded);
+    let mut metrics = metrics;
+    vs_final(store, id, &rubric, &mut metrics).await?;
     drop(turn);
     Ok((metrics, rubric))
+}
+
+/// Each rater's agreement with the final answers leads recorded (`raters[].vs_final`),
+/// from the ratings that count of the adjudicated tasks: few, read one task at a time.
+async fn vs_final(
+    store: &crate::store::Store,
+    batch: Uuid,
+    rubric: &Rubric,
+    metrics: &mut Metrics,
+) -> AppResult<()> {
+    let finals = store.final_answers(batch).await?;
+    if finals.is_empty() {
+        return Ok(());
+    }
+    let mut ratings = Vec::new();
+    for last in &finals {
+        for rating in store.task_ratings(last.task_id).await? {
+            if rating.counts_in_metrics() {
+                ratings.push((last.task_id, rating.rater, rating.answers.0));
+            }
+        }
+    }
+    let decided: std::collections::BTreeMap<Uuid, &verdict_core::rubric::Answers> =
+        finals.iter().map(|f| (f.task_id, &*f.answers.0)).collect();
+    let given: Vec<(Uuid, String, &verdict_core::rubric::Answers)> = ratings
+        .iter()
+        .map(|(task, rater, answers)| (*task, rater.clone(), &**answers))
+        .collect();
+    let questions = verdict_core::metrics::aggregate::questions(rubric);
+    let mut agreement = verdict_core::metrics::aggregate::vs_final(&questions, &decided, &given);
+    for rater in &mut metrics.raters {
+        if let Some(figures) = agreement.remove(&rater.rater) {
+            rater.vs_final = figures;
+        }
+    }
+    Ok(())
 }
 
 /// What routing did for `batch`, routed by `route_by`: suggestions come from skips
@@ -126,8 +164,7 @@ async fn routing_figures(
     let store = state.store();
     let since = batch.routed_since.unwrap_or(batch.created_at);
     let (before, after) = store.skips_around(batch.id, since).await?;
-    let skills = store.allowed_raters_skills(batch.id, batch.routing).await?;
-    let skills: Vec<Vec<String>> = skills.into_values().collect();
+    let skills = crate::services::stalls::able_skills(store, batch).await?;
     let unmatched =
         verdict_core::routing::unmatched(&store.open_tasks_by_key(batch.id).await?, &skills);
     let suggestions = if rubric.skip_options().iter().any(|r| r.value == UNFAMILIAR) {

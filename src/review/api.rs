@@ -23,7 +23,8 @@ pub fn router() -> ApiRouter {
         .routes(routes!(queue))
         .routes(routes!(accept_all))
         .routes(routes!(review))
-        .routes(routes!(task))
+        .routes(routes!(task, change_task))
+        .routes(routes!(final_answer, record_final, remove_final))
         .routes(routes!(disagreements))
 }
 
@@ -126,6 +127,12 @@ pub struct TaskRatings {
     pub external_id: String,
     pub model_a: Option<String>,
     pub model_b: Option<String>,
+    /// 1 as uploaded, one more with each correction.
+    pub version: i32,
+    /// Withdrawn: served to no one, in no metric or aggregate.
+    pub withdrawn: bool,
+    /// The task's earlier versions, oldest first, as corrections replaced them.
+    pub versions: Vec<TaskVersionView>,
     /// By rater name; drafts are left out.
     pub ratings: Vec<TaskRatingView>,
     /// Each LLM judge's answer from the run standing for it over the batch, by judge name: apart
@@ -163,6 +170,21 @@ pub struct JudgeCallView {
     pub fields: verdict_core::judge::Fields,
 }
 
+/// An earlier version of a task, replaced by a correction.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskVersionView {
+    pub version: i32,
+    #[schema(value_type = Object)]
+    pub prompt: serde_json::Value,
+    pub response_a: String,
+    pub response_b: String,
+    pub model_a: Option<String>,
+    pub model_b: Option<String>,
+    pub replaced_at: chrono::DateTime<chrono::Utc>,
+    /// Who corrected it (absent: the command line, or an account since removed).
+    pub replaced_by: Option<String>,
+}
+
 /// One rater's rating of the task, in the task's canonical orientation.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TaskRatingView {
@@ -172,6 +194,8 @@ pub struct TaskRatingView {
     pub status: verdict_core::lifecycle::Status,
     /// Whether it counts in the batch's metrics.
     pub counts_in_metrics: bool,
+    /// Of an earlier version of the task, since corrected: kept, counted nowhere.
+    pub stale: bool,
     /// Whether the rater was shown B first (the answers are turned back already).
     pub swapped: bool,
     #[schema(value_type = Object)]
@@ -226,6 +250,7 @@ pub async fn task(
         .into_iter()
         .map(|r| TaskRatingView {
             counts_in_metrics: r.counts_in_metrics(),
+            stale: r.stale,
             rating_id: r.rating_id,
             rater: r.rater,
             outcome: r.outcome,
@@ -236,13 +261,122 @@ pub async fn task(
             time_spent_s: r.time_spent_s,
         })
         .collect();
+    let store = state.store();
+    let now = store
+        .task_to_correct(batch_id, &task.external_id)
+        .await?
+        .ok_or(crate::error::AppError::NotFound)?;
+    let versions = store
+        .task_versions(task_id)
+        .await?
+        .into_iter()
+        .map(|v| TaskVersionView {
+            version: v.version,
+            prompt: serde_json::from_str(&v.prompt).unwrap_or(serde_json::Value::String(v.prompt)),
+            response_a: v.response_a,
+            response_b: v.response_b,
+            model_a: v.model_a,
+            model_b: v.model_b,
+            replaced_at: v.replaced_at,
+            replaced_by: v.replaced_by,
+        })
+        .collect();
     Ok(Json(TaskRatings {
         batch_id,
         batch: summary.batch.name,
         external_id: task.external_id,
         model_a: task.model_a,
         model_b: task.model_b,
+        version: now.version,
+        withdrawn: now.withdrawn_at.is_some(),
+        versions,
         ratings,
         judges,
     }))
+}
+
+/// Withdraws a task or puts it back, and/or corrects its content (a lead of the batch).
+/// Withdrawn, it is served to no one and leaves every metric and aggregate. Corrected,
+/// it is a new version: its ratings so far are kept but stale (out of the metrics), the
+/// assignments held on it end, and it is served again, to raters who have not had
+/// it, until it has its overlap on the new version. Gold tasks are changed by neither.
+#[utoipa::path(patch, path = "/api/v1/batches/{id}/tasks/{external_id}", tag = "review",
+    request_body = crate::services::corrections::TaskPatch,
+    params(("id" = Uuid, Path, description = "batch id"),
+        ("external_id" = String, Path, description = "the task's external id, percent-encoded")),
+    responses((status = 200, body = crate::services::corrections::TaskState),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn change_task(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
+    ApiJson(patch): ApiJson<crate::services::corrections::TaskPatch>,
+) -> AppResult<Json<crate::services::corrections::TaskState>> {
+    let batch = crate::services::batches::led(state.store(), batch_id, &lead).await?;
+    let changed = crate::services::corrections::change_task(
+        state.store(),
+        &batch,
+        &external_id,
+        &patch,
+        &lead,
+    )
+    .await?;
+    Ok(Json(changed))
+}
+
+/// A task's final answer, as a lead of the batch recorded it (404 when none is).
+#[utoipa::path(get, path = "/api/v1/batches/{id}/tasks/{external_id}/final", tag = "review",
+    params(("id" = Uuid, Path, description = "batch id"),
+        ("external_id" = String, Path, description = "the task's external id, percent-encoded")),
+    responses((status = 200, body = crate::services::adjudication::FinalView),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn final_answer(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
+) -> AppResult<Json<crate::services::adjudication::FinalView>> {
+    let batch = crate::services::batches::led(state.store(), batch_id, &lead).await?;
+    let found = crate::services::adjudication::read(state.store(), &batch, &external_id).await?;
+    Ok(Json(found))
+}
+
+/// Records a task's final answer (a lead of the batch): every answer the rubric asks, in
+/// the task's own A/B order, checked as a rating's are; it replaces any recorded before.
+/// The final dataset (`export?final=true`) gives it for the task.
+#[utoipa::path(put, path = "/api/v1/batches/{id}/tasks/{external_id}/final", tag = "review",
+    request_body = crate::services::adjudication::FinalRequest,
+    params(("id" = Uuid, Path, description = "batch id"),
+        ("external_id" = String, Path, description = "the task's external id, percent-encoded")),
+    responses((status = 200, body = crate::services::adjudication::FinalView),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn record_final(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
+    ApiJson(request): ApiJson<crate::services::adjudication::FinalRequest>,
+) -> AppResult<Json<crate::services::adjudication::FinalView>> {
+    let batch = crate::services::batches::led(state.store(), batch_id, &lead).await?;
+    let recorded =
+        crate::services::adjudication::record(state.store(), &batch, &external_id, request, &lead)
+            .await?;
+    Ok(Json(recorded))
+}
+
+/// Withdraws a task's final answer (a lead of the batch): the final dataset goes back to
+/// the aggregate of its ratings.
+#[utoipa::path(delete, path = "/api/v1/batches/{id}/tasks/{external_id}/final", tag = "review",
+    params(("id" = Uuid, Path, description = "batch id"),
+        ("external_id" = String, Path, description = "the task's external id, percent-encoded")),
+    responses((status = 204, description = "withdrawn"), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn remove_final(
+    RequireLead(lead): RequireLead,
+    State(state): State<AppState>,
+    ApiPath((batch_id, external_id)): ApiPath<(Uuid, String)>,
+) -> AppResult<axum::http::StatusCode> {
+    let batch = crate::services::batches::led(state.store(), batch_id, &lead).await?;
+    crate::services::adjudication::remove(state.store(), &batch, &external_id, &lead).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -92,6 +92,7 @@ fn name_of<'a>(actor: &Actor<'a>) -> &'a str {
         Actor::User(user) => user.username.as_str(),
         Actor::Cli => "cli",
         Actor::IdentityProvider => "identity provider",
+        Actor::Server => "server",
     }
 }
 

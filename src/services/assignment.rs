@@ -99,10 +99,10 @@ pub async fn owned_form(
 /// The batch and rubric of a rater's own assignment (both from memory once read), after
 /// checking that work on it may go on.
 async fn owned_of(store: &Store, assignment: Assignment, user: &User) -> ServiceResult<Owned> {
-    let batch = store
-        .access_batch(assignment.batch_id)
-        .await?
-        .ok_or(ServiceError::NotFound)?;
+    let Some(batch) = store.access_batch(assignment.batch_id).await? else {
+        // A deleted batch's assignments ended with it: say so, by its name.
+        return Err(super::corrections::gone_or_not_found(store, assignment.batch_id).await?);
+    };
     let rubric = store.batch_rubric(&batch).await?;
     // Work on a task held (or held until lately) needs the batch open and the rater
     // still one of its raters; a finished one may still be looked at.

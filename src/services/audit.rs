@@ -16,6 +16,9 @@ pub enum Actor<'a> {
     Cli,
     /// The team's identity provider, at a sign-in (an account made, a role it gives).
     IdentityProvider,
+    /// The server itself, on a schedule (deleted batches purged when their retention
+    /// ends).
+    Server,
 }
 
 impl Actor<'_> {
@@ -25,6 +28,7 @@ impl Actor<'_> {
             Actor::User(user) => (Some(user.id), None),
             Actor::Cli => (None, Some("cli")),
             Actor::IdentityProvider => (None, Some("identity provider")),
+            Actor::Server => (None, Some("server")),
         }
     }
 }
@@ -50,6 +54,7 @@ pub async fn record<'a>(
         Actor::User(user) => user.username.as_str(),
         Actor::Cli => "cli",
         Actor::IdentityProvider => "identity provider",
+        Actor::Server => "server",
     };
     if let Err(err) = store.record_audit(id, name, action, target, &detail).await {
         tracing::error!(%err, actor = who, action, target, "audit entry not recorded");

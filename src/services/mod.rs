@@ -11,9 +11,11 @@ pub use verdict_core::fields::FieldErrors;
 use verdict_core::lifecycle::Refusal;
 
 pub mod accounts;
+pub mod adjudication;
 pub mod assignment;
 pub mod audit;
 pub mod batches;
+pub mod corrections;
 pub mod gold;
 pub mod judging;
 pub mod qualification;
@@ -47,6 +49,9 @@ pub enum ServiceError {
     /// taken); the message says why.
     #[error("{0}")]
     Conflict(String),
+    /// It was there and is no more (a deleted batch); the message names it.
+    #[error("{0}")]
+    Gone(String),
     /// A submission meets consistency warnings its rater has not confirmed: nothing was
     /// stored; the same submission confirming them is.
     #[error("{} consistency warning(s) to confirm", .0.len())]

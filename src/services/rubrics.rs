@@ -33,7 +33,7 @@ pub async fn add(store: &Store, document: &Value, actor: Actor<'_>) -> ServiceRe
     }
     let by = match actor {
         Actor::User(user) => Some(user.id),
-        Actor::Cli | Actor::IdentityProvider => None,
+        Actor::Cli | Actor::IdentityProvider | Actor::Server => None,
     };
     // A first version added twice at once races on the key: the loser looks again.
     let mut attempt = 0;

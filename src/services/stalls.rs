@@ -23,19 +23,7 @@ pub async fn stalled(store: &Store, batch: &Batch) -> ServiceResult<Stalled> {
     if !batch.state.is_open() {
         return Ok(stalled);
     }
-    let candidates = store.batch_candidates(batch.id).await?;
-    let failed: BTreeSet<String> = match &batch.qualification {
-        Some(q) => super::qualification::standings(store, batch.id, q)
-            .await?
-            .into_iter()
-            .filter(|(_, standing)| standing.state == State::Failed)
-            .map(|(name, _)| name)
-            .collect(),
-        None => BTreeSet::new(),
-    };
-    let (able, disqualified): (Vec<&Candidate>, Vec<&Candidate>) = candidates
-        .iter()
-        .partition(|c| !failed.contains(&c.username));
+    let (able, disqualified) = candidates(store, batch).await?;
     let strict = batch.route_by.is_some() && batch.routing == Routing::Strict;
     // Groups by key, tasks without one first.
     let mut keys = if strict {
@@ -48,7 +36,7 @@ pub async fn stalled(store: &Store, batch: &Batch) -> ServiceResult<Stalled> {
     for key in keys {
         // Who could take the group's tasks: anyone, or under strict routing those with the
         // key among the skills a lead set (a task without a key is anyone's).
-        let fits = |c: &&&Candidate| {
+        let fits = |c: &&Candidate| {
             key.as_deref().is_none_or(|k| {
                 verdict_core::routing::skills_for(Routing::Strict, &c.skills, &c.declared_skills)
                     .iter()
@@ -73,4 +61,62 @@ pub async fn stalled(store: &Store, batch: &Batch) -> ServiceResult<Stalled> {
         stalled.add(group, stuck.first, FIRST_SHOWN);
     }
     Ok(stalled)
+}
+
+/// The people who could rate batch `batch`, split into those who still may (`.0`) and
+/// those who failed its qualification (`.1`).
+async fn candidates(
+    store: &Store,
+    batch: &Batch,
+) -> ServiceResult<(Vec<Candidate>, Vec<Candidate>)> {
+    let candidates = store.batch_candidates(batch.id).await?;
+    let failed: BTreeSet<String> = match &batch.qualification {
+        Some(q) => super::qualification::standings(store, batch.id, q)
+            .await?
+            .into_iter()
+            .filter(|(_, standing)| standing.state == State::Failed)
+            .map(|(name, _)| name)
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    Ok(candidates
+        .into_iter()
+        .partition(|c| !failed.contains(&c.username)))
+}
+
+/// The skills batch `batch` routes by (see [`verdict_core::routing::skills_for`]) of each
+/// person who could take its tasks now: what `metrics.routing.unmatched` is counted from,
+/// so it names the keys of the same tasks the stalls call `no_rater_with_skill`.
+pub async fn able_skills(store: &Store, batch: &Batch) -> ServiceResult<Vec<Vec<String>>> {
+    let (able, _) = candidates(store, batch).await?;
+    Ok(able
+        .iter()
+        .map(|c| verdict_core::routing::skills_for(batch.routing, &c.skills, &c.declared_skills))
+        .collect())
+}
+
+/// Looks at every open batch someone asked `batch.stalled` of, and sends the event for
+/// each that has stalled since it was last looked at (and notes those that no longer
+/// are, so their next stall is sent too). How many were sent.
+pub async fn report(store: &Store) -> ServiceResult<usize> {
+    let mut sent = 0;
+    for id in store.stall_watched_batches().await? {
+        let Some(batch) = store.batch(id).await? else {
+            continue;
+        };
+        let stalled = stalled(store, &batch).await?;
+        let data = serde_json::json!({
+            "name": batch.name,
+            "tasks": stalled.tasks,
+            "reasons": stalled.reasons,
+            "groups": stalled.groups,
+        });
+        if store
+            .note_stall(id, stalled.tasks, data, chrono::Utc::now())
+            .await?
+        {
+            sent += 1;
+        }
+    }
+    Ok(sent)
 }

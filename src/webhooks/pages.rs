@@ -68,6 +68,8 @@ struct WebhookForm {
     batch_completed: Option<String>,
     #[serde(rename = "batch.reopened")]
     batch_reopened: Option<String>,
+    #[serde(rename = "batch.stalled")]
+    batch_stalled: Option<String>,
     #[serde(rename = "rating.submitted")]
     rating_submitted: Option<String>,
     #[serde(rename = "rating.revised")]
@@ -86,6 +88,7 @@ impl WebhookForm {
         [
             (EventKind::BatchCompleted, &self.batch_completed),
             (EventKind::BatchReopened, &self.batch_reopened),
+            (EventKind::BatchStalled, &self.batch_stalled),
             (EventKind::RatingSubmitted, &self.rating_submitted),
             (EventKind::RatingRevised, &self.rating_revised),
             (EventKind::RatingReviewed, &self.rating_reviewed),

@@ -702,16 +702,17 @@ impl TestApp {
     }
 
     /// How many ratings differ from their assignment and task in what migration 0011
-    /// copies onto them (orientation, external id, models, response lengths, gold).
+    /// copies onto them (orientation, external id, models, response lengths, gold); a
+    /// stale rating keeps the copies of the version of its task it rated.
     pub async fn rating_copies_off(&self) -> i64 {
         self.count(
             "SELECT COUNT(*) FROM ratings r JOIN assignments a ON a.id = r.assignment_id
                JOIN tasks t ON t.id = r.task_id
-             WHERE r.swapped <> a.swapped OR r.external_id <> t.external_id
+             WHERE r.stale = FALSE AND (r.swapped <> a.swapped OR r.external_id <> t.external_id
                 OR NOT (r.model_a = t.model_a OR (r.model_a IS NULL AND t.model_a IS NULL))
                 OR NOT (r.model_b = t.model_b OR (r.model_b IS NULL AND t.model_b IS NULL))
                 OR r.len_a <> LENGTH(t.response_a) OR r.len_b <> LENGTH(t.response_b)
-                OR r.gold <> EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id)",
+                OR r.gold <> EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = r.task_id))",
         )
         .await
     }

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod access_cache;
+mod adjudication;
 mod aggregate;
 mod audit;
 mod auth;
@@ -13,6 +14,7 @@ mod careful;
 mod cli;
 mod conformance;
 mod connections;
+mod corrections;
 mod dashboard;
 mod diff;
 mod durability;

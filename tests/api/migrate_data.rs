@@ -213,6 +213,30 @@ async fn every_kind_of_row_moves_to_postgresql_and_back() {
             .await;
         assert_eq!(reviewed.status(), StatusCode::OK);
     }
+    // A task corrected: its earlier version is kept (task_versions).
+    let corrected = lead
+        .api
+        .patch(app.url(&format!("/api/v1/batches/{batch}/tasks/t2")))
+        .json(&json!({"response_b": "Use `2 ** 2`, which is 4."}))
+        .go()
+        .await;
+    assert_eq!(corrected.status(), StatusCode::OK);
+    // A final answer a lead decided (final_answers): a rating's answers, without the
+    // time a rating carries beside them.
+    let mut answers = complete_answers();
+    answers.as_object_mut().unwrap().remove("time_spent_s");
+    let decided = lead
+        .api
+        .put(app.url(&format!("/api/v1/batches/{batch}/tasks/t1/final")))
+        .json(&json!({"answers": answers, "note": "B's loop is wrong."}))
+        .go()
+        .await;
+    assert_eq!(
+        decided.status(),
+        StatusCode::OK,
+        "{:?}",
+        decided.text().await
+    );
     let scripted = ScriptedJudge::start(prefers_good).await;
     add_judge(&app, &admin, "scripted", &scripted.base_url, json!({})).await;
     let run = start_run(&app, &admin, &batch, "scripted").await;

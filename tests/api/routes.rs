@@ -29,7 +29,7 @@ const CALLERS: [&str; 6] = [
 /// What each placeholder stands for: `{assignment}` the rater's open assignment,
 /// `{rating}` the rater's submitted rating, `{user}` an account nobody else touches,
 /// `{token}` and `{page_token}` spare tokens of the rater, `{batch}` and `{task}` the batch and one of its
-/// tasks, `{rubric}` and `{version}` a built-in rubric and its first version, `{judge}`
+/// tasks, `{doomed}` a batch of its own to delete and restore, `{rubric}` and `{version}` a built-in rubric and its first version, `{judge}`
 /// a judge and `{run}` a cancelled run of it over the batch, `{webhook}` a subscription
 /// to the batch and `{event}` a delivery nobody has. Requests carry a body that is valid in form but not in content (an empty JSON
 /// object, a form with only its CSRF token), so 422 (or 400 for a form missing a field)
@@ -151,6 +151,25 @@ const MATRIX: &[(&str, &str, [u16; 6])] = &[
     ("POST", "/admin/batches/{batch}/confirm", [303, 403, 403, 403, 422, 303]),
     ("POST", "/api/v1/batches", [401, 403, 403, 403, 422, 401]),
     ("PATCH", "/api/v1/batches/{batch}", [401, 403, 403, 403, 200, 401]),
+    // Corrections (issue 51): `{doomed}` is a batch of its own, deleted by the admin,
+    // then restored, so the rows after it find it again.
+    ("GET", "/api/v1/batches/deleted", [401, 403, 403, 403, 200, 401]),
+    ("DELETE", "/api/v1/batches/{doomed}", [401, 403, 403, 403, 200, 401]),
+    ("POST", "/api/v1/batches/{doomed}/restore", [401, 403, 403, 403, 200, 401]),
+    ("GET", "/admin/batches/{doomed}/delete", [303, 403, 403, 403, 200, 303]),
+    // Without the name typed: refused by name.
+    ("POST", "/admin/batches/{doomed}/delete", [303, 403, 403, 403, 422, 303]),
+    // Not deleted: nothing to restore.
+    ("POST", "/admin/batches/{doomed}/restore", [303, 403, 403, 403, 409, 303]),
+    // An empty change names what it wants.
+    ("PATCH", "/api/v1/batches/{batch}/tasks/{task}", [401, 403, 403, 422, 422, 401]),
+    // No final answer is recorded: none to read or withdraw; an empty one is refused.
+    ("GET", "/api/v1/batches/{batch}/tasks/{task}/final", [401, 403, 403, 404, 404, 401]),
+    ("PUT", "/api/v1/batches/{batch}/tasks/{task}/final", [401, 403, 403, 422, 422, 401]),
+    ("DELETE", "/api/v1/batches/{batch}/tasks/{task}/final", [401, 403, 403, 404, 404, 401]),
+    ("GET", "/batches/{batch}/tasks/{task}/final", [303, 403, 403, 200, 200, 303]),
+    ("POST", "/batches/{batch}/tasks/{task}/final", [303, 403, 403, 422, 422, 303]),
+    ("POST", "/batches/{batch}/tasks/{task}/final/remove", [303, 403, 403, 404, 404, 303]),
     ("GET", "/admin/audit", [303, 403, 403, 403, 200, 303]),
     ("GET", "/admin/rubrics", [303, 403, 403, 403, 200, 303]),
     ("POST", "/admin/rubrics", [303, 403, 403, 403, 422, 303]),
@@ -359,6 +378,7 @@ async fn world(app: &TestApp) -> World {
     let batch = app
         .batch(&admin, "matrix", &tasks_jsonl(12), "&overlap=3")
         .await;
+    let doomed = app.batch(&admin, "doomed", &tasks_jsonl(1), "").await;
     // Each rater submits one rating (with an explanation only they wrote) and keeps
     // one assignment open with a draft.
     let mut ratings = BTreeMap::new();
@@ -451,6 +471,7 @@ async fn world(app: &TestApp) -> World {
 
     let ids = BTreeMap::from([
         ("batch", batch),
+        ("doomed", doomed),
         ("task", task),
         ("assignment", ratings["open"].clone()),
         ("rating", ratings["rater"].clone()),

@@ -349,6 +349,9 @@ fn as_served_now(
         assert_eq!(batch.insert("escalate".into(), Value::Null), None);
         assert_eq!(batch.insert("route_by".into(), Value::Null), None);
         assert_eq!(batch.insert("routing".into(), json!("prefer")), None);
+        // And, since adjudication (issue 51), how its final dataset answers a task no
+        // lead decided: by majority, the default.
+        assert_eq!(batch.insert("final_method".into(), json!("majority")), None);
     };
     // A batch's gold settings name its qualification since issue 31: old batches ask
     // for none.
@@ -413,7 +416,7 @@ fn as_served_now(
         let list = runs["list"].as_array().expect("the list");
         assert!(list.len() <= 1, "{name}: one run at most");
         let run = list.first().map_or(Value::Null, |r| r["id"].clone());
-        let now = with_judge_run(name, &expected, &run);
+        let now = with_corrections(name, &with_judge_run(name, &expected, &run));
         if name != "pairwise/export.jsonl" {
             return now;
         }
@@ -520,19 +523,37 @@ fn with_judge_run(name: &str, expected: &str, run: &Value) -> String {
             })
             .collect();
     }
+    csv_with(expected, &["judge_run"], |header, record| {
+        let kind = header
+            .iter()
+            .position(|h| h == "rater_kind")
+            .expect("rater_kind");
+        let of_judge = record[kind] == "judge";
+        vec![if of_judge {
+            run.as_str().expect("the run").to_owned()
+        } else {
+            String::new()
+        }]
+    })
+}
+
+/// The CSV `expected` with the columns `added` after its own, each record's values for
+/// them from `values` (given the header and the record).
+fn csv_with(
+    expected: &str,
+    added: &[&str],
+    values: impl Fn(&[String], &[String]) -> Vec<String>,
+) -> String {
     let mut reader = csv::Reader::from_reader(expected.as_bytes());
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = reader
+    let old: Vec<String> = reader
         .headers()
         .expect("a header")
         .iter()
         .map(str::to_owned)
         .collect();
-    let kind = header
-        .iter()
-        .position(|h| h == "rater_kind")
-        .expect("rater_kind");
-    header.push("judge_run".into());
+    let mut header = old.clone();
+    header.extend(added.iter().map(|a| (*a).to_owned()));
     writer.write_record(&header).expect("written");
     for record in reader.records() {
         let mut record: Vec<String> = record
@@ -540,15 +561,35 @@ fn with_judge_run(name: &str, expected: &str, run: &Value) -> String {
             .iter()
             .map(str::to_owned)
             .collect();
-        let of_judge = record[kind] == "judge";
-        record.push(if of_judge {
-            run.as_str().expect("the run").to_owned()
-        } else {
-            String::new()
-        });
+        let more = values(&old, &record);
+        record.extend(more);
         writer.write_record(&record).expect("written");
     }
     String::from_utf8(writer.into_inner().expect("written")).expect("UTF-8")
+}
+
+/// An export row says since issue 51 whether its task is withdrawn and whether it is of an
+/// earlier version of its task: never, in an old database.
+fn with_corrections(name: &str, expected: &str) -> String {
+    if name.ends_with(".jsonl") {
+        return expected
+            .lines()
+            .map(|line| {
+                // Written in where the record writes its keys (alphabetically), not
+                // through a map, which would reorder nested objects.
+                let at = line.rfind(",\"status\":").expect("status");
+                let end = line.rfind('}').expect("the record's end");
+                format!(
+                    "{},\"stale\":false{},\"withdrawn\":false}}\n",
+                    &line[..at],
+                    &line[at..end]
+                )
+            })
+            .collect();
+    }
+    csv_with(expected, &["withdrawn", "stale"], |_, _| {
+        vec!["false".to_owned(), "false".to_owned()]
+    })
 }
 
 /// A run gives its own figures since issue 30: tasks rated, orders that disagreed, the

@@ -27,8 +27,8 @@ use verdict_core::webhook::Retries;
 
 use crate::durability::{account, kill_9, rate_all, serve_with, upload_batch};
 use crate::helpers::{
-    Fixture, Go, Persona, TestApp, TestDb, bearer, complete_answers, csrf_token, db_test,
-    json_with, page_text, tasks_jsonl,
+    Fixture, Go, Persona, TestApp, TestDb, assignment_id, bearer, complete_answers, csrf_token,
+    db_test, json_with, page_text, tasks_jsonl,
 };
 
 const SECRET_KEY: &str = "a test secret of more than thirty-two characters";
@@ -172,6 +172,7 @@ pub fn quick() -> Delivering {
             attempts: 4,
         },
         endpoints: EndpointPolicy::webhooks(Some(vec!["127.0.0.1".parse().expect("a host")])),
+        stall_check: Duration::from_millis(100),
         ..Delivering::default()
     }
 }
@@ -1024,6 +1025,153 @@ async fn revisions_and_each_completion_are_reported_once(app: &HookApp) {
 }
 
 db_test!(revisions_and_each_completion_are_reported_once: HookApp);
+
+/// Issue 51: `batch.stalled` is sent when a batch's stuck count goes from none to some,
+/// once however long the stall lasts, and again after it cleared and came back.
+async fn a_stall_is_sent_once_when_it_happens_and_again_after_it_cleared(app: &HookApp) {
+    let app = &app.0;
+    let admin = app.admin().await;
+    let (ana, bo) = (
+        app.persona("ana", verdict::auth::Role::Rater).await,
+        app.persona("bo", verdict::auth::Role::Rater).await,
+    );
+    let batch = app
+        .batch(
+            &admin,
+            "stalling",
+            &tasks_jsonl(2),
+            "&overlap=2&randomize=false&raters_see_external_ids=true",
+        )
+        .await;
+    let restrict = |raters: Value| {
+        let admin = &admin;
+        let batch = &batch;
+        async move {
+            let done = admin
+                .api
+                .patch(app.url(&format!("/api/v1/batches/{batch}")))
+                .json(&json!({"raters": raters}))
+                .go()
+                .await;
+            json_with(done, StatusCode::OK).await
+        }
+    };
+    restrict(json!(["ana", "bo"])).await;
+    let receiver = Receiver::start().await;
+    json_with(
+        subscribe(
+            app,
+            &admin,
+            &receiver.url(),
+            &["batch.stalled"],
+            Some(&batch),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let skip = |who: &'static str| {
+        let (ana, bo) = (&ana, &bo);
+        let batch = &batch;
+        async move {
+            let rater = if who == "ana" { ana } else { bo };
+            let next = app.next(rater, batch).await.expect("a task");
+            assert_eq!(next["task"]["external_id"], "t1");
+            let done = app
+                .act(
+                    rater,
+                    &assignment_id(&next),
+                    "skip",
+                    &json!({"reason": "too_long"}),
+                )
+                .await;
+            assert_eq!(done.status(), StatusCode::OK);
+        }
+    };
+
+    // ana skips t1: it needs two ratings and only bo is left to give one.
+    skip("ana").await;
+    let got = receiver.wait_for(1).await;
+    let stalled = got[0].json();
+    assert_eq!(stalled["type"], "batch.stalled");
+    assert_eq!(stalled["data"]["name"], "stalling");
+    assert_eq!(stalled["data"]["tasks"], 1);
+    assert_eq!(stalled["data"]["reasons"], json!({"too_few_raters": 1}));
+    assert_eq!(stalled["data"]["groups"][0]["raters_needed"], 1);
+
+    // Still stalled at every later look (ten in the time waited): not sent again.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(receiver.got().len(), 1);
+
+    // cy joins: nothing is stuck. bo skips t1 too: stuck again, and sent again.
+    let cy = app.persona("cy", verdict::auth::Role::Rater).await;
+    restrict(json!(["ana", "bo", "cy"])).await;
+    let view = json_with(
+        admin
+            .api
+            .get(app.url(&format!("/api/v1/batches/{batch}")))
+            .go()
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(view["stalled"]["tasks"], 0, "{view}");
+    // The clearing is noted at a look before the next stall; wait for one.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    skip("bo").await;
+    let got = receiver.wait_for(2).await;
+    assert_eq!(got[1].json()["type"], "batch.stalled");
+    assert_eq!(got[1].json()["data"]["tasks"], 1);
+    drop(cy);
+}
+
+db_test!(a_stall_is_sent_once_when_it_happens_and_again_after_it_cleared: HookApp);
+
+/// Issue 51: a correction reopens a completed batch (its task needs ratings again), and
+/// withdrawing the task left open completes it.
+async fn a_corrected_task_reopens_its_batch_and_withdrawing_it_completes_it(app: &HookApp) {
+    let app = &app.0;
+    let (admin, lead) = (app.admin().await, app.lead().await);
+    let ana = app.persona("ana", verdict::auth::Role::Rater).await;
+    let batch = app
+        .batch(
+            &admin,
+            "fixed",
+            &tasks_jsonl(1),
+            "&overlap=1&randomize=false",
+        )
+        .await;
+    let receiver = Receiver::start().await;
+    let events = ["batch.completed", "batch.reopened"];
+    json_with(
+        subscribe(app, &admin, &receiver.url(), &events, Some(&batch)).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let change = |body: Value| {
+        let lead = &lead;
+        let path = format!("/api/v1/batches/{batch}/tasks/t1");
+        async move {
+            let done = lead.api.patch(app.url(&path)).json(&body).go().await;
+            json_with(done, StatusCode::OK).await
+        }
+    };
+    app.rate(&ana, &batch, &complete_answers()).await;
+    assert_eq!(
+        receiver.wait_for(1).await[0].json()["type"],
+        "batch.completed"
+    );
+    change(json!({"response_b": "Use `1 ** 2`, which is 1."})).await;
+    let got = receiver.wait_for(2).await;
+    assert_eq!(got[1].json()["type"], "batch.reopened");
+    assert_eq!(got[1].json()["data"]["open"], 1);
+    change(json!({"withdrawn": true})).await;
+    let got = receiver.wait_for(3).await;
+    assert_eq!(got[2].json()["type"], "batch.completed");
+    assert_eq!(got[2].json()["data"]["tasks"], 0);
+}
+
+db_test!(a_corrected_task_reopens_its_batch_and_withdrawing_it_completes_it: HookApp);
 
 /// Issue 50: no answer that shows a secret may be kept by a cache (a new webhook's
 /// signing secret, a new API token), nor any other page or API answer, which all hold

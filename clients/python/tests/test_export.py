@@ -193,3 +193,32 @@ def test_aggregate_with_a_filter_is_refused_naming_it(lead, rated):
 def test_export_refuses_an_unknown_kind_before_asking(lead, rated):
     with pytest.raises(ValueError, match="as_"):
         lead.export(rated, as_="polars")  # type: ignore[arg-type]
+
+
+def test_final_gives_one_row_per_task_with_its_source(server, lead, rated):
+    """Before any lead decides, each task's final answer is the majority of its ratings;
+    a decision recorded through the API comes out as ``adjudicated``."""
+    frame = lead.export(rated, final=True).sort_values("external_id")
+    assert list(frame["external_id"]) == ["t-1", "t-2", "t-3"]
+    assert set(frame["source"]) == {"majority"}
+    assert list(frame["answers.sxs"]) == [2, 2, 2]
+    answers = {
+        "a": {"executability": "yes_fully", "instruction_following": "no_issues",
+              "correctness": "no_issues"},
+        "b": {"executability": "no_code", "instruction_following": "minor_issues",
+              "instruction_following_explanation": "gives an expression, not the function",
+              "correctness": "no_issues"},
+        "sxs": 3,
+        "sxs_explanation": "A is a little better: it is the function asked for.",
+    }
+    decided = lead.request(
+        "PUT", f"/batches/{rated}/tasks/t-2/final", json={"answers": answers}
+    )
+    assert decided["by"] == lead.me().username
+    frame = lead.export(rated, final=True).set_index("external_id")
+    assert frame.loc["t-2", "source"] == "adjudicated"
+    assert frame.loc["t-2", "answers.sxs"] == 3
+    with pytest.raises(UnprocessableError) as raised:
+        lead.export(rated, final=True, aggregate="majority")
+    assert "aggregate" in raised.value.fields
+

@@ -47,6 +47,9 @@ pub struct Batch {
     /// Pseudo-wins added each way to every compared pair of models in its Bradley-Terry
     /// ranking (see [`crate::metrics::bradley_terry`]).
     pub bradley_terry_prior: f64,
+    /// How the final dataset answers a task no lead adjudicated (see
+    /// [`crate::metrics::aggregate`]).
+    pub final_method: FinalMethod,
     /// The task field its tasks are routed by (see [`crate::routing`]); `None`: no
     /// routing, tasks in upload order to anyone.
     pub route_by: Option<RouteBy>,
@@ -126,5 +129,43 @@ impl NewBatch {
                 .as_ref()
                 .is_none_or(|r| Some(r) == batch.route_by.as_ref())
             && self.routing.is_none_or(|r| r == batch.routing)
+    }
+}
+
+/// How the final dataset answers a task no lead adjudicated: by majority vote or by
+/// Dawid-Skene over the ratings that count (see [`crate::metrics::aggregate`], which
+/// runs it).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FinalMethod {
+    #[default]
+    Majority,
+    DawidSkene,
+}
+
+impl FinalMethod {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "majority" => Some(Self::Majority),
+            "dawid_skene" => Some(Self::DawidSkene),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Majority => "majority",
+            Self::DawidSkene => "dawid_skene",
+        }
     }
 }

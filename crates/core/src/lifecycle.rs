@@ -512,17 +512,22 @@ pub struct Standing {
     pub gold: bool,
     /// Held for review first: not a figure until a lead accepts it.
     pub review_first: bool,
+    /// Set aside by a correction: its task is withdrawn, or was corrected after it (a
+    /// stale rating, of an earlier version). Never a figure while so.
+    pub set_aside: bool,
     pub outcome: Outcome,
     pub status: Status,
 }
 
 impl Standing {
     /// Whether the rating is one of the batch's figures at all: a person's, not of a
-    /// gold task, and not held for review first unless accepted. The metrics count the
+    /// gold task, not set aside by a correction, and not held for review first unless
+    /// accepted. The metrics count the
     /// excluded ones among these (drafts, skips, ...) and leave the rest unmentioned.
     pub fn in_figures(self) -> bool {
         self.kind == RaterKind::Human
             && !self.gold
+            && !self.set_aside
             && (!self.review_first || self.status == Status::Accepted)
     }
 
@@ -809,10 +814,16 @@ mod tests {
             kind: RaterKind::Human,
             gold: false,
             review_first: false,
+            set_aside: false,
             outcome: Outcome::Rated,
             status: Status::Submitted,
         };
         assert!(rated.counts_in_metrics());
+        let set_aside = Standing {
+            set_aside: true,
+            ..rated
+        };
+        assert!(!set_aside.counts_in_metrics() && !set_aside.in_figures());
         let gold = Standing {
             gold: true,
             ..rated

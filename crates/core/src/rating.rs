@@ -46,6 +46,10 @@ pub struct Rating {
     pub gold_grade: Option<Grade>,
     /// Held for review first: it counts in no metric until a lead accepts it.
     pub review_first: bool,
+    /// Set aside by a correction of its task (withdrawn, or corrected since: a stale
+    /// rating of an earlier version): kept as it is, counted nowhere, and changed by
+    /// nobody while so.
+    pub set_aside: bool,
 }
 
 impl Rating {
@@ -71,7 +75,20 @@ impl Rating {
 
     /// Whether its rater may revise it; the refusal says why not.
     pub fn check_revise(&self) -> Result<(), Refusal> {
+        self.check_not_set_aside()?;
         lifecycle::check_revise(self.outcome, self.status)
+    }
+
+    /// Refused while a correction of its task sets it aside.
+    fn check_not_set_aside(&self) -> Result<(), Refusal> {
+        if self.set_aside {
+            return Err(Refusal::Closed(
+                "its task was withdrawn, or corrected since it was rated: the rating is kept \
+                 as it is"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Whether its rater may still change it (see [`Rating::check_revise`]).
@@ -81,12 +98,13 @@ impl Rating {
 
     /// Whether a lead may decide on it, whatever the decision.
     pub fn can_review(&self) -> bool {
-        lifecycle::can_review(self.outcome, self.status)
+        !self.set_aside && lifecycle::can_review(self.outcome, self.status)
     }
 
     /// Whether its rater may revise it, checked again once it is locked for the change:
     /// the revision may change the outcome, so only the status is asked.
     pub fn check_revise_locked(&self) -> Result<(), Refusal> {
+        self.check_not_set_aside()?;
         lifecycle::check_revise_locked(self.status)
     }
 
@@ -98,6 +116,7 @@ impl Rating {
                 current: self.version,
             });
         }
+        self.check_not_set_aside()?;
         lifecycle::check_review(self.outcome, self.status)
     }
 

@@ -199,9 +199,10 @@ pub struct RoutingFigures {
     pub since: DateTime<Utc>,
     pub before: SkipFigures,
     pub after: SkipFigures,
-    /// Tasks with room left whose key no active rater allowed on the batch has as a
-    /// skill, by key: under `strict` they wait for one; under `prefer` they go to
-    /// anyone.
+    /// Tasks with room left whose key nobody who could take them now has as a skill
+    /// (active, allowed on the batch, not failed its qualification), by key: under
+    /// `strict` they wait for one (the stalls' `no_rater_with_skill`); under `prefer`
+    /// they go to anyone.
     pub unmatched: BTreeMap<String, i64>,
     /// The sum of `unmatched`.
     pub unmatched_tasks: i64,

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// Every setting's name in the API, in the order the settings page asks them.
-pub const SETTINGS: [&str; 14] = [
+pub const SETTINGS: [&str; 15] = [
     "state",
     "overlap",
     "max_overlap",
@@ -16,6 +16,7 @@ pub const SETTINGS: [&str; 14] = [
     "lease_minutes",
     "min_explanation_len",
     "bradley_terry_prior",
+    "final_method",
     "classifications",
     "raters",
     "leads",
@@ -35,6 +36,7 @@ pub fn label(setting: &str) -> &'static str {
         "lease_minutes" => "Lease",
         "min_explanation_len" => "Shortest explanation",
         "bradley_terry_prior" => "Bradley-Terry prior",
+        "final_method" => "Final answer where no lead decided",
         "classifications" => "Classification questions",
         "raters" => "Raters",
         "leads" => "Leads",
@@ -62,6 +64,8 @@ pub fn describe(setting: &str, value: &Value) -> String {
             "none (plain maximum likelihood)".into()
         }
         ("bradley_terry_prior", Value::Number(n)) => format!("{n} wins each way per pair"),
+        ("final_method", Value::String(m)) if m == "majority" => "majority vote".into(),
+        ("final_method", Value::String(m)) if m == "dawid_skene" => "Dawid-Skene".into(),
         ("raters", Value::Null) => "every rater".into(),
         ("leads", Value::Null) => "every lead".into(),
         ("raters" | "leads", Value::Array(names)) if names.is_empty() => "nobody".into(),

@@ -22,10 +22,14 @@ pub enum EventKind {
     /// any more: sent once per completion.
     #[serde(rename = "batch.completed")]
     BatchCompleted,
-    /// A completed batch has work again: a rating returned or rejected, a task added, or
-    /// one more rater asked of a task.
+    /// A completed batch has work again: a rating returned or rejected, a task added,
+    /// corrected or put back, or one more rater asked of a task.
     #[serde(rename = "batch.reopened")]
     BatchReopened,
+    /// Tasks of an open batch need more ratings than the people who could take them can
+    /// give (see [`crate::stall`]): sent when the stuck count goes from none to some.
+    #[serde(rename = "batch.stalled")]
+    BatchStalled,
     /// A rater finished an assignment: rated, out of scope or skipped (`outcome` says).
     #[serde(rename = "rating.submitted")]
     RatingSubmitted,
@@ -44,9 +48,10 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 7] = [
+    pub const ALL: [EventKind; 8] = [
         EventKind::BatchCompleted,
         EventKind::BatchReopened,
+        EventKind::BatchStalled,
         EventKind::RatingSubmitted,
         EventKind::RatingRevised,
         EventKind::RatingReviewed,
@@ -58,6 +63,7 @@ impl EventKind {
         match self {
             EventKind::BatchCompleted => "batch.completed",
             EventKind::BatchReopened => "batch.reopened",
+            EventKind::BatchStalled => "batch.stalled",
             EventKind::RatingSubmitted => "rating.submitted",
             EventKind::RatingRevised => "rating.revised",
             EventKind::RatingReviewed => "rating.reviewed",
@@ -71,7 +77,10 @@ impl EventKind {
         match self {
             EventKind::BatchCompleted => "every task of the batch has all its ratings",
             EventKind::BatchReopened => {
-                "a completed batch has work again (a return, a rejection, a new task, one more rater)"
+                "a completed batch has work again (a return, a rejection, a task added or corrected, one more rater)"
+            }
+            EventKind::BatchStalled => {
+                "tasks of the batch need ratings that nobody who could take them can give"
             }
             EventKind::RatingRevised => "a rater sent a submitted or returned rating again",
             EventKind::RatingSubmitted => {
@@ -304,7 +313,7 @@ mod tests {
         }
         let unknown = "rating.created".parse::<EventKind>().unwrap_err();
         assert!(
-            unknown.contains("batch.completed, batch.reopened, rating.submitted"),
+            unknown.contains("batch.completed, batch.reopened, batch.stalled, rating.submitted"),
             "{unknown}"
         );
     }

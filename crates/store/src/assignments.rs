@@ -161,12 +161,14 @@ pub(crate) const RELEASE_SLOT: &str =
 pub(crate) const TASK_EXTRA: &str = "SELECT extra FROM tasks WHERE id = $1
        AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = $1){}";
 
-/// The condition on a rating for holding its slot to the end: a person's, finished, and
-/// neither skipped nor rejected. What an escalation rule reads (a macro so that it can be
+/// The condition on a rating for holding its slot to the end: a person's, finished,
+/// neither skipped nor rejected, and of its task's present version (not stale). What an
+/// escalation rule reads (a macro so that it can be
 /// `concat!`ed into the statements below).
 macro_rules! holds_its_slot {
     () => {
-        "rater_kind = 'human' AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'"
+        "rater_kind = 'human' AND status IN ('submitted', 'returned', 'accepted') AND outcome <> 'skipped'
+         AND stale = FALSE"
     };
 }
 
@@ -342,7 +344,7 @@ impl super::Store {
             return Ok(0);
         }
         let tasks_sql = format!(
-            "SELECT id, extra FROM tasks WHERE batch_id = $1
+            "SELECT id, extra FROM tasks WHERE batch_id = $1 AND withdrawn_at IS NULL
                AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = tasks.id)
              ORDER BY id{}",
             self.no_key_lock_clause()

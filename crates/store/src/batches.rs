@@ -19,23 +19,24 @@ use verdict_core::rubric::Classification;
 
 /// The SQL condition (on a batch `b`, with the user's id as `$1`) for the batches a
 /// person of `role` may see as that role: as a rater the open ones opened to them (or to
-/// everyone), as a lead the ones they lead (or that every lead leads), as an admin all.
+/// everyone), as a lead the ones they lead (or that every lead leads), as an admin all;
+/// never a deleted one (see [`crate::corrections`]).
 /// The app's access checks (which re-export it) and every query that lists or opens
 /// batches use it; it lives in the store so the store needs nothing above it.
 pub fn batch_filter(role: Role) -> &'static str {
     match role {
         Role::Rater => {
-            "(b.state = 'open' AND (NOT b.raters_restricted OR EXISTS (
+            "(b.deleted_at IS NULL AND b.state = 'open' AND (NOT b.raters_restricted OR EXISTS (
                  SELECT 1 FROM batch_members m
                  WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'rater')))"
         }
         Role::Lead => {
-            "(NOT b.leads_restricted OR EXISTS (
+            "(b.deleted_at IS NULL AND (NOT b.leads_restricted OR EXISTS (
                  SELECT 1 FROM batch_members m
-                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead'))"
+                 WHERE m.batch_id = b.id AND m.user_id = $1 AND m.role = 'lead')))"
         }
         // Still names $1, so every role binds the same arguments.
-        Role::Admin => "(b.id IS NOT NULL OR $1 IS NULL)",
+        Role::Admin => "(b.deleted_at IS NULL AND (b.id IS NOT NULL OR $1 IS NULL))",
     }
 }
 
@@ -63,6 +64,7 @@ pub(crate) struct BatchRow {
     has_gold: bool,
     raters_see_external_ids: bool,
     bradley_terry_prior: f64,
+    final_method: String,
     route_by: Option<String>,
     #[sqlx(try_from = "String")]
     routing: Routing,
@@ -96,6 +98,9 @@ impl From<BatchRow> for Batch {
             has_gold: row.has_gold,
             raters_see_external_ids: row.raters_see_external_ids,
             bradley_terry_prior: row.bradley_terry_prior,
+            // Written only from checked settings (the column's check holds it too).
+            final_method: verdict_core::batch::FinalMethod::parse(&row.final_method)
+                .unwrap_or_default(),
             // Written only from a checked route.
             route_by: row.route_by.and_then(|r| RouteBy::parse(&r).ok()),
             routing: row.routing,
@@ -113,7 +118,7 @@ impl From<BatchRow> for Batch {
 
 const BATCH_COLUMNS: &str = "b.id, b.name, b.rubric, b.rubric_version, b.overlap, b.max_overlap, b.escalate, b.randomize, b.state, b.lease_minutes, \
      b.min_explanation_len, b.classifications, b.raters_restricted, b.leads_restricted, b.created_at, \
-     b.gold_rate, b.review_first_below, b.raters_see_external_ids, b.bradley_terry_prior, \
+     b.gold_rate, b.review_first_below, b.raters_see_external_ids, b.bradley_terry_prior, b.final_method, \
      b.route_by, b.routing, b.routed_since, \
      b.qualify_tasks, b.qualify_pass, b.qualify_tries, b.qualify_reveal, \
      EXISTS (SELECT 1 FROM gold_tasks g WHERE g.batch_id = b.id) AS has_gold";
@@ -207,6 +212,7 @@ pub struct BatchChanges {
     pub lease_minutes: Option<i32>,
     pub min_explanation_len: Option<i32>,
     pub bradley_terry_prior: Option<f64>,
+    pub final_method: Option<verdict_core::batch::FinalMethod>,
     pub classifications: Option<Vec<Classification>>,
     /// `Some(None)`: no routing.
     pub route_by: Option<Option<RouteBy>>,
@@ -288,9 +294,10 @@ fn progress_sql(rater: &str, role: Role) -> String {
     };
     let drafts_too = format!("'draft', {FINISHED}");
     format!(
-        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id)
+        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.withdrawn_at IS NULL)
            - (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id) AS tasks,
-         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE)
+         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE
+              AND t.withdrawn_at IS NULL)
            - (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id)
            - (SELECT COUNT(DISTINCT a.task_id) FROM assignments a JOIN tasks t ON t.id = a.task_id
               WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE
@@ -316,8 +323,9 @@ fn progress_sql(rater: &str, role: Role) -> String {
 /// [`progress_sql`] for a rater: gold tasks counted as the tasks they pass for.
 fn rater_progress_sql(rater: &str) -> String {
     format!(
-        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id) AS tasks,
-         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE)
+        "(SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.withdrawn_at IS NULL) AS tasks,
+         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = TRUE
+              AND t.withdrawn_at IS NULL)
            - (SELECT COUNT(*) FROM gold_tasks g WHERE g.batch_id = b.id)
            - (SELECT COUNT(DISTINCT a.task_id) FROM assignments a JOIN tasks t ON t.id = a.task_id
               WHERE a.batch_id = b.id AND a.state = 'open' AND t.is_full = TRUE
@@ -346,7 +354,9 @@ const FINISHED: &str = "'submitted', 'returned', 'accepted', 'rejected'";
 
 impl super::Store {
     pub async fn batch(&self, id: Uuid) -> StoreResult<Option<Batch>> {
-        let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.id = $1");
+        let sql = format!(
+            "SELECT {BATCH_COLUMNS} FROM batches b WHERE b.id = $1 AND b.deleted_at IS NULL"
+        );
         let row = read!(self, |pool| sqlx::query_as::<_, BatchRow>(&sql)
             .bind(id)
             .fetch_optional(pool)
@@ -355,7 +365,9 @@ impl super::Store {
     }
 
     pub async fn batch_by_name(&self, name: &str) -> StoreResult<Option<Batch>> {
-        let sql = format!("SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1");
+        let sql = format!(
+            "SELECT {BATCH_COLUMNS} FROM batches b WHERE b.name = $1 AND b.deleted_at IS NULL"
+        );
         let row = read!(self, |pool| sqlx::query_as::<_, BatchRow>(&sql)
             .bind(name)
             .fetch_optional(pool)
@@ -672,6 +684,7 @@ impl super::Store {
                     escalate = CASE WHEN $12 THEN $13 ELSE escalate END,
                     route_by = CASE WHEN $14 THEN $15 ELSE route_by END,
                     routing = COALESCE($16, routing),
+                    final_method = COALESCE($17, final_method),
                     routed_since = CASE WHEN $14 OR $16 IS NOT NULL THEN $8 ELSE routed_since END
                  WHERE id = $1",
             )
@@ -691,6 +704,11 @@ impl super::Store {
             .bind(changes.route_by.is_some())
             .bind(changes.route_by.clone().flatten().map(|r| r.to_string()))
             .bind(changes.routing.map(Routing::as_str))
+            .bind(
+                changes
+                    .final_method
+                    .map(verdict_core::batch::FinalMethod::as_str),
+            )
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 1 {
@@ -715,7 +733,8 @@ impl super::Store {
                     .execute(&mut *tx)
                     .await?;
                     sqlx::query(
-                        "UPDATE tasks SET is_full = (claimed >= (SELECT b.overlap FROM batches b WHERE b.id = $1) + extra)
+                        "UPDATE tasks SET is_full = (withdrawn_at IS NOT NULL
+                                             OR claimed >= (SELECT b.overlap FROM batches b WHERE b.id = $1) + extra)
                          WHERE batch_id = $1
                            AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = tasks.id)",
                     )

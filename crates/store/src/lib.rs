@@ -28,6 +28,8 @@ mod access_cache;
 pub mod assignments;
 pub mod audit;
 pub mod batches;
+pub mod corrections;
+pub mod final_answers;
 pub mod gold;
 pub mod group;
 pub mod judges;

@@ -53,6 +53,7 @@ pub(crate) struct RatingRow {
     review_fields: Json<BTreeMap<String, String>>,
     gold_grade: Option<Json<Grade>>,
     review_first: bool,
+    set_aside: bool,
 }
 
 impl From<RatingRow> for Rating {
@@ -80,6 +81,7 @@ impl From<RatingRow> for Rating {
             review_fields: row.review_fields.0,
             gold_grade: row.gold_grade.map(|Json(g)| g),
             review_first: row.review_first,
+            set_aside: row.set_aside,
         }
     }
 }
@@ -96,7 +98,7 @@ pub(crate) fn evidence_binds(extras: &Extras) -> (bool, Option<Json<&Evidence>>)
 pub(crate) const RATING_COLUMNS: &str = "r.id, r.assignment_id, r.task_id, r.batch_id, r.rater_id, r.outcome, r.status, \
      r.answers, r.skip_reason, r.note, r.time_spent_s, r.version, r.created_at, r.updated_at, \
      r.submitted_at, r.reviewed_at, r.review_comment, r.confirmed_warnings, r.evidence, r.review_fields, \
-     r.gold_grade, r.review_first";
+     r.gold_grade, r.review_first, (r.withdrawn OR r.stale) AS set_aside";
 
 /// A rating's row in a rater's history, with the task it belongs to.
 #[derive(Debug, Clone)]
@@ -191,7 +193,7 @@ impl super::Store {
                     {TASK_NUMBER} AS task_number, b.raters_see_external_ids
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
                JOIN assignments a ON a.id = r.assignment_id
-             WHERE r.rater_id = $1
+             WHERE r.rater_id = $1 AND b.deleted_at IS NULL
                AND ($2 IS NULL OR r.created_at < $2 OR (r.created_at = $2 AND r.id < $3))
              ORDER BY r.created_at DESC, r.id DESC LIMIT $4"
         );
@@ -282,7 +284,7 @@ impl super::Store {
                     {TASK_NUMBER} AS task_number, b.raters_see_external_ids
              FROM ratings r JOIN tasks t ON t.id = r.task_id JOIN batches b ON b.id = r.batch_id
                JOIN assignments a ON a.id = r.assignment_id
-             WHERE r.rater_id = $1 AND r.status = $2
+             WHERE r.rater_id = $1 AND r.status = $2 AND b.deleted_at IS NULL
              ORDER BY r.updated_at, r.id LIMIT $3"
         );
         let rows = read!(self, |pool| {

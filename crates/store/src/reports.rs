@@ -35,6 +35,8 @@ pub struct FlagRow {
     pub time_spent_s: i32,
     pub gold: bool,
     pub review_first: bool,
+    /// Its task withdrawn, or corrected since (see [`crate::corrections`]).
+    pub set_aside: bool,
     /// The answers (canonical orientation), as JSON text.
     pub answers: String,
 }
@@ -47,6 +49,7 @@ impl FlagRow {
             kind: RaterKind::Human,
             gold: self.gold,
             review_first: self.review_first,
+            set_aside: self.set_aside,
             outcome: self.outcome,
             status: self.status,
         }
@@ -101,7 +104,8 @@ impl super::Store {
     pub async fn flag_rows(&self, batch_id: Uuid) -> StoreResult<Vec<FlagRow>> {
         let sql = format!(
             "SELECT r.id AS rating_id, u.username AS rater, r.outcome, r.status,
-                    r.time_spent_s, r.gold, r.review_first, CAST(r.answers AS TEXT) AS answers
+                    r.time_spent_s, r.gold, r.review_first,
+                    (r.withdrawn OR r.stale) AS set_aside, CAST(r.answers AS TEXT) AS answers
              FROM ratings r JOIN users u ON u.id = r.rater_id
              WHERE r.batch_id = $1 AND {FINISHED}
              ORDER BY r.submitted_at, r.id"

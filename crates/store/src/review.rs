@@ -104,6 +104,10 @@ pub struct Peer {
     pub rater_kind: RaterKind,
     pub gold: bool,
     pub review_first: bool,
+    /// Its task withdrawn (see [`crate::corrections`]).
+    pub withdrawn: bool,
+    /// Of an earlier version of its task, since corrected.
+    pub stale: bool,
     #[sqlx(try_from = "String")]
     pub outcome: Outcome,
     #[sqlx(try_from = "String")]
@@ -120,6 +124,10 @@ pub struct TaskRating {
     pub rater_kind: RaterKind,
     pub gold: bool,
     pub review_first: bool,
+    /// Its task withdrawn (see [`crate::corrections`]).
+    pub withdrawn: bool,
+    /// Of an earlier version of its task, since corrected.
+    pub stale: bool,
     #[sqlx(try_from = "String")]
     pub outcome: Outcome,
     #[sqlx(try_from = "String")]
@@ -146,6 +154,10 @@ pub struct BatchRating {
     pub rater_kind: RaterKind,
     pub gold: bool,
     pub review_first: bool,
+    /// Its task withdrawn (see [`crate::corrections`]).
+    pub withdrawn: bool,
+    /// Of an earlier version of its task, since corrected.
+    pub stale: bool,
     #[sqlx(try_from = "String")]
     pub outcome: Outcome,
     #[sqlx(try_from = "String")]
@@ -193,6 +205,10 @@ columns! {
         pub gold_grade: Option<Json<Grade>> = "r.gold_grade",
         /// Held for review first.
         pub review_first: bool = "r.review_first",
+        /// Its task withdrawn: out of the metrics while it is.
+        pub withdrawn: bool = "r.withdrawn",
+        /// Of an earlier version of its task, since corrected: out of the metrics.
+        pub stale: bool = "r.stale",
         /// A judge's rating: the run it came from (always the run standing for the judge:
         /// the export holds no other judge rating).
         pub judge_run: Option<Uuid> = "r.judge_run_id",
@@ -209,6 +225,7 @@ macro_rules! standing {
                     kind: self.rater_kind,
                     gold: self.gold,
                     review_first: self.review_first,
+                    set_aside: self.withdrawn || self.stale,
                     outcome: self.outcome,
                     status: self.status,
                 }
@@ -242,7 +259,8 @@ pub struct ExportFilter {
 /// row). A macro, so that [`FactsRow`]'s column list can hold it.
 macro_rules! in_figures {
     () => {
-        "(r.rater_kind = 'human' AND r.gold = FALSE AND (r.review_first = FALSE OR r.status = 'accepted'))"
+        "(r.rater_kind = 'human' AND r.gold = FALSE AND r.withdrawn = FALSE AND r.stale = FALSE
+          AND (r.review_first = FALSE OR r.status = 'accepted'))"
     };
 }
 
@@ -293,8 +311,8 @@ impl super::Store {
         filter: &QueueFilter,
     ) -> StoreResult<Vec<Peer>> {
         let sql = format!(
-            "SELECT p.task_id, p.id AS rating_id, p.rater_kind, p.gold, p.review_first, p.outcome,
-                    p.status, p.answers FROM ratings p
+            "SELECT p.task_id, p.id AS rating_id, p.rater_kind, p.gold, p.review_first, p.withdrawn,
+                    p.stale, p.outcome, p.status, p.answers FROM ratings p
              WHERE p.status <> $8 AND p.rater_kind = 'human' AND p.task_id IN (SELECT r.task_id {})",
             queue_from(role, filter)
         );
@@ -371,8 +389,8 @@ impl super::Store {
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "SELECT p.task_id, p.id AS rating_id, p.rater_kind, p.gold, p.review_first, p.outcome,
-                    p.status, p.answers FROM ratings p
+            "SELECT p.task_id, p.id AS rating_id, p.rater_kind, p.gold, p.review_first, p.withdrawn,
+                    p.stale, p.outcome, p.status, p.answers FROM ratings p
              WHERE p.status <> $1 AND p.rater_kind = 'human' AND p.task_id IN ({list})"
         );
         Ok(read!(self, |pool| {
@@ -478,7 +496,7 @@ impl super::Store {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, TaskRating>(
                 "SELECT r.id AS rating_id, u.username AS rater, r.rater_kind, r.gold, r.review_first,
-                        r.outcome, r.status, a.swapped, r.answers, r.note, r.time_spent_s
+                        r.withdrawn, r.stale, r.outcome, r.status, a.swapped, r.answers, r.note, r.time_spent_s
                  FROM ratings r JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
                  WHERE r.task_id = $1 AND r.status <> $2 AND r.rater_kind = 'human' ORDER BY u.username",
             )
@@ -493,7 +511,8 @@ impl super::Store {
     pub async fn batch_ratings(&self, batch_id: Uuid) -> StoreResult<Vec<BatchRating>> {
         Ok(read!(self, |pool| {
             sqlx::query_as::<_, BatchRating>(
-                "SELECT t.external_id, r.rater_kind, r.gold, r.review_first, r.outcome, r.status, r.answers
+                "SELECT t.external_id, r.rater_kind, r.gold, r.review_first, r.withdrawn, r.stale,
+                        r.outcome, r.status, r.answers
                  FROM ratings r JOIN tasks t ON t.id = r.task_id
                  WHERE r.batch_id = $1 AND r.status <> $2 AND r.rater_kind = 'human'
                  ORDER BY t.external_id, r.id",

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::users::skills_of;
 use super::{StoreResult, read};
-use verdict_core::routing::{Routing, SkipFigures, Suggestion, skills_for};
+use verdict_core::routing::{SkipFigures, Suggestion};
 
 /// People's finished ratings of a batch's tasks, gold aside (the ratings `r`).
 const FINISHED: &str = "r.batch_id = $1 AND r.rater_kind = 'human'
@@ -58,34 +58,6 @@ impl super::Store {
             .fetch_all(pool)
             .await
         })?)
-    }
-
-    /// The skills the batch goes by (see [`verdict_core::routing::skills_for`]) of each
-    /// active rater it allows, by username.
-    pub async fn allowed_raters_skills(
-        &self,
-        batch_id: Uuid,
-        routing: Routing,
-    ) -> StoreResult<BTreeMap<String, Vec<String>>> {
-        let rows: Vec<(String, String, String)> = read!(self, |pool| {
-            sqlx::query_as(
-                "SELECT u.username, u.skills, u.declared_skills FROM users u, batches b
-                 WHERE b.id = $1 AND u.kind = 'human' AND u.active AND u.role = 'rater'
-                   AND (NOT b.raters_restricted OR EXISTS (
-                        SELECT 1 FROM batch_members m
-                        WHERE m.batch_id = b.id AND m.user_id = u.id AND m.role = 'rater'))",
-            )
-            .bind(batch_id)
-            .fetch_all(pool)
-            .await
-        })?;
-        Ok(rows
-            .into_iter()
-            .map(|(name, set, declared)| {
-                let skills = skills_for(routing, &skills_of(&set), &skills_of(&declared));
-                (name, skills)
-            })
-            .collect())
     }
 
     /// Raters who skipped many of the batch's tasks of one key as `reason`, with whether

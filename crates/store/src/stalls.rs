@@ -152,4 +152,62 @@ impl super::Store {
             first: first.into_iter().map(|(id,)| id).collect(),
         })
     }
+
+    /// The open batches a subscription asks `batch.stalled` of (its own or every batch's).
+    pub async fn stall_watched_batches(&self) -> StoreResult<Vec<Uuid>> {
+        let kind = verdict_core::webhook::EventKind::BatchStalled;
+        let rows: Vec<(Uuid,)> = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT b.id FROM batches b WHERE b.state = 'open' AND b.deleted_at IS NULL AND EXISTS (
+                    SELECT 1 FROM webhooks w
+                    WHERE (w.batch_id IS NULL OR w.batch_id = b.id) AND w.stopped_at IS NULL
+                      AND w.events LIKE $1)
+                 ORDER BY b.created_at",
+            )
+            .bind(kind.like_pattern())
+            .fetch_all(pool)
+            .await
+        })?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Notes whether batch `batch` is stalled now (`stalled`, its stuck tasks), and when it
+    /// was not when last looked at and is now, sends `batch.stalled` with `data` to whoever
+    /// subscribed: once per stall, however many instances look. Whether it was sent.
+    pub async fn note_stall(
+        &self,
+        batch: Uuid,
+        stalled: i64,
+        data: serde_json::Value,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        use verdict_core::webhook::{Event, EventKind};
+        let sent = super::transaction!(self, |tx| {
+            // Set only where it changes, so of two instances looking at once one sends.
+            let changed = if stalled > 0 {
+                sqlx::query(
+                    "UPDATE batches SET stalled_at = $2 WHERE id = $1 AND stalled_at IS NULL",
+                )
+                .bind(batch)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+            } else {
+                sqlx::query(
+                    "UPDATE batches SET stalled_at = NULL WHERE id = $1 AND stalled_at IS NOT NULL",
+                )
+                .bind(batch)
+                .execute(&mut *tx)
+                .await?;
+                0
+            };
+            if changed == 1 {
+                let event = Event::new(EventKind::BatchStalled, batch, at, data);
+                super::webhooks::emit!(tx, &event)?;
+            }
+            changed == 1
+        });
+        Ok(sent)
+    }
 }

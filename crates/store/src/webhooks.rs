@@ -233,7 +233,7 @@ macro_rules! completion_event {
             }
             let (name, tasks, open, returned, was): (String, i64, i64, i64, bool) = sqlx::query_as(
                 "SELECT b.name,
-                        (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id
+                        (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.withdrawn_at IS NULL
                            AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id)),
                         (SELECT COUNT(*) FROM tasks t WHERE t.batch_id = b.id AND t.is_full = FALSE
                            AND NOT EXISTS (SELECT 1 FROM gold_tasks g WHERE g.task_id = t.id))

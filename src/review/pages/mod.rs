@@ -8,6 +8,7 @@ use axum::routing::get;
 use crate::state::AppState;
 
 mod disagreements;
+mod final_answer;
 mod queue;
 mod rating;
 mod task;
@@ -25,6 +26,14 @@ pub fn router() -> Router<AppState> {
         )
         .route("/review/{id}", get(rating::one).post(rating::post_decision))
         .route("/batches/{id}/tasks/{external_id}", get(task::task))
+        .route(
+            "/batches/{id}/tasks/{external_id}/final",
+            get(final_answer::show).post(final_answer::save),
+        )
+        .route(
+            "/batches/{id}/tasks/{external_id}/final/remove",
+            axum::routing::post(final_answer::remove),
+        )
         .route(
             "/batches/{id}/disagreements",
             get(disagreements::disagreements),

@@ -24,6 +24,23 @@ pub struct RaterColumn {
     pub status: Status,
     pub counts: bool,
     pub swapped: bool,
+    /// Of an earlier version of the task, since corrected.
+    pub stale: bool,
+}
+
+impl RaterColumn {
+    /// The column of rating `r`.
+    pub fn of(r: &crate::store::review::TaskRating) -> Self {
+        Self {
+            rating_id: r.rating_id,
+            rater: r.rater.clone(),
+            outcome: r.outcome.label(),
+            status: r.status,
+            counts: r.counts_in_metrics(),
+            swapped: r.swapped,
+            stale: r.stale,
+        }
+    }
 }
 
 #[derive(Template)]
@@ -112,17 +129,7 @@ pub(super) async fn task(
         .map(|r| Column::task(&r.answers.0, r.swapped))
         .collect();
     let rows = rows(&rubric, &summary.batch.classifications, &columns);
-    let raters = ratings
-        .iter()
-        .map(|r| RaterColumn {
-            rating_id: r.rating_id,
-            rater: r.rater.clone(),
-            outcome: r.outcome.label(),
-            status: r.status,
-            counts: r.counts_in_metrics(),
-            swapped: r.swapped,
-        })
-        .collect();
+    let raters = ratings.iter().map(RaterColumn::of).collect();
     let page = TaskPage {
         layout: page_user.layout,
         batch_id,

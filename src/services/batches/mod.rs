@@ -254,6 +254,16 @@ pub async fn import(
     loop {
         attempt += 1;
         let existing = store.batch_by_name(&new.name).await?;
+        if existing.is_none() && store.deleted_batch_named(&new.name).await?.is_some() {
+            return Err(ServiceError::field(
+                "name",
+                format!(
+                    "a deleted batch is named {:?}: restore it to add tasks to it, purge it, \
+                     or choose another name",
+                    new.name
+                ),
+            ));
+        }
         if let Some(batch) = &existing {
             settings_differ(batch, &new)?;
         }

@@ -43,6 +43,8 @@ pub struct SettingsChange {
     /// The Bradley-Terry ranking's prior (checked here: see
     /// [`verdict_core::metrics::bradley_terry::check_prior`]).
     pub bradley_terry_prior: Option<f64>,
+    /// `majority` or `dawid_skene`, as given (checked here).
+    pub final_method: Option<String>,
     pub classifications: Option<Vec<Classification>>,
     /// Usernames who may rate; `Some(None)` opens the batch to every rater.
     pub raters: Option<Option<Vec<String>>>,
@@ -65,6 +67,7 @@ impl From<Settings> for SettingsChange {
             lease_minutes: Some(s.lease_minutes),
             min_explanation_len: Some(s.min_explanation_len),
             bradley_terry_prior: Some(s.bradley_terry_prior),
+            final_method: Some(s.final_method),
             classifications: Some(s.classifications),
             raters: Some(s.raters),
             leads: Some(s.leads),
@@ -93,6 +96,10 @@ pub struct Settings {
     pub lease_minutes: i32,
     pub min_explanation_len: i32,
     pub bradley_terry_prior: f64,
+    /// `majority` or `dawid_skene`: how the final dataset answers a task no lead
+    /// adjudicated.
+    #[serde(default = "majority")]
+    pub final_method: String,
     pub classifications: Vec<Classification>,
     /// The usernames the batch is restricted to, sorted; `None`: every rater.
     pub raters: Option<Vec<String>>,
@@ -126,6 +133,7 @@ impl Settings {
             lease_minutes: batch.lease_minutes,
             min_explanation_len: batch.min_explanation_len,
             bradley_terry_prior: batch.bradley_terry_prior,
+            final_method: batch.final_method.as_str().to_owned(),
             classifications: batch.classifications.clone(),
             raters: of("rater", batch.raters_restricted),
             leads: of("lead", batch.leads_restricted),
@@ -146,6 +154,7 @@ impl Settings {
             json!(self.lease_minutes),
             json!(self.min_explanation_len),
             json!(self.bradley_terry_prior),
+            json!(self.final_method),
             json!(self.classifications),
             json!(self.raters),
             json!(self.leads),
@@ -253,6 +262,14 @@ pub async fn preview(
     {
         fields.insert("bradley_terry_prior".into(), bad.to_string());
     }
+    if let Some(method) = &request.final_method
+        && verdict_core::batch::FinalMethod::parse(method.trim()).is_none()
+    {
+        fields.insert(
+            "final_method".into(),
+            format!("unknown method {method:?}: use majority or dawid_skene"),
+        );
+    }
     if let Some(questions) = &request.classifications {
         check_questions(questions, fields);
     }
@@ -354,6 +371,10 @@ pub async fn preview(
         bradley_terry_prior: request
             .bradley_terry_prior
             .unwrap_or(before.bradley_terry_prior),
+        final_method: request
+            .final_method
+            .map(|m| m.trim().to_owned())
+            .unwrap_or_else(|| before.final_method.clone()),
         classifications: request
             .classifications
             .unwrap_or_else(|| before.classifications.clone()),
@@ -428,6 +449,9 @@ pub async fn apply(
         lease_minutes: changed("lease_minutes").then_some(after.lease_minutes),
         min_explanation_len: changed("min_explanation_len").then_some(after.min_explanation_len),
         bradley_terry_prior: changed("bradley_terry_prior").then_some(after.bradley_terry_prior),
+        final_method: changed("final_method")
+            .then(|| verdict_core::batch::FinalMethod::parse(&after.final_method))
+            .flatten(),
         classifications: changed("classifications").then(|| after.classifications.clone()),
         raters: if changed("raters") { raters } else { None },
         leads: if changed("leads") { leads } else { None },
@@ -546,6 +570,11 @@ async fn members(
     Ok(Some(Some(users)))
 }
 
+/// The final method a confirmation made before the setting existed carries.
+fn majority() -> String {
+    "majority".into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,6 +592,7 @@ mod tests {
             lease_minutes: 45,
             min_explanation_len: 20,
             bradley_terry_prior: 0.5,
+            final_method: "majority".into(),
             classifications: vec![],
             raters: None,
             leads: Some(vec!["lee".into()]),

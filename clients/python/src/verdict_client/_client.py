@@ -345,6 +345,7 @@ class Client(_Common):
         path: str | Path | None = None,
         aggregate: _export.Aggregate | None = None,
         counted: bool | None = None,
+        final: bool | None = None,
         outcome: str | None = None,
         status: str | None = None,
         rater: str | None = None,
@@ -362,10 +363,14 @@ class Client(_Common):
         one aggregated answer per task and question (columns ``external_id``,
         ``question``, ``answer``, ``tied``, ``confidence``, ``mean``, ``method``,
         ``raters``; a tie has no ``answer`` and lists the tied ones), from the ratings
-        the metrics count.
+        the metrics count; ``final=True`` gives the final dataset, one row per task
+        (``external_id``, ``source``: ``adjudicated``, the batch's final method, or
+        ``none``; ``tied``; and its answers in ``answers.`` columns).
         """
         _export.check_as(as_)
-        params = _export.export_params(aggregate, counted, outcome, status, rater, since, until)
+        params = _export.export_params(
+            aggregate, counted, final, outcome, status, rater, since, until
+        )
         rows = _export.Rows(aggregated=aggregate is not None)
         url = f"/batches/{_segment(batch_id)}/export"
         with self._http.stream("GET", url, params=params) as response:
@@ -574,6 +579,7 @@ class AsyncClient(_Common):
         path: str | Path | None = None,
         aggregate: _export.Aggregate | None = None,
         counted: bool | None = None,
+        final: bool | None = None,
         outcome: str | None = None,
         status: str | None = None,
         rater: str | None = None,
@@ -582,7 +588,9 @@ class AsyncClient(_Common):
     ) -> Any:
         """As :meth:`Client.export`."""
         _export.check_as(as_)
-        params = _export.export_params(aggregate, counted, outcome, status, rater, since, until)
+        params = _export.export_params(
+            aggregate, counted, final, outcome, status, rater, since, until
+        )
         rows = _export.Rows(aggregated=aggregate is not None)
         async with self._http.stream(
             "GET", f"/batches/{_segment(batch_id)}/export", params=params

@@ -29,6 +29,7 @@ _TIMES = ("created_at", "submitted_at", "reviewed_at")
 def export_params(
     aggregate: str | None,
     counted: bool | None,
+    final: bool | None,
     outcome: str | None,
     status: str | None,
     rater: str | None,
@@ -36,10 +37,12 @@ def export_params(
     until: str | date | datetime | None,
 ) -> dict[str, str]:
     """The export's query: JSON Lines, and the filters given (the server refuses
-    filters beside ``aggregate`` with a 422 naming them)."""
+    filters beside ``aggregate`` or ``final`` with a 422 naming them)."""
     params = {"format": "jsonl"}
     if counted is not None:
         params["counted"] = "true" if counted else "false"
+    if final is not None:
+        params["final"] = "true" if final else "false"
     for name, value in (
         ("aggregate", aggregate),
         ("outcome", outcome),

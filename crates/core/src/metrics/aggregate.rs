@@ -688,6 +688,15 @@ pub enum Method {
     DawidSkene,
 }
 
+impl From<crate::batch::FinalMethod> for Method {
+    fn from(method: crate::batch::FinalMethod) -> Self {
+        match method {
+            crate::batch::FinalMethod::Majority => Self::Majority,
+            crate::batch::FinalMethod::DawidSkene => Self::DawidSkene,
+        }
+    }
+}
+
 impl Method {
     pub fn parse(name: &str) -> Option<Self> {
         match name {
@@ -1007,9 +1016,88 @@ pub fn summary(
     }
 }
 
+/// How often one rater's answers to a question equal the final answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct FinalAgreement {
+    /// Adjudicated tasks the rater answered the question of.
+    pub tasks: u64,
+    /// Of those, the ones whose answer is the final one.
+    pub agreed: u64,
+    /// `agreed / tasks`.
+    pub share: f64,
+}
+
+/// Each rater's agreement with the final answers, per aggregated question: `finals` the
+/// adjudicated tasks' final answers by task, `ratings` the ratings that count of those
+/// tasks as (task, rater, answers), all in canonical orientation. A question the final
+/// answer leaves out is not compared.
+pub fn vs_final<T: Ord>(
+    questions: &[Question],
+    finals: &BTreeMap<T, &crate::rubric::Answers>,
+    ratings: &[(T, String, &crate::rubric::Answers)],
+) -> BTreeMap<String, BTreeMap<String, FinalAgreement>> {
+    let mut out: BTreeMap<String, BTreeMap<String, FinalAgreement>> = BTreeMap::new();
+    for (task, rater, answers) in ratings {
+        let Some(last) = finals.get(task) else {
+            continue;
+        };
+        for question in questions {
+            let (Some(decided), Some(given)) = (question.label(last), question.label(answers))
+            else {
+                continue;
+            };
+            let figure = out
+                .entry(rater.clone())
+                .or_default()
+                .entry(question.path.clone())
+                .or_default();
+            figure.tasks += 1;
+            figure.agreed += u64::from(decided == given);
+        }
+    }
+    for figure in out.values_mut().flat_map(|m| m.values_mut()) {
+        figure.share = figure.agreed as f64 / figure.tasks as f64;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raters_answers_are_compared_with_the_final_ones_question_by_question() {
+        let rubric = crate::rubric::by_name("blackhat").unwrap();
+        let questions = questions(rubric);
+        let answers = |sxs: i64| {
+            serde_json::json!({"sxs": sxs, "a": {"correctness": "no_issues"}})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        let (final_1, final_2) = (answers(2), answers(6));
+        let finals = BTreeMap::from([(1, &final_1), (2, &final_2)]);
+        let (ana_1, ana_2, bo_1, other) = (answers(2), answers(5), answers(2), answers(7));
+        let ratings = vec![
+            (1, "ana".to_owned(), &ana_1),
+            (2, "ana".to_owned(), &ana_2),
+            (1, "bo".to_owned(), &bo_1),
+            // Not adjudicated: not compared.
+            (3, "bo".to_owned(), &other),
+        ];
+        let got = vs_final(&questions, &finals, &ratings);
+        let sxs = |who: &str| got[who]["sxs"];
+        assert_eq!(
+            sxs("ana"),
+            FinalAgreement {
+                tasks: 2,
+                agreed: 1,
+                share: 0.5
+            }
+        );
+        assert_eq!((sxs("bo").tasks, sxs("bo").agreed), (1, 1));
+        assert_eq!(got["ana"]["a.correctness"].share, 1.0);
+    }
 
     fn votes(rows: &[(&str, &str, Label)]) -> Vec<Vote<String, String, Label>> {
         rows.iter()

@@ -144,6 +144,11 @@ pub struct RaterStats {
     pub agreement_with_others: Option<f64>,
     /// Those pairs.
     pub pairs_with_others: u64,
+    /// Per aggregated question (by path), how often the rater's answers that count
+    /// equal the final answers leads recorded (see [`aggregate::vs_final`]); absent
+    /// where no task they rated was adjudicated.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub vs_final: BTreeMap<String, aggregate::FinalAgreement>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -32,6 +32,7 @@ pub(crate) fn rating(outcome: Outcome, status: Status) -> Rating {
         review_fields: BTreeMap::new(),
         gold_grade: None,
         review_first: false,
+        set_aside: false,
     }
 }
 

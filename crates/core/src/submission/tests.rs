@@ -32,6 +32,7 @@ fn batch() -> Batch {
         has_gold: false,
         raters_see_external_ids: true,
         bradley_terry_prior: 0.5,
+        final_method: crate::batch::FinalMethod::Majority,
         route_by: None,
         routing: crate::routing::Routing::Prefer,
         routed_since: None,

@@ -75,6 +75,7 @@ impl Accumulator {
                     .then(|| r.out_of_scope as f64 / r.finished as f64),
                 agreement_with_others: (r.pairs > 0).then(|| r.equal as f64 / r.pairs as f64),
                 pairs_with_others: r.pairs,
+                vs_final: BTreeMap::new(),
             })
             .collect();
         raters.sort_by(|x, y| x.rater.cmp(&y.rater));
