@@ -35,6 +35,8 @@ __all__ = [
 Role = Literal["rater", "lead", "admin"]
 BatchState = Literal["open", "closed"]
 Routing = Literal["prefer", "strict"]
+#: How the final dataset answers a task no lead decided.
+FinalMethod = Literal["majority", "dawid_skene"]
 Outcome = Literal["rated", "skipped", "out_of_scope"]
 Status = Literal["draft", "submitted", "returned", "accepted", "rejected"]
 
@@ -112,6 +114,8 @@ class Batch(Model):
     lease_minutes: int
     min_explanation_len: int
     bradley_terry_prior: float
+    #: How the final dataset (``export(final=True)``) answers a task no lead decided.
+    final_method: FinalMethod
     #: The batch's classification questions, as the server gives them.
     classifications: list[dict[str, Any]]
     #: Usernames the batch is restricted to; ``None`` for everyone (and always ``None``
