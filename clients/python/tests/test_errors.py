@@ -66,3 +66,10 @@ def test_a_taken_username_is_a_conflict(admin):
     assert raised.value.status == 409
     assert isinstance(raised.value, VerdictError)
     assert "rater" in raised.value.message or "taken" in raised.value.message
+
+
+def test_a_path_may_be_written_with_the_api_prefix(admin):
+    """Paths are under ``/api/v1``; one written with the prefix reaches the same place
+    rather than a bare 404."""
+    assert admin.request("GET", "/api/v1/me") == admin.request("GET", "/me")
+

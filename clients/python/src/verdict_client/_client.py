@@ -77,9 +77,12 @@ class _Common:
         return f"{type(self).__name__}({self.base_url!r})"
 
     def _target(self, path: str) -> str:
-        """``path`` if the token may go there: a path (under ``/api/v1``), or a whole URL
-        on ``base_url``'s own scheme, host and port. A URL anywhere else is refused before
-        anything is sent, so the token never leaves for another host."""
+        """``path`` if the token may go there: a path (under ``/api/v1``, written with or
+        without that prefix), or a whole URL on ``base_url``'s own scheme, host and port.
+        A URL anywhere else is refused before anything is sent, so the token never leaves
+        for another host."""
+        if path == "/api/v1" or path.startswith("/api/v1/"):
+            path = path[len("/api/v1") :] or "/"
         parts = urlsplit(path)
         if parts.scheme or parts.netloc:
             base = urlsplit(self.base_url)
@@ -160,7 +163,8 @@ class Client(_Common):
         params: dict[str, Any] | None = None,
         json: Any = None,
     ) -> Any:
-        """Any API call: ``path`` under ``/api/v1`` (``"/batches/…/next"``), the answer's
+        """Any API call: ``path`` under ``/api/v1`` (``"/batches/…/next"``, or with the
+        prefix written, ``"/api/v1/batches/…/next"``), the answer's
         JSON back (``None`` when it has no body), an error raised. For what the client
         has no method for, such as rating."""
         target = self._target(path)
@@ -274,8 +278,9 @@ class Client(_Common):
         """Changes a batch's settings (admin) and returns the batch: any of ``state``,
         ``overlap``, ``max_overlap``, ``escalate``, ``route_by``, ``routing``,
         ``randomize``, ``raters_see_external_ids``, ``lease_minutes``,
-        ``min_explanation_len``, ``bradley_terry_prior``, ``classifications``, ``raters``,
-        ``leads`` (``None`` where the API takes ``null``: everyone, or no routing)."""
+        ``min_explanation_len``, ``bradley_terry_prior``, ``final_method``,
+        ``classifications``, ``raters``, ``leads`` (``None`` where the API takes ``null``:
+        everyone, or no routing)."""
         url = f"/batches/{_segment(batch_id)}"
         return Batch.model_validate(self.request("PATCH", url, json=settings))
 
