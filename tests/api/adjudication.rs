@@ -322,6 +322,13 @@ async fn a_lead_decides_a_final_answer_and_the_dataset_comes_out_whole(app: &Tes
         (&read["answers"]["sxs"], &read["note"]),
         (&json!(3), &json!("Slightly better."))
     );
+    // A task nobody rated starts from every question the rubric asks, to fill in.
+    let blank = page_text(app, &browser, &format!("/batches/{batch}/tasks/t3/final")).await;
+    assert!(
+        blank.contains("&#34;sxs_explanation&#34;: null")
+            || blank.contains("\"sxs_explanation\": null"),
+        "{blank}"
+    );
     // Reached from the task's side-by-side view and the disagreement list.
     let side = page_text(app, &browser, &format!("/batches/{batch}/tasks/t1")).await;
     assert!(

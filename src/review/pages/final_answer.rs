@@ -96,7 +96,8 @@ async fn page(
             adjudication::final_rows(&tasks, Vec::new(), &gathered, batch.final_method.into())
                 .into_iter()
                 .next();
-        row.map(|r| r.answers).unwrap_or_default()
+        let aggregated = row.map(|r| r.answers).unwrap_or_default();
+        with_every_question(&rubric, aggregated)
     };
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
     let from_rating = from
@@ -265,4 +266,39 @@ pub(super) async fn remove(
         percent_encoding::utf8_percent_encode(&external_id, percent_encoding::NON_ALPHANUMERIC)
     );
     Ok(Redirect::to(&to).into_response())
+}
+
+/// `answers` with every question the rubric asks present, those it lacks as `null` (an
+/// explanation, or a question without a metrics role, which no aggregate gives): the
+/// form shows the lead all there is to answer.
+fn with_every_question(
+    rubric: &verdict_core::rubric::Rubric,
+    answers: serde_json::Value,
+) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    use verdict_core::rubric::Slot;
+    let mut out = match answers {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    for slot in rubric.slots() {
+        if !matches!(slot, Slot::Asked { .. }) {
+            continue;
+        }
+        let holder = match slot.side() {
+            Some(side) => match out
+                .entry(side.key())
+                .or_insert_with(|| Value::Object(Map::new()))
+            {
+                Value::Object(inner) => inner,
+                _ => continue,
+            },
+            None => &mut out,
+        };
+        holder.entry(slot.key()).or_insert(Value::Null);
+        if let Some(key) = slot.explanation_key() {
+            holder.entry(key).or_insert(Value::Null);
+        }
+    }
+    Value::Object(out)
 }
