@@ -252,6 +252,16 @@ impl super::Store {
         Ok(names)
     }
 
+    /// The statement that locks task `$1`'s row for a correction on PostgreSQL (SQLite's
+    /// writes take turns already): a claim's update of the row waits for it, and it for
+    /// a claim in flight.
+    fn task_lock(&self) -> String {
+        format!(
+            "SELECT id FROM tasks WHERE id = $1{}",
+            self.no_key_lock_clause()
+        )
+    }
+
     /// Batch `batch`'s task `external_id` as a correction reads it.
     pub async fn task_to_correct(
         &self,
@@ -298,7 +308,11 @@ impl super::Store {
         withdrawn: bool,
         at: DateTime<Utc>,
     ) -> StoreResult<TaskChange> {
+        let lock = self.task_lock();
         let change = transaction!(self, |tx| {
+            // Taken first, so that a claim of the task in flight is over (and its
+            // assignment seen below) or waits until this change is.
+            sqlx::query(&lock).bind(task).execute(&mut *tx).await?;
             let flipped = sqlx::query(
                 "UPDATE tasks SET withdrawn_at = $2
                  WHERE id = $1 AND (withdrawn_at IS NULL) = $3",
@@ -364,7 +378,10 @@ impl super::Store {
         by: Option<Uuid>,
         at: DateTime<Utc>,
     ) -> StoreResult<Option<TaskChange>> {
+        let lock = self.task_lock();
         let change = transaction!(self, |tx| {
+            // As in `set_withdrawn`: no claim of the task runs beside the correction.
+            sqlx::query(&lock).bind(task).execute(&mut *tx).await?;
             let kept = sqlx::query(
                 "INSERT INTO task_versions (task_id, version, prompt, response_a, response_b,
                                             model_a, model_b, content_hash, replaced_at, replaced_by)
