@@ -118,7 +118,7 @@ pub async fn measure(
 }
 
 /// Each rater's agreement with the final answers leads recorded (`raters[].vs_final`),
-/// from the ratings that count of the adjudicated tasks: few, read one task at a time.
+/// from the ratings that count of the adjudicated tasks, read at once.
 async fn vs_final(
     store: &crate::store::Store,
     batch: Uuid,
@@ -129,14 +129,13 @@ async fn vs_final(
     if finals.is_empty() {
         return Ok(());
     }
-    let mut ratings = Vec::new();
-    for last in &finals {
-        for rating in store.task_ratings(last.task_id).await? {
-            if rating.counts_in_metrics() {
-                ratings.push((last.task_id, rating.rater, rating.answers.0));
-            }
-        }
-    }
+    let ratings: Vec<(Uuid, String, verdict_core::rubric::TaskAnswers)> = store
+        .adjudicated_ratings(batch)
+        .await?
+        .into_iter()
+        .filter(|(_, rating)| rating.counts_in_metrics())
+        .map(|(task, rating)| (task, rating.rater, rating.answers.0))
+        .collect();
     let decided: std::collections::BTreeMap<Uuid, &verdict_core::rubric::Answers> =
         finals.iter().map(|f| (f.task_id, &*f.answers.0)).collect();
     let given: Vec<(Uuid, String, &verdict_core::rubric::Answers)> = ratings

@@ -1116,8 +1116,19 @@ async fn a_stall_is_sent_once_when_it_happens_and_again_after_it_cleared(app: &H
     )
     .await;
     assert_eq!(view["stalled"]["tasks"], 0, "{view}");
-    // The clearing is noted at a look before the next stall; wait for one.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The clearing is noted at a look before the next stall: wait until one has noted it.
+    let cleared = "SELECT COUNT(*) FROM batches WHERE name = 'stalling' AND stalled_at IS NULL";
+    for _ in 0..200 {
+        if app.count(cleared).await == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        app.count(cleared).await,
+        1,
+        "the stall checker noted the clearing"
+    );
     skip("bo").await;
     let got = receiver.wait_for(2).await;
     assert_eq!(got[1].json()["type"], "batch.stalled");

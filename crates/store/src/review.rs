@@ -507,6 +507,36 @@ impl super::Store {
         })?)
     }
 
+    /// Every finished rating (drafts aside) of the tasks of batch `batch_id` a lead
+    /// recorded a final answer for, with its task: one read for the metrics' `vs_final`.
+    pub async fn adjudicated_ratings(
+        &self,
+        batch_id: Uuid,
+    ) -> StoreResult<Vec<(Uuid, TaskRating)>> {
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            task_id: Uuid,
+            #[sqlx(flatten)]
+            rating: TaskRating,
+        }
+        let rows: Vec<Row> = read!(self, |pool| {
+            sqlx::query_as::<_, Row>(
+                "SELECT r.task_id, r.id AS rating_id, u.username AS rater, r.rater_kind, r.gold,
+                        r.review_first, r.withdrawn, r.stale, r.outcome, r.status, a.swapped,
+                        r.answers, r.note, r.time_spent_s
+                 FROM ratings r JOIN final_answers f ON f.task_id = r.task_id
+                   JOIN users u ON u.id = r.rater_id JOIN assignments a ON a.id = r.assignment_id
+                 WHERE f.batch_id = $1 AND r.status <> $2 AND r.rater_kind = 'human'
+                 ORDER BY r.task_id, u.username",
+            )
+            .bind(batch_id)
+            .bind(Status::Draft.as_str())
+            .fetch_all(pool)
+            .await
+        })?;
+        Ok(rows.into_iter().map(|r| (r.task_id, r.rating)).collect())
+    }
+
     /// Every finished rating of a batch (drafts aside), by task.
     pub async fn batch_ratings(&self, batch_id: Uuid) -> StoreResult<Vec<BatchRating>> {
         Ok(read!(self, |pool| {
